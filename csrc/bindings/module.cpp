@@ -1,0 +1,17 @@
+// luminal._C: marshalling only. Each bound concept has its own py_<thing>.cpp.
+#include <pybind11/pybind11.h>
+
+#include "bindings/py_errors.h"
+#include "bindings/py_runtime_factory.h"
+
+namespace luminal::bindings {
+void define_compiled_program(pybind11::module_& m);
+}
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "luminal's C++ core: PT2 reader, translator, runtimes";
+  luminal::bindings::define_errors(m);
+  luminal::bindings::define_runtime_factory(m);
+  luminal::bindings::define_compiled_program(m);
+  m.attr("has_cuda") = false;
+}

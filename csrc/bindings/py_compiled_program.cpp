@@ -1,0 +1,220 @@
+// luminal._C.compile_pt2 / compile_pt2_file and the CompiledProgram they return.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <chrono>
+#include <functional>
+
+#include "bindings/py_runtime_factory.h"
+#include "bindings/tensor_buffer.h"
+#include "common/error.h"
+#include "compiler/compiled_program.h"
+
+namespace py = pybind11;
+
+namespace luminal::bindings {
+
+namespace {
+
+using translator::ProgramOutput;
+
+CompileOptions parse_options(const py::dict& options) {
+  CompileOptions parsed;
+  for (auto item : options) {
+    const std::string key = py::str(item.first);
+    const py::handle value = item.second;
+    if (key == "num_threads") {
+      parsed.num_threads = value.cast<int>();
+    } else if (key == "search_iterations") {
+      parsed.search_iterations = value.cast<int>();
+    } else if (key == "fallback") {
+      parsed.fallback = value.cast<std::string>();
+    } else if (key == "debug_dir") {
+      parsed.debug_dir = value.cast<std::string>();
+    } else if (key == "cache_dir") {
+      parsed.cache_dir = value.cast<std::string>();
+    } else {
+      // luminal/options.py validates names first; reaching here means the two lists diverged.
+      INTERNAL_ERROR() << "option '" << key << "' passed validation but is unknown to the C++ core";
+    }
+  }
+  return parsed;
+}
+
+class PyCompiledProgram {
+ public:
+  PyCompiledProgram(RuntimeHandle runtime, std::map<std::string, at::Tensor> weights)
+      : runtime_(std::move(runtime)), weights_(std::move(weights)), device_(runtime_.factory->device) {}
+
+  void compile(pt2::Pt2Program program, const CompileOptions& options, double read_ms) {
+    std::map<std::string, runtime::BufferRef> bound;
+    for (const auto& [name, tensor] : weights_) bound[name] = buffer_of(tensor, "weight '" + name + "'", device_);
+    compiled_ = compile_program(std::move(program), *runtime_.runtime, bound, options, read_ms);
+    const auto& graph = compiled_->program.graph;
+    for (ir::NodeId id : graph.input_nodes()) input_dtypes_.push_back(graph.node(id).dtype);
+  }
+
+  // Runs on the user inputs; mutations land in the caller's tensors; returns user outputs.
+  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) {
+    const auto& names = compiled_->program.input_names;
+    USER_CHECK(inputs.size() == names.size())
+        << "the compiled model takes " << names.size() << " tensor inputs, got " << inputs.size();
+    std::vector<runtime::BufferRef> input_buffers;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      runtime::BufferRef ref = buffer_of(inputs[i], "input '" + names[i] + "'", device_);
+      USER_CHECK(ref.dtype == input_dtypes_[i])
+          << "input '" << names[i] << "' has dtype " << ir::dtype_name(ref.dtype) << " but the model was compiled for "
+          << ir::dtype_name(input_dtypes_[i]) << "; recompile or cast the input";
+      input_buffers.push_back(std::move(ref));
+    }
+    const auto shapes = compiled_->executable->output_shapes(input_buffers);
+    const auto& outputs = compiled_->program.outputs;
+    const auto& graph = compiled_->program.graph;
+    std::vector<at::Tensor> results;
+    std::vector<std::pair<at::Tensor, at::Tensor>> copy_backs;  // (destination, computed)
+    std::vector<runtime::BufferRef> output_buffers;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const ir::DType dtype = graph.node(graph.outputs()[i].node).dtype;
+      at::Tensor target = mutation_target(outputs[i], inputs);
+      at::Tensor out;
+      // Write straight into the caller's tensor when its layout is the one we produce.
+      if (target.defined() && target.is_contiguous() && target.sizes().vec() == shapes[i] &&
+          target.scalar_type() == to_torch_dtype(dtype)) {
+        out = target;
+      } else {
+        out = empty_tensor(shapes[i], dtype);
+        if (target.defined()) copy_backs.emplace_back(target, out);
+      }
+      output_buffers.push_back(buffer_of(out, "output " + std::to_string(i), device_));
+      if (outputs[i].kind == ProgramOutput::Kind::UserOutput) results.push_back(out);
+    }
+    {
+      py::gil_scoped_release no_gil;
+      compiled_->executable->run(input_buffers, output_buffers);
+    }
+    for (auto& [destination, computed] : copy_backs) destination.copy_(computed);
+    return results;
+  }
+
+  void rebind_weight(const std::string& name, const at::Tensor& tensor) {
+    USER_CHECK(weights_.count(name)) << "no weight named '" << name << "' is bound to this compiled model";
+    compiled_->executable->rebind_weight(name, buffer_of(tensor, "weight '" + name + "'", device_));
+    weights_[name] = tensor;
+  }
+
+  std::vector<std::string> input_names() const { return compiled_->program.input_names; }
+
+  py::list output_specs() const {
+    py::list specs;
+    for (const ProgramOutput& o : compiled_->program.outputs) {
+      const char* kind = o.kind == ProgramOutput::Kind::UserOutput       ? "user_output"
+                         : o.kind == ProgramOutput::Kind::BufferMutation ? "buffer_mutation"
+                                                                         : "user_input_mutation";
+      specs.append(py::make_tuple(kind, o.target, o.user_input_index));
+    }
+    return specs;
+  }
+
+  py::dict stats() const {
+    const CompileStats& s = compiled_->stats;
+    py::dict d;
+    d["read_ms"] = s.read_ms;
+    d["translate_ms"] = s.translate_ms;
+    d["runtime_compile_ms"] = s.runtime_compile_ms;
+    d["aten_node_count"] = s.aten_node_count;
+    d["ir_node_count"] = s.ir_node_count;
+    d["kernel_count"] = s.kernel_count;
+    d["fallback_ops"] = s.fallback_ops;
+    d["runtime"] = s.runtime_name;
+    return d;
+  }
+
+  std::string ir_text() const { return ir::to_text(compiled_->program.graph); }
+
+ private:
+  // The caller's tensor that output `o` mutates, or an undefined tensor for a user output.
+  at::Tensor mutation_target(const ProgramOutput& o, const std::vector<at::Tensor>& inputs) const {
+    switch (o.kind) {
+      case ProgramOutput::Kind::UserOutput:
+        return {};
+      case ProgramOutput::Kind::UserInputMutation:
+        return inputs.at(static_cast<size_t>(o.user_input_index));
+      case ProgramOutput::Kind::BufferMutation: {
+        auto it = weights_.find(o.target);
+        // A buffer the archive carried (AOT path) has no caller tensor: its new value is kept
+        // nowhere, as torch.export's own unlifted module would keep it in the module.
+        return it == weights_.end() ? at::Tensor() : it->second;
+      }
+    }
+    return {};
+  }
+
+  RuntimeHandle runtime_;
+  std::map<std::string, at::Tensor> weights_;
+  std::string device_;
+  std::unique_ptr<CompiledProgram> compiled_;
+  std::vector<ir::DType> input_dtypes_;
+};
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+pt2::ReadOptions read_options_for(const std::map<std::string, at::Tensor>& weights) {
+  pt2::ReadOptions options;
+  for (const auto& [name, tensor] : weights) options.externally_bound.insert(name);
+  return options;
+}
+
+std::unique_ptr<PyCompiledProgram> compile_from(std::function<pt2::Pt2Program(const pt2::ReadOptions&)> read,
+                                                const py::object& factory, const py::dict& options,
+                                                std::map<std::string, at::Tensor> weights) {
+  RuntimeHandle runtime = runtime_from_capsule(factory);
+  const CompileOptions parsed = parse_options(options);
+  auto program = std::make_unique<PyCompiledProgram>(std::move(runtime), weights);
+  py::gil_scoped_release no_gil;
+  const auto start = std::chrono::steady_clock::now();
+  pt2::Pt2Program pt2_program = read(read_options_for(weights));
+  program->compile(std::move(pt2_program), parsed, ms_since(start));
+  return program;
+}
+
+}  // namespace
+
+void define_compiled_program(py::module_& m) {
+  py::class_<PyCompiledProgram>(m, "CompiledProgram")
+      .def("run", &PyCompiledProgram::run, py::arg("inputs"),
+           "Runs on the user inputs; writes mutations into the caller's tensors; returns the user outputs.")
+      .def("rebind_weight", &PyCompiledProgram::rebind_weight, py::arg("name"), py::arg("tensor"))
+      .def_property_readonly("input_names", &PyCompiledProgram::input_names)
+      .def_property_readonly("output_specs", &PyCompiledProgram::output_specs)
+      .def_property_readonly("stats", &PyCompiledProgram::stats)
+      .def("ir_text", &PyCompiledProgram::ir_text);
+
+  m.def(
+      "compile_pt2",
+      [](const py::bytes& archive, const py::object& factory, const py::dict& options,
+         std::map<std::string, at::Tensor> weights) {
+        std::string bytes = archive;  // one copy of the (weight-stripped, small) archive
+        return compile_from(
+            [&bytes](const pt2::ReadOptions& o) {
+              return pt2::read_pt2_bytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), o);
+            },
+            factory, options, std::move(weights));
+      },
+      py::arg("archive"), py::arg("factory"), py::arg("options") = py::dict(),
+      py::arg("weights") = std::map<std::string, at::Tensor>{},
+      "Compiles an in-memory PT2 archive; `weights` binds parameters/buffers by FQN without copying.");
+  m.def(
+      "compile_pt2_file",
+      [](const std::string& path, const py::object& factory, const py::dict& options,
+         std::map<std::string, at::Tensor> weights) {
+        return compile_from([&path](const pt2::ReadOptions& o) { return pt2::read_pt2_file(path, o); }, factory,
+                            options, std::move(weights));
+      },
+      py::arg("path"), py::arg("factory"), py::arg("options") = py::dict(),
+      py::arg("weights") = std::map<std::string, at::Tensor>{}, "Compiles a .pt2 file (weights from the archive).");
+}
+
+}  // namespace luminal::bindings

@@ -1,0 +1,33 @@
+#include "bindings/py_errors.h"
+
+#include "common/error.h"
+
+namespace py = pybind11;
+
+namespace luminal::bindings {
+
+void define_errors(py::module_& m) {
+  // Leaked on purpose: the translator may run during interpreter shutdown, after module
+  // globals are gone, and these must stay valid until then.
+  static PyObject* user_error = nullptr;
+  static PyObject* unsupported_error = nullptr;
+  static PyObject* internal_error = nullptr;
+  py::module_ errors = py::module_::import("luminal.errors");
+  user_error = errors.attr("UserError").inc_ref().ptr();
+  unsupported_error = errors.attr("UnsupportedError").inc_ref().ptr();
+  internal_error = errors.attr("InternalError").inc_ref().ptr();
+
+  py::register_exception_translator([](std::exception_ptr p) {
+    if (!p) return;
+    try {
+      std::rethrow_exception(p);
+    } catch (const Error& e) {
+      PyObject* type = e.kind() == ErrorKind::User          ? user_error
+                       : e.kind() == ErrorKind::Unsupported ? unsupported_error
+                                                            : internal_error;
+      PyErr_SetString(type, e.what());
+    }
+  });
+}
+
+}  // namespace luminal::bindings

@@ -1,0 +1,25 @@
+// torch.Tensor <-> runtime::BufferRef. The only place that maps between c10's dtypes and
+// luminal's; dtype or device mismatches become UserErrors naming the tensor.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "runtime/runtime.h"
+
+namespace luminal::bindings {
+
+ir::DType to_ir_dtype(c10::ScalarType t, const std::string& what);
+c10::ScalarType to_torch_dtype(ir::DType t);
+
+// A view of the tensor's memory (no copy). `what` names it in errors ("input 'x'").
+// `device` is the runtime's device type ("cpu"): a tensor elsewhere is a UserError.
+runtime::BufferRef buffer_of(const at::Tensor& t, const std::string& what, const std::string& device);
+
+// A new contiguous CPU tensor of this shape and dtype.
+at::Tensor empty_tensor(const std::vector<int64_t>& sizes, ir::DType dtype);
+
+}  // namespace luminal::bindings

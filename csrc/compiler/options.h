@@ -1,0 +1,16 @@
+// Compile options, validated on the Python side (luminal/options.py) and passed down here.
+#pragma once
+
+#include <string>
+
+namespace luminal {
+
+struct CompileOptions {
+  int num_threads = 0;       // 0: the runtime's default
+  int search_iterations = 0;  // bound on schedule search; the reference runtime does none
+  std::string fallback = "error";  // what an op with no translation does
+  std::string debug_dir;     // when set: IR text and stats are written here
+  std::string cache_dir;     // kernel cache (used by generating runtimes)
+};
+
+}  // namespace luminal

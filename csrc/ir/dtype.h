@@ -1,0 +1,34 @@
+// Element types of IR tensors. Semantics of arithmetic per dtype are documented on the
+// primitives in ops.def; storage is little-endian, f16/bf16 as IEEE binary16 / bfloat16 bits.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace luminal::ir {
+
+#define LUMINAL_DTYPES(X) \
+  X(F32, "f32", 4)        \
+  X(F16, "f16", 2)        \
+  X(BF16, "bf16", 2)      \
+  X(F64, "f64", 8)        \
+  X(I8, "i8", 1)          \
+  X(I16, "i16", 2)        \
+  X(I32, "i32", 4)        \
+  X(I64, "i64", 8)        \
+  X(U8, "u8", 1)          \
+  X(Bool, "bool", 1)
+
+enum class DType {
+#define LUMINAL_DTYPE_ENUM(name, text, bytes) name,
+  LUMINAL_DTYPES(LUMINAL_DTYPE_ENUM)
+#undef LUMINAL_DTYPE_ENUM
+};
+
+size_t dtype_size(DType t);
+const char* dtype_name(DType t);
+bool is_floating(DType t);
+bool is_integral(DType t);  // integers, not bool
+inline bool is_bool(DType t) { return t == DType::Bool; }
+
+}  // namespace luminal::ir

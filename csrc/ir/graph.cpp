@@ -1,0 +1,132 @@
+#include "ir/graph.h"
+
+#include <sstream>
+
+#include "common/error.h"
+
+namespace luminal::ir {
+
+std::string Scalar::to_string() const {
+  if (is_integer) return std::to_string(integer);
+  std::ostringstream s;
+  s.precision(17);
+  s << floating;
+  return s.str();
+}
+
+NodeId Graph::add(Node node) {
+  nodes_.push_back(std::move(node));
+  return static_cast<NodeId>(nodes_.size() - 1);
+}
+
+std::vector<NodeId> Graph::input_nodes() const {
+  std::vector<NodeId> ids;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].op == Op::Input) ids.push_back(static_cast<NodeId>(i));
+  return ids;
+}
+
+std::vector<NodeId> Graph::weight_nodes() const {
+  std::vector<NodeId> ids;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].op == Op::Weight) ids.push_back(static_cast<NodeId>(i));
+  return ids;
+}
+
+namespace {
+std::string ref_text(const TensorRef& ref) { return "%" + std::to_string(ref.node) + " " + ref.view.to_string(); }
+}  // namespace
+
+std::string to_text(const Graph& graph) {
+  std::ostringstream out;
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    const Node& n = graph.nodes()[i];
+    out << "%" << i << " = " << op_name(n.op) << " " << dtype_name(n.dtype) << " " << shape_to_string(n.shape);
+    if (n.axis >= 0) out << " axis=" << n.axis;
+    if (n.accumulate) out << " accumulate";
+    if (n.op == Op::Constant) out << " value=" << n.scalar.to_string();
+    if (!n.name.empty()) out << " name=" << n.name;
+    if (!n.inputs.empty()) {
+      out << " (";
+      for (size_t j = 0; j < n.inputs.size(); ++j) out << (j ? ", " : "") << ref_text(n.inputs[j]);
+      out << ")";
+    }
+    if (!n.origin.empty()) out << "  ; " << n.origin;
+    out << "\n";
+  }
+  out << "outputs:";
+  for (const TensorRef& r : graph.outputs()) out << " " << ref_text(r) << ";";
+  out << "\n";
+  return out.str();
+}
+
+namespace {
+void verify_node(const Graph& graph, NodeId id) {
+  const Node& n = graph.node(id);
+  INTERNAL_CHECK(static_cast<int>(n.inputs.size()) == op_arity(n.op))
+      << op_name(n.op) << " has " << n.inputs.size() << " inputs, expected " << op_arity(n.op);
+  for (const TensorRef& in : n.inputs) {
+    INTERNAL_CHECK(in.node >= 0 && in.node < id) << "input %" << in.node << " does not precede its user";
+  }
+  auto input_dtype = [&](size_t i) { return graph.node(n.inputs[i].node).dtype; };
+  if (op_has(n.op, kElementwise)) {
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      INTERNAL_CHECK(n.inputs[i].view.shape() == n.shape)
+          << "input " << i << " has shape " << shape_to_string(n.inputs[i].view.shape()) << ", node has "
+          << shape_to_string(n.shape);
+    }
+  }
+  if (op_has(n.op, kComparison)) {
+    INTERNAL_CHECK(n.dtype == DType::Bool) << "comparison must produce bool";
+    INTERNAL_CHECK(input_dtype(0) == input_dtype(1)) << "comparison of " << dtype_name(input_dtype(0)) << " and "
+                                                     << dtype_name(input_dtype(1));
+  } else if (n.op == Op::IsNan) {
+    INTERNAL_CHECK(n.dtype == DType::Bool) << "IsNan must produce bool";
+  } else if (n.op == Op::Where) {
+    INTERNAL_CHECK(input_dtype(0) == DType::Bool) << "Where condition must be bool";
+    INTERNAL_CHECK(input_dtype(1) == n.dtype && input_dtype(2) == n.dtype) << "Where branches must match the output dtype";
+  } else if (op_has(n.op, kElementwise) && n.op != Op::Cast) {
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      INTERNAL_CHECK(input_dtype(i) == n.dtype) << "input " << i << " is " << dtype_name(input_dtype(i)) << ", node is "
+                                                << dtype_name(n.dtype);
+  }
+  if (op_has(n.op, kReduction)) {
+    const Shape& in = n.inputs[0].view.shape();
+    INTERNAL_CHECK(n.axis >= 0 && n.axis < static_cast<int>(in.size())) << "reduction axis " << n.axis;
+    Shape expected = in;
+    expected[n.axis] = Expr(int64_t{1});
+    INTERNAL_CHECK(expected == n.shape) << "reduction output shape " << shape_to_string(n.shape);
+  }
+  if (n.op == Op::Matmul) {
+    const Shape& a = n.inputs[0].view.shape();
+    const Shape& b = n.inputs[1].view.shape();
+    INTERNAL_CHECK(a.size() >= 2 && a.size() == b.size() && a.size() == n.shape.size()) << "matmul ranks";
+    INTERNAL_CHECK(a[a.size() - 1] == b[b.size() - 2]) << "matmul inner dims " << shape_to_string(a) << " x "
+                                                        << shape_to_string(b);
+  }
+  if (n.op == Op::Gather || n.op == Op::Scatter) {
+    INTERNAL_CHECK(input_dtype(1) == DType::I64) << "index must be i64";
+    INTERNAL_CHECK(n.axis >= 0 && n.axis < static_cast<int>(n.inputs[0].view.rank())) << "indexing axis " << n.axis;
+  }
+  if (n.op == Op::Iota) {
+    INTERNAL_CHECK(n.axis >= 0 && n.axis < static_cast<int>(n.shape.size())) << "iota axis";
+  }
+}
+}  // namespace
+
+void verify(const Graph& graph) {
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    try {
+      verify_node(graph, static_cast<NodeId>(i));
+    } catch (Error& e) {
+      const Node& n = graph.nodes()[i];
+      e.add_context("verify: node %" + std::to_string(i) + " " + op_name(n.op) +
+                    (n.origin.empty() ? "" : " (from " + n.origin + ")"));
+      throw;
+    }
+  }
+  for (const TensorRef& r : graph.outputs())
+    INTERNAL_CHECK(r.node >= 0 && r.node < static_cast<NodeId>(graph.size())) << "graph output %" << r.node;
+}
+
+}  // namespace luminal::ir

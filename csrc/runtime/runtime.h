@@ -1,0 +1,54 @@
+// The pluggable runtime interface: a Runtime turns an optimised IR graph into an Executable.
+//
+// Buffers cross this boundary as raw pointers with explicit sizes and strides (in elements),
+// never as torch tensors: the core does not include torch. The caller keeps every bound
+// buffer alive while the Executable may read or write it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "ir/graph.h"
+
+namespace luminal::runtime {
+
+struct BufferRef {
+  void* data = nullptr;
+  ir::DType dtype = ir::DType::F32;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;  // in elements
+};
+
+struct CompileOptions {
+  int num_threads = 0;  // 0: the runtime's default
+};
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  // Binds the graph's symbols from the user inputs' shapes (in Input-node order) and returns
+  // every output's shape. Throws UserError naming the input whose shape contradicts the graph.
+  virtual std::vector<std::vector<int64_t>> output_shapes(const std::vector<BufferRef>& inputs) const = 0;
+  // Runs the graph. `outputs` are caller-allocated contiguous buffers of the shapes that
+  // output_shapes returned. An output may alias an input (an in-place KV-cache update);
+  // the runtime must then read that input fully before writing the output.
+  // Safe to call from several threads at once on distinct buffers.
+  virtual void run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs) const = 0;
+  // Replaces the buffer bound to a weight (a parameter re-assigned by the user).
+  virtual void rebind_weight(const std::string& name, const BufferRef& buffer) = 0;
+};
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+  virtual std::string name() const = 0;
+  // `weights` binds every Weight node by name; the buffers must outlive the Executable.
+  virtual std::unique_ptr<Executable> compile(const ir::Graph& graph, const std::map<std::string, BufferRef>& weights,
+                                              const CompileOptions& options) const = 0;
+};
+
+}  // namespace luminal::runtime

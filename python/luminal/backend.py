@@ -1,0 +1,100 @@
+"""The torch.compile backend: `torch.compile(model, backend="luminal")`."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable
+
+import torch
+import torch.fx
+
+from . import _C
+from .compiled_model import CompiledModel
+from .errors import UserError
+from .export import export_graph
+from .options import core_options, validate_options
+
+log = logging.getLogger("luminal")
+
+# torch.compile passes `mode` through to non-inductor backends; we have one mode today.
+SUPPORTED_MODES = (None, "default")
+
+Backend = Callable[..., CompiledModel]
+
+
+def _first_tensor_device(example_inputs: list[Any]) -> torch.device:
+    # Under dynamic=True dynamo may put SymInts first: look for the first tensor.
+    for value in example_inputs:
+        if isinstance(value, torch.Tensor):
+            return value.device
+    return torch.device("cpu")
+
+
+def default_factory(example_inputs: list[Any], runtime: str | None = None) -> Any:
+    """The runtime factory capsule for the inputs' device. Never falls back to another device."""
+    device = _first_tensor_device(example_inputs)
+    if runtime not in (None, "cpu"):
+        raise UserError(f"unknown luminal runtime {runtime!r}; available: 'cpu'")
+    if device.type == "cpu":
+        return _C.cpu_factory_capsule()
+    if device.type == "cuda":
+        raise UserError(
+            "the model's tensors are on CUDA but this luminal build has no CUDA runtime "
+            "(it was built without -DLUMINAL_CUDA=ON); rebuild with the CUDA toolkit or run on the CPU"
+        )
+    raise UserError(f"luminal has no runtime for device {device.type!r}; available: cpu")
+
+
+def compile_graph(
+    gm: torch.fx.GraphModule, example_inputs: list[Any], factory: Any, options: dict[str, Any]
+) -> CompiledModel:
+    """Exports `gm`, hands the archive and the caller's weights to the C++ core."""
+    start = time.perf_counter()
+    exported = export_graph(gm, example_inputs)
+    export_ms = (time.perf_counter() - start) * 1000
+    program = _C.compile_pt2(exported.archive, factory, core_options(options), exported.weights)
+    model = CompiledModel(
+        program,
+        exported.user_input_positions,
+        exported.weight_positions,
+        exported.weights,
+        {"export_ms": export_ms, "archive_bytes": len(exported.archive)},
+    )
+    stats = model.stats
+    log.info(
+        "luminal compiled %d aten nodes into %d IR nodes in %.0f ms (export %.0f ms)",
+        stats["aten_node_count"],
+        stats["ir_node_count"],
+        (time.perf_counter() - start) * 1000,
+        export_ms,
+    )
+    return model
+
+
+def register_backend(factory_capsule: Any) -> Backend:
+    """A torch.compile backend bound to this runtime factory capsule ('luminal.runtime_factory')."""
+    _C.factory_info(factory_capsule)  # validates name and ABI version now, not at first compile
+
+    def backend(
+        gm: torch.fx.GraphModule, example_inputs: list[Any], options: dict | None = None, mode: str | None = None
+    ) -> CompiledModel:
+        _check_mode(mode)
+        return compile_graph(gm, example_inputs, factory_capsule, validate_options(options))
+
+    return backend
+
+
+def luminal_backend(
+    gm: torch.fx.GraphModule, example_inputs: list[Any], options: dict | None = None, mode: str | None = None
+) -> CompiledModel:
+    """The default luminal backend: picks the runtime from the inputs' device."""
+    _check_mode(mode)
+    options = validate_options(options)
+    factory = default_factory(example_inputs, options.get("runtime"))
+    return compile_graph(gm, example_inputs, factory, options)
+
+
+def _check_mode(mode: str | None) -> None:
+    if mode not in SUPPORTED_MODES:
+        raise UserError(f"luminal does not support mode={mode!r}; use options={{...}} instead (see docs/options.md)")

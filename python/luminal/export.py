@@ -1,0 +1,157 @@
+"""From the FX graph dynamo hands a backend to an in-memory PT2 archive for the C++ core.
+
+Dynamo lifts parameters and buffers into graph inputs. We put them back into the module
+(re-internalise) so that export records them as parameters/buffers, and pass the caller's own
+tensors to the core by pointer: weights are never copied into the archive.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+
+from .errors import UnsupportedError, UserError
+
+
+@dataclass
+class ExportedGraph:
+    archive: bytes
+    # Placeholder position -> how the compiled callable gets it on each call.
+    user_input_positions: list[int]
+    weight_positions: dict[int, str]  # position -> FQN in the exported program
+    weights: dict[str, torch.Tensor]  # FQN -> the caller's tensor (bound by pointer)
+    symint_positions: list[int] = field(default_factory=list)  # derived from tensor shapes
+
+
+def _is_module_state(value: Any) -> bool:
+    """Parameters, buffers and static-address tensors (a StaticCache's K/V) that dynamo lifted."""
+    if isinstance(value, torch.nn.Parameter):
+        return True
+    return isinstance(value, torch.Tensor) and getattr(value, "_dynamo_static_input_type", None) is not None
+
+
+def _is_sym_scalar(value: Any) -> bool:
+    return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
+def _find_size_source(symbol: torch.SymInt, tensor_placeholders: list[torch.fx.Node]) -> tuple[torch.fx.Node, int]:
+    """A (tensor placeholder, dim) whose size is exactly this symbol."""
+    target = symbol.node.expr
+    for node in tensor_placeholders:
+        fake = node.meta.get("example_value")
+        for dim, size in enumerate(getattr(fake, "shape", ())):
+            if isinstance(size, torch.SymInt) and size.node.expr == target:
+                return node, dim
+    raise UnsupportedError(
+        f"symbolic input {symbol} is not the size of any tensor input; luminal binds symbolic dims from "
+        "input shapes. Compile with dynamic=False or mark the value static."
+    )
+
+
+def _internalise(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[ExportedGraph, list[Any]]:
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(example_inputs):
+        raise UserError(f"graph has {len(placeholders)} placeholders but {len(example_inputs)} example inputs")
+    result = ExportedGraph(b"", [], {}, {})
+    user_inputs: list[Any] = []
+    tensor_placeholders = [
+        n for n, v in zip(placeholders, example_inputs) if isinstance(v, torch.Tensor) and not _is_module_state(v)
+    ]
+    for position, (node, value) in enumerate(zip(placeholders, example_inputs)):
+        if _is_module_state(value):
+            name = node.name
+            if isinstance(value, torch.nn.Parameter):
+                gm.register_parameter(name, value)
+            else:
+                gm.register_buffer(name, value)
+            with gm.graph.inserting_before(node):
+                attr = gm.graph.get_attr(name)
+            attr.meta = dict(node.meta)
+            node.replace_all_uses_with(attr)
+            gm.graph.erase_node(node)
+            result.weight_positions[position] = name
+            result.weights[name] = value
+        elif _is_sym_scalar(value):
+            source, dim = _find_size_source(value, tensor_placeholders)
+            with gm.graph.inserting_after(source):
+                size = gm.graph.call_function(torch.ops.aten.sym_size.int, (source, dim))
+            size.meta = dict(node.meta)
+            node.replace_all_uses_with(size)
+            gm.graph.erase_node(node)
+            result.symint_positions.append(position)
+        elif isinstance(value, torch.Tensor):
+            result.user_input_positions.append(position)
+            user_inputs.append(value)
+        else:
+            raise UnsupportedError(
+                f"graph input {node.name!r} is a {type(value).__name__}; luminal takes tensors and symbolic sizes"
+            )
+    gm.graph.lint()
+    gm.recompile()
+    return result, user_inputs
+
+
+def _dynamic_shapes(gm: torch.fx.GraphModule) -> list[dict[int, Any]] | None:
+    """Dim.AUTO for every dim dynamo made symbolic, so one compile serves all its values."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    specs: list[dict[int, Any]] = []
+    any_dynamic = False
+    for node in placeholders:
+        fake = node.meta.get("example_value")
+        dims = {
+            d: torch.export.Dim.AUTO for d, s in enumerate(getattr(fake, "shape", ())) if isinstance(s, torch.SymInt)
+        }
+        any_dynamic |= bool(dims)
+        specs.append(dims)
+    return specs if any_dynamic else None
+
+
+def _stand_in(tensor: torch.Tensor) -> torch.Tensor:
+    """An empty tensor of the same dtype, so the archive carries the weight's metadata but no bytes."""
+    empty = torch.empty(0, dtype=tensor.dtype)
+    if isinstance(tensor, torch.nn.Parameter):
+        return torch.nn.Parameter(empty, requires_grad=tensor.requires_grad)
+    return empty
+
+
+def _export_kwargs() -> dict[str, Any]:
+    return {"strict": False, "prefer_deferred_runtime_asserts_over_guards": True}
+
+
+def serialize(ep: torch.export.ExportedProgram, externally_bound: set[str]) -> bytes:
+    """The PT2 archive of `ep` in memory, without the payload of externally bound weights."""
+    state = ep.state_dict
+    saved = {name: state[name] for name in externally_bound if name in state}
+    constants = {name: ep.constants[name] for name in externally_bound if name in ep.constants}
+    try:
+        for name, tensor in saved.items():
+            state[name] = _stand_in(tensor)
+        for name, tensor in constants.items():
+            ep.constants[name] = torch.empty(0, dtype=tensor.dtype)
+        buffer = io.BytesIO()
+        torch.export.save(ep, buffer)
+    finally:
+        state.update(saved)
+        ep.constants.update(constants)
+    return buffer.getvalue()
+
+
+def export_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> ExportedGraph:
+    """Re-internalises lifted state, exports, decomposes to core ATen and serialises."""
+    # Export must not edit dynamo's own graph: dynamo keeps guard bookkeeping on it.
+    gm = copy.deepcopy(gm)
+    gm.eval()
+    exported, user_inputs = _internalise(gm, example_inputs)
+    dynamic_shapes = _dynamic_shapes(gm)
+    try:
+        ep = torch.export.export(gm, tuple(user_inputs), dynamic_shapes=dynamic_shapes, **_export_kwargs())
+        ep = ep.run_decompositions()
+    except Exception as error:  # export raises many types; surface them as one, with the cause
+        raise UnsupportedError(f"torch.export could not export the graph luminal was given: {error}") from error
+    exported.archive = serialize(ep, set(exported.weights))
+    return exported

@@ -1,0 +1,44 @@
+"""The options `torch.compile(..., backend="luminal", options={...})` accepts, validated in one place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import UserError
+
+# name -> (type, description). docs/options.md documents the same list.
+KNOWN_OPTIONS: dict[str, tuple[type, str]] = {
+    "num_threads": (int, "threads the runtime may use; 0 = the runtime's default"),
+    "search_iterations": (int, "bound on the schedule search; 0 = heuristics only"),
+    "fallback": (str, "what an op with no native translation does: 'error'"),
+    "debug_dir": (str, "write the IR and compile stats to this directory"),
+    "cache_dir": (str, "where generated kernels are cached"),
+    "runtime": (str, "'cpu' (default for CPU tensors)"),
+}
+
+FALLBACK_POLICIES = ("error",)
+
+
+def validate_options(options: dict[str, Any] | None) -> dict[str, Any]:
+    """Returns a copy of `options` after checking names, types and values."""
+    options = dict(options or {})
+    for name, value in options.items():
+        if name not in KNOWN_OPTIONS:
+            valid = ", ".join(sorted(KNOWN_OPTIONS))
+            raise UserError(f"unknown luminal option {name!r}; valid options are: {valid}")
+        expected, _ = KNOWN_OPTIONS[name]
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            raise UserError(f"luminal option {name!r} must be {expected.__name__}, got {type(value).__name__}")
+    if options.get("fallback", "error") not in FALLBACK_POLICIES:
+        raise UserError(
+            f"luminal option 'fallback' must be one of {FALLBACK_POLICIES}, got {options['fallback']!r}: "
+            "the ATen fallback is not built yet, so ops without a translation raise UnsupportedError"
+        )
+    if options.get("num_threads", 0) < 0 or options.get("search_iterations", 0) < 0:
+        raise UserError("luminal options 'num_threads' and 'search_iterations' must be >= 0")
+    return options
+
+
+def core_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The subset of validated options the C++ core reads (runtime selection stays in Python)."""
+    return {k: v for k, v in options.items() if k != "runtime"}

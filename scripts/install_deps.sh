@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian machine lacks to build and test luminal: system libraries from
+# apt, then torch (pinned: 2.13.0 installs a CPU build from local disk; other versions pull
+# gigabytes of CUDA builds) and the Python build and test tools.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_packages=(cmake ninja-build ccache pkg-config g++ clang libclang-rt-14-dev
+              libzip-dev nlohmann-json3-dev libgtest-dev libopenblas-dev)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -eq 0 ]]; then SUDO=""; else SUDO="sudo"; fi
+  echo "installing system packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+python3 -m pip install -q --disable-pip-version-check torch==2.13.0
+python3 -m pip install -q --disable-pip-version-check "scikit-build-core>=0.10" "pybind11>=2.12" \
+  "pytest>=8" "transformers>=4.56" numpy matplotlib

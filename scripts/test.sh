@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# README command (b): every test. C++ tests (plain, then under ASan+UBSan), a short fuzz run of
+# the PT2 reader, then pytest against the installed package (rebuilt incrementally first).
+# FUZZ_SECONDS (default 60) bounds the fuzz run; PYTEST_ARGS are passed to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+echo "== C++ tests"
+cmake -S . -B build/cpp -G Ninja -DLUMINAL_PYTHON=OFF -DLUMINAL_TESTS=ON >/dev/null
+cmake --build build/cpp -j "$jobs"
+ctest --test-dir build/cpp --output-on-failure -j "$jobs"
+
+echo "== C++ tests under ASan + UBSan"
+cmake -S . -B build/cpp-asan -G Ninja -DLUMINAL_PYTHON=OFF -DLUMINAL_TESTS=ON -DLUMINAL_SANITIZE=ON \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build/cpp-asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build/cpp-asan --output-on-failure -j "$jobs"
+
+echo "== fuzzing the PT2 reader for ${FUZZ_SECONDS:-60} s"
+tests/fuzz/run_fuzz.sh "${FUZZ_SECONDS:-60}"
+
+echo "== Python tests"
+scripts/build.sh
+python3 -m pytest -q ${PYTEST_ARGS:-} tests

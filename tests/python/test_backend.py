@@ -1,0 +1,132 @@
+"""The backend's contract with torch.compile: registration, options, errors, mutations."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch._dynamo
+
+import luminal
+from conftest import CountingBackend, assert_close
+
+
+class MLP(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = torch.nn.Linear(16, 32)
+        self.fc2 = torch.nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def test_backend_by_name_is_registered():
+    assert "luminal" in torch._dynamo.list_backends()
+    model = MLP().eval()
+    x = torch.randn(4, 16)
+    compiled = torch.compile(model, backend="luminal", fullgraph=True)
+    assert_close(compiled(x), model(x))
+
+
+def test_backend_runs_and_serves_three_calls():
+    torch.manual_seed(0)
+    model = MLP().eval()
+    backend = CountingBackend()
+    compiled = torch.compile(model, backend=backend, fullgraph=True)
+    for _ in range(3):
+        x = torch.randn(4, 16)
+        assert_close(compiled(x), model(x))
+    assert len(backend.compiled) == 1
+
+
+def test_register_backend_with_cpu_capsule():
+    capsule = luminal._C.cpu_factory_capsule()
+    backend = luminal.register_backend(capsule)
+    model = MLP().eval()
+    x = torch.randn(2, 16)
+    assert_close(torch.compile(model, backend=backend)(x), model(x))
+    assert luminal._C.factory_info(capsule)["device"] == "cpu"
+
+
+def test_register_backend_rejects_other_objects():
+    with pytest.raises(luminal.UserError, match="runtime factory capsule"):
+        luminal.register_backend(object())
+
+
+def test_unknown_option_lists_valid_ones():
+    model = MLP().eval()
+    compiled = torch.compile(model, backend="luminal", options={"no_such_option": 1})
+    with pytest.raises(Exception) as info:
+        compiled(torch.randn(2, 16))
+    assert isinstance(_inner(info.value), luminal.UserError)
+    assert "num_threads" in str(info.value)
+
+
+def test_weights_are_bound_not_copied():
+    model = MLP().eval()
+    backend = CountingBackend()
+    compiled = torch.compile(model, backend=backend)
+    x = torch.randn(2, 16)
+    compiled(x)
+    stats = backend.compiled[0].stats
+    weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    assert stats["archive_bytes"] < weight_bytes, "weights were serialised into the archive"
+    # An in-place update of a weight is seen by the next call: the core reads the caller's memory.
+    with torch.no_grad():
+        model.fc2.bias.add_(1.0)
+    assert_close(compiled(x), model(x))
+
+
+def test_user_input_and_buffer_mutations_land_in_callers_tensors():
+    class Mutating(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("count", torch.zeros(1))
+
+        def forward(self, x, state):
+            state.add_(x.sum())
+            self.count.add_(1)
+            return state * 2
+
+    model = Mutating()
+    reference = Mutating()
+    compiled = torch.compile(model, backend=CountingBackend(), fullgraph=True)
+    state, expected_state = torch.zeros(3), torch.zeros(3)
+    for _ in range(3):
+        x = torch.randn(3)
+        out = compiled(x, state)
+        expected = reference(x, expected_state)
+        assert_close(out, expected)
+        assert_close(state, expected_state)
+    assert model.count.item() == 3
+
+
+def test_input_dtype_mismatch_is_a_user_error():
+    model = MLP().eval()
+    backend = CountingBackend()
+    compiled = torch.compile(model, backend=backend)
+    compiled(torch.randn(2, 16))
+    program = backend.compiled[0]
+    args = [torch.randn(2, 16, dtype=torch.float64)]
+    with pytest.raises(luminal.UserError, match="dtype"):
+        program._program.run(args)
+
+
+def test_cuda_tensors_without_cuda_build_are_an_error(monkeypatch):
+    # No GPU here: stand in for CUDA inputs at the point where the runtime is chosen.
+    monkeypatch.setattr(luminal.backend, "_first_tensor_device", lambda inputs: torch.device("cuda"))
+    with pytest.raises(luminal.UserError, match="no CUDA runtime"):
+        luminal.backend.default_factory([])
+
+
+def test_tensor_on_another_device_is_rejected_by_the_core():
+    model = MLP().eval()
+    backend = CountingBackend()
+    torch.compile(model, backend=backend)(torch.randn(2, 16))
+    with pytest.raises(luminal.UserError, match="device 'meta'"):
+        backend.compiled[0]._program.run([torch.empty(2, 16, device="meta")])
+
+
+def _inner(error: BaseException) -> BaseException:
+    """dynamo wraps backend errors in BackendCompilerFailed; the cause is ours."""
+    return getattr(error, "inner_exception", error)

@@ -1,0 +1,69 @@
+// Building blocks for op handlers: each builds IR nodes (or only a new view) in the context
+// and returns the result as a Tensor. Broadcasting, type promotion and dim wrapping follow
+// torch exactly; handlers compose these rather than adding IR nodes by hand.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "ir/graph.h"
+#include "translator/context.h"
+
+namespace luminal::translator {
+
+// ---- dtypes ----
+// A Python number's category, which is all torch's promotion looks at for wrapped scalars.
+enum class ScalarKind { Bool, Int, Float };
+// torch.promote_types: the smallest dtype both convert to (f16 with bf16 is f32, u8 with i8 i16).
+ir::DType promote_dtypes(ir::DType a, ir::DType b);
+// torch.result_type over tensors and Python scalars: dimensioned tensors decide within a
+// category, 0-d tensors and then scalars only when they are of a higher category (bool < int <
+// float); a float scalar means the default dtype f32.
+ir::DType result_type(const std::vector<Tensor>& tensors, const std::vector<ScalarKind>& scalars);
+// torch.result_type for two tensors (dim-less 0-d tensors count as scalars of their category,
+// as torch's promotion does: a 0-d f64 tensor does not promote an f32 tensor).
+ir::DType promote_types(const Tensor& a, const Tensor& b);
+// torch.result_type(tensor, python_scalar): a float scalar promotes integer/bool tensors to the
+// default float dtype (f32); an int scalar promotes bool to i64; otherwise the tensor's dtype.
+ir::DType promote_with_scalar(const Tensor& a, const ir::Scalar& s);
+Tensor cast(TranslationContext& cx, const Tensor& t, ir::DType dtype);  // no node if equal
+
+// ---- sources ----
+// The value is converted to `dtype` as torch would (floats to integers truncate, to bool != 0).
+Tensor constant(TranslationContext& cx, const ir::Scalar& value, ir::DType dtype, const ir::Shape& shape = {});
+Tensor iota(TranslationContext& cx, const ir::Expr& length, ir::DType dtype);
+
+// ---- movement (views only, unless stated) ----
+int wrap_dim(int64_t dim, int rank);  // UserError when out of range
+Tensor permute(const Tensor& t, const std::vector<int>& order);
+Tensor transpose(const Tensor& t, int dim0, int dim1);
+Tensor expand(const Tensor& t, const ir::Shape& shape);  // torch.expand; -1 keeps the dim
+Tensor unsqueeze(const Tensor& t, int dim);
+Tensor squeeze(const Tensor& t, int dim);  // no-op when the dim is not 1, as torch
+Tensor slice(const Tensor& t, int dim, std::optional<ir::Expr> start, std::optional<ir::Expr> end, int64_t step);
+Tensor select(const Tensor& t, int dim, const ir::Expr& index);
+// torch.reshape: a view when the strides allow, else a Copy then a view. -1 is inferred.
+Tensor reshape(TranslationContext& cx, const Tensor& t, const std::vector<ir::Expr>& shape);
+Tensor contiguous(TranslationContext& cx, const Tensor& t);  // a Copy node unless already dense
+ir::Shape broadcast_shapes(const ir::Shape& a, const ir::Shape& b);  // UserError if incompatible
+Tensor broadcast_to(const Tensor& t, const ir::Shape& shape);
+
+// ---- elementwise (inputs broadcast; no promotion: cast first) ----
+Tensor unary(TranslationContext& cx, ir::Op op, const Tensor& a);
+Tensor binary(TranslationContext& cx, ir::Op op, const Tensor& a, const Tensor& b);  // same dtype
+Tensor where(TranslationContext& cx, const Tensor& cond, const Tensor& a, const Tensor& b);
+
+// ---- reductions ----
+// Reduces over each dim in `dims` (empty = all dims). keepdim as torch.
+Tensor reduce(TranslationContext& cx, ir::Op op, const Tensor& t, const std::vector<int>& dims, bool keepdim);
+
+// ---- contraction ----
+// torch.matmul semantics for rank >= 1 operands (1-d operands are unsqueezed then squeezed).
+Tensor matmul(TranslationContext& cx, const Tensor& a, const Tensor& b);
+
+// ---- indexing ----
+Tensor gather(TranslationContext& cx, const Tensor& data, int axis, const Tensor& index);
+Tensor scatter(TranslationContext& cx, const Tensor& data, int axis, const Tensor& index, const Tensor& src,
+               bool accumulate);
+
+}  // namespace luminal::translator

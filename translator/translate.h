@@ -1,0 +1,41 @@
+// Translates an exported program (PT2) into the primitive IR.
+//
+// Needs: a parsed Pt2Program. Guarantees: an IR graph that passes ir::verify, whose Input
+// nodes are the program's tensor user inputs in call order and whose Weight nodes are named
+// by the FQN of the parameter/buffer/constant they stand for; or an exception naming the node
+// (UnsupportedError for an op with no translation, UserError for a malformed program).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "pt2/reader.h"
+
+namespace luminal::translator {
+
+struct ProgramOutput {
+  enum class Kind { UserOutput, BufferMutation, UserInputMutation };
+  Kind kind = Kind::UserOutput;
+  std::string target;        // mutated buffer FQN or user input name
+  int user_input_index = -1; // UserInputMutation: index into TranslatedProgram::input_names
+};
+
+struct WeightSpec {
+  std::string fqn;        // bound by this name (ir::Node::name of the Weight node)
+  std::string graph_name; // placeholder name in the program ("p_fc1_weight")
+  bool is_mutated = false;
+};
+
+struct TranslatedProgram {
+  ir::Graph graph;
+  std::vector<std::string> input_names;  // tensor user inputs, in call order
+  std::vector<WeightSpec> weights;
+  std::vector<ProgramOutput> outputs;    // parallel to graph.outputs()
+  // Targets ("aten::foo.bar") seen with no translation; empty unless translation was lenient.
+  std::vector<std::string> unsupported_ops;
+};
+
+TranslatedProgram translate(const pt2::Pt2Program& program);
+
+}  // namespace luminal::translator
