@@ -1,0 +1,85 @@
+#include "ir/bind_symbols.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "common/error.h"
+
+namespace luminal::ir {
+
+namespace {
+
+std::string sizes_to_string(const std::vector<int64_t>& sizes) {
+  std::ostringstream s;
+  s << "[";
+  for (size_t i = 0; i < sizes.size(); ++i) s << (i ? ", " : "") << sizes[i];
+  s << "]";
+  return s.str();
+}
+
+// "s0=3, s1=7": the values a mismatch was judged against, so the user sees which input fixed them.
+std::string symbols_in(const Shape& shape, const SymbolBindings& bindings) {
+  std::vector<std::string> names;
+  for (const Expr& dim : shape) dim.collect_symbols(names);
+  std::ostringstream s;
+  std::vector<std::string> seen;
+  for (const std::string& name : names) {
+    auto it = bindings.find(name);
+    if (it == bindings.end() || std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
+    seen.push_back(name);
+    s << (seen.size() > 1 ? ", " : "") << name << "=" << it->second;
+  }
+  return s.str();
+}
+
+std::string mismatch_message(const Node& input, const std::vector<int64_t>& actual, const SymbolBindings& bindings) {
+  const std::string values = symbols_in(input.shape, bindings);
+  std::ostringstream s;
+  s << "input '" << input.name << "' has shape " << sizes_to_string(actual) << " but the compiled graph expects "
+    << shape_to_string(input.shape) << (values.empty() ? "" : " with " + values)
+    << "; pass inputs of the compiled shapes, or mark the dim dynamic when compiling";
+  return s.str();
+}
+
+void check_rank(const Node& input, const std::vector<int64_t>& actual) {
+  USER_CHECK(actual.size() == input.shape.size()) << mismatch_message(input, actual, {});
+  for (int64_t size : actual)
+    USER_CHECK(size >= 0) << "input '" << input.name << "' has a negative size in shape " << sizes_to_string(actual);
+}
+
+void bind_bare_symbols(const Node& input, const std::vector<int64_t>& actual, SymbolBindings& bindings) {
+  for (size_t d = 0; d < actual.size(); ++d) {
+    const Expr& dim = input.shape[d];
+    if (dim.is_symbol()) bindings.emplace(dim.symbol_name(), actual[d]);  // the first binding wins
+  }
+}
+
+void check_shape(const Node& input, const std::vector<int64_t>& actual, const SymbolBindings& bindings) {
+  for (size_t d = 0; d < actual.size(); ++d) {
+    int64_t expected = 0;
+    try {
+      expected = input.shape[d].evaluate(bindings);
+    } catch (Error& e) {
+      e.add_context("input '" + input.name + "' dim " + std::to_string(d) + " (" + input.shape[d].to_string() + ")");
+      throw;
+    }
+    USER_CHECK(expected == actual[d]) << mismatch_message(input, actual, bindings);
+  }
+}
+
+}  // namespace
+
+SymbolBindings bind_symbols(const Graph& graph, const std::vector<std::vector<int64_t>>& input_shapes) {
+  const std::vector<NodeId> inputs = graph.input_nodes();
+  USER_CHECK(inputs.size() == input_shapes.size())
+      << "the compiled graph takes " << inputs.size() << " inputs but was called with " << input_shapes.size();
+  SymbolBindings bindings;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    check_rank(graph.node(inputs[i]), input_shapes[i]);
+    bind_bare_symbols(graph.node(inputs[i]), input_shapes[i], bindings);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) check_shape(graph.node(inputs[i]), input_shapes[i], bindings);
+  return bindings;
+}
+
+}  // namespace luminal::ir

@@ -1,0 +1,246 @@
+#include "runtime/reference/reference_executable.h"
+
+#include <cstdint>
+#include <cstring>
+
+#include "common/error.h"
+#include "ir/bind_symbols.h"
+#include "runtime/reference/aligned_buffer.h"
+#include "runtime/reference/strided.h"
+
+namespace luminal::runtime::reference {
+
+// Everything one run() owns, so that concurrent runs share nothing mutable.
+struct ReferenceExecutable::RunState {
+  explicit RunState(size_t node_count) : shapes(node_count), data(node_count), owned(node_count) {}
+
+  ir::SymbolBindings bindings;
+  std::vector<std::vector<int64_t>> shapes;  // each node's shape for this run
+  std::vector<const std::byte*> data;        // each node's contiguous buffer; null once released
+  std::vector<AlignedBuffer> owned;          // the buffers this run allocated; empty for borrowed ones
+};
+
+namespace {
+
+std::string describe(ir::NodeId id, const ir::Node& node) {
+  std::string text = "node %" + std::to_string(id) + " " + ir::op_name(node.op);
+  if (!node.name.empty()) text += " '" + node.name + "'";
+  if (!node.origin.empty()) text += " (from " + node.origin + ")";
+  return text;
+}
+
+std::string sizes_text(const std::vector<int64_t>& sizes) {
+  std::string text = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
+  return text + "]";
+}
+
+int64_t byte_count(const std::vector<int64_t>& shape, ir::DType dtype) {
+  return element_count(shape) * static_cast<int64_t>(ir::dtype_size(dtype));
+}
+
+// A caller's buffer as the interpreter needs it: its dtype and layout agree with the node.
+void check_buffer(const char* kind, const std::string& name, const BufferRef& buffer, ir::DType dtype) {
+  USER_CHECK(buffer.dtype == dtype) << kind << " '" << name << "' is " << ir::dtype_name(buffer.dtype)
+                                    << " but the compiled graph expects " << ir::dtype_name(dtype);
+  USER_CHECK(buffer.strides.size() == buffer.sizes.size())
+      << kind << " '" << name << "' has " << buffer.sizes.size() << " sizes but " << buffer.strides.size() << " strides";
+  USER_CHECK(buffer.data != nullptr || element_count(buffer.sizes) == 0) << kind << " '" << name << "' has no data";
+}
+
+void check_weight(const ir::Node& node, const BufferRef& buffer) {
+  check_buffer("weight", node.name, buffer, node.dtype);
+  if (!ir::is_static(node.shape)) return;  // a symbolic weight shape is checked per run
+  const std::vector<int64_t> expected = ir::evaluate_shape(node.shape, {});
+  USER_CHECK(buffer.sizes == expected) << "weight '" << node.name << "' has shape " << sizes_text(buffer.sizes)
+                                       << " but the compiled graph expects " << sizes_text(expected);
+}
+
+// Row-major and dense, ignoring the strides of size-1 dims (which never advance).
+bool is_dense(const BufferRef& buffer) {
+  int64_t expected = 1;
+  for (size_t d = buffer.sizes.size(); d > 0; --d) {
+    if (buffer.sizes[d - 1] != 1 && buffer.strides[d - 1] != expected) return element_count(buffer.sizes) == 0;
+    expected *= buffer.sizes[d - 1];
+  }
+  return true;
+}
+
+// Nodes read their producers as contiguous buffers, so a strided caller buffer is copied once.
+const std::byte* contiguous_source(const BufferRef& buffer, AlignedBuffer& owned) {
+  const auto* data = static_cast<const std::byte*>(buffer.data);
+  if (is_dense(buffer)) return data;
+  const size_t element_size = ir::dtype_size(buffer.dtype);
+  owned = AlignedBuffer(static_cast<size_t>(element_count(buffer.sizes)) * element_size);
+  copy_to_contiguous(data, Layout{buffer.sizes, buffer.strides, 0}, element_size, owned.data());
+  return owned.data();
+}
+
+// The caller's output buffers: contiguous, of the dtypes and shapes this call produces.
+void check_outputs(const ir::Graph& graph, const std::vector<BufferRef>& outputs, const ir::SymbolBindings& bindings) {
+  USER_CHECK(outputs.size() == graph.outputs().size())
+      << "the compiled graph has " << graph.outputs().size() << " outputs but " << outputs.size() << " were passed";
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const ir::TensorRef& output = graph.outputs()[k];
+    check_buffer("output", std::to_string(k), outputs[k], graph.node(output.node).dtype);
+    const std::vector<int64_t> expected = ir::evaluate_shape(output.view.shape(), bindings);
+    USER_CHECK(outputs[k].sizes == expected)
+        << "output " << k << " has shape " << sizes_text(outputs[k].sizes) << " but this call produces "
+        << sizes_text(expected);
+    USER_CHECK(is_dense(outputs[k])) << "output " << k << " must be a contiguous buffer";
+  }
+}
+
+bool overlaps(const std::byte* a, int64_t a_bytes, const std::byte* b, int64_t b_bytes) {
+  const auto a_begin = reinterpret_cast<uintptr_t>(a);
+  const auto b_begin = reinterpret_cast<uintptr_t>(b);
+  return a_bytes > 0 && b_bytes > 0 && a_begin < b_begin + static_cast<uintptr_t>(b_bytes) &&
+         b_begin < a_begin + static_cast<uintptr_t>(a_bytes);
+}
+
+std::vector<std::vector<int64_t>> input_sizes(const std::vector<BufferRef>& inputs) {
+  std::vector<std::vector<int64_t>> sizes;
+  for (const BufferRef& input : inputs) sizes.push_back(input.sizes);
+  return sizes;
+}
+
+// For each node, the last node that reads it; graph outputs are read after every node.
+std::vector<std::vector<ir::NodeId>> release_points(const ir::Graph& graph) {
+  const auto count = static_cast<ir::NodeId>(graph.size());
+  std::vector<ir::NodeId> last_reader(graph.size());
+  for (ir::NodeId id = 0; id < count; ++id) {
+    last_reader[id] = id;  // a node nobody reads is released right after it runs
+    for (const ir::TensorRef& edge : graph.node(id).inputs) last_reader[edge.node] = id;
+  }
+  for (const ir::TensorRef& output : graph.outputs()) last_reader[output.node] = count;
+  std::vector<std::vector<ir::NodeId>> released_after(graph.size());
+  for (ir::NodeId id = 0; id < count; ++id)
+    if (last_reader[id] < count) released_after[last_reader[id]].push_back(id);
+  return released_after;
+}
+
+}  // namespace
+
+ReferenceExecutable::ReferenceExecutable(ir::Graph graph, std::map<std::string, BufferRef> weights)
+    : graph_(std::move(graph)), weights_(std::move(weights)) {
+  ir::verify(graph_);
+  for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(graph_.size()); ++id) {
+    const ir::Node& node = graph_.node(id);
+    try {
+      if (node.op == ir::Op::Weight) {
+        auto binding = weights_.find(node.name);
+        USER_CHECK(binding != weights_.end()) << "no buffer is bound to this weight";
+        check_weight(node, binding->second);
+      }
+      kernels_.push_back(node.op == ir::Op::Input || node.op == ir::Op::Weight ? Kernel{}
+                                                                              : select_kernel(graph_, node));
+    } catch (Error& e) {
+      e.add_context(describe(id, node));
+      throw;
+    }
+  }
+  released_after_ = release_points(graph_);
+}
+
+std::vector<std::vector<int64_t>> ReferenceExecutable::output_shapes(const std::vector<BufferRef>& inputs) const {
+  const ir::SymbolBindings bindings = ir::bind_symbols(graph_, input_sizes(inputs));
+  std::vector<std::vector<int64_t>> shapes;
+  for (const ir::TensorRef& output : graph_.outputs()) shapes.push_back(ir::evaluate_shape(output.view.shape(), bindings));
+  return shapes;
+}
+
+void ReferenceExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs) const {
+  RunState state(graph_.size());
+  bind_sources(inputs, state);
+  check_outputs(graph_, outputs, state.bindings);
+  for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(graph_.size()); ++id) {
+    if (kernels_[id]) compute_node(id, state);
+    for (ir::NodeId released : released_after_[id]) {
+      state.owned[released] = AlignedBuffer();
+      state.data[released] = nullptr;
+    }
+  }
+  write_outputs(outputs, state);
+}
+
+void ReferenceExecutable::rebind_weight(const std::string& name, const BufferRef& buffer) {
+  bool found = false;
+  for (ir::NodeId id : graph_.weight_nodes()) {
+    if (graph_.node(id).name != name) continue;
+    check_weight(graph_.node(id), buffer);
+    found = true;
+  }
+  USER_CHECK(found) << "the compiled graph has no weight named '" << name << "'";
+  weights_[name] = buffer;
+}
+
+void ReferenceExecutable::bind_sources(const std::vector<BufferRef>& inputs, RunState& state) const {
+  state.bindings = ir::bind_symbols(graph_, input_sizes(inputs));
+  for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(graph_.size()); ++id)
+    state.shapes[id] = ir::evaluate_shape(graph_.node(id).shape, state.bindings);
+  const std::vector<ir::NodeId> input_nodes = graph_.input_nodes();
+  for (size_t i = 0; i < input_nodes.size(); ++i) {
+    const ir::Node& node = graph_.node(input_nodes[i]);
+    check_buffer("input", node.name, inputs[i], node.dtype);
+    state.data[input_nodes[i]] = contiguous_source(inputs[i], state.owned[input_nodes[i]]);
+  }
+  for (ir::NodeId id : graph_.weight_nodes()) {
+    const ir::Node& node = graph_.node(id);
+    const BufferRef& weight = weights_.at(node.name);
+    USER_CHECK(weight.sizes == state.shapes[id]) << "weight '" << node.name << "' has shape " << sizes_text(weight.sizes)
+                                                 << " but this call expects " << sizes_text(state.shapes[id]);
+    state.data[id] = contiguous_source(weight, state.owned[id]);
+  }
+}
+
+void ReferenceExecutable::compute_node(ir::NodeId id, RunState& state) const {
+  const ir::Node& node = graph_.node(id);
+  try {
+    KernelCall call{node, state.shapes[id], {}, nullptr};
+    for (const ir::TensorRef& edge : node.inputs) {
+      Layout layout = evaluate_layout(edge.view, state.bindings);
+      INTERNAL_CHECK(addresses_within(layout, element_count(state.shapes[edge.node])))
+          << "the view " << edge.view.to_string() << " reads outside %" << edge.node << " of shape "
+          << sizes_text(state.shapes[edge.node]);
+      call.inputs.push_back(Operand{state.data[edge.node], graph_.node(edge.node).dtype, std::move(layout)});
+    }
+    state.owned[id] = AlignedBuffer(static_cast<size_t>(byte_count(call.shape, node.dtype)));
+    state.data[id] = state.owned[id].data();
+    call.output = state.owned[id].data();
+    kernels_[id](call);
+  } catch (Error& e) {
+    e.add_context(describe(id, node));
+    throw;
+  }
+}
+
+void ReferenceExecutable::write_outputs(const std::vector<BufferRef>& outputs, RunState& state) const {
+  // An output may alias an input (an in-place KV-cache update). Every node has run, so only an
+  // output that returns caller memory directly can still read memory another output overwrites:
+  // snapshot those sources before the first write.
+  for (const ir::TensorRef& output : graph_.outputs()) {
+    const ir::NodeId source = output.node;
+    if (state.owned[source].data() != nullptr) continue;
+    const int64_t source_bytes = byte_count(state.shapes[source], graph_.node(source).dtype);
+    for (const BufferRef& destination : outputs) {
+      const int64_t destination_bytes = byte_count(destination.sizes, destination.dtype);
+      if (!overlaps(state.data[source], source_bytes, static_cast<const std::byte*>(destination.data), destination_bytes))
+        continue;
+      AlignedBuffer snapshot(static_cast<size_t>(source_bytes));
+      std::memcpy(snapshot.data(), state.data[source], static_cast<size_t>(source_bytes));
+      state.data[source] = snapshot.data();
+      state.owned[source] = std::move(snapshot);
+      break;
+    }
+  }
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const ir::TensorRef& output = graph_.outputs()[k];
+    const Layout layout = evaluate_layout(output.view, state.bindings);
+    INTERNAL_CHECK(addresses_within(layout, element_count(state.shapes[output.node])))
+        << "output " << k << " view " << output.view.to_string() << " reads outside %" << output.node;
+    copy_to_contiguous(state.data[output.node], layout, ir::dtype_size(graph_.node(output.node).dtype),
+                       static_cast<std::byte*>(outputs[k].data));
+  }
+}
+
+}  // namespace luminal::runtime::reference

@@ -1,0 +1,13 @@
+# Sources of csrc/runtime, sorted.
+target_sources(luminal_core PRIVATE
+  csrc/runtime/cpu_factory.cpp
+  csrc/runtime/reference/constant_iota.cpp
+  csrc/runtime/reference/elementwise.cpp
+  csrc/runtime/reference/indexing.cpp
+  csrc/runtime/reference/matmul.cpp
+  csrc/runtime/reference/reduce.cpp
+  csrc/runtime/reference/reference_executable.cpp
+  csrc/runtime/reference/reference_runtime.cpp
+  csrc/runtime/reference/select_kernel.cpp
+  csrc/runtime/reference/strided.cpp
+)
