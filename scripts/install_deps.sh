@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 apt_packages=(cmake ninja-build ccache pkg-config g++ clang libclang-rt-14-dev
-              libzip-dev nlohmann-json3-dev libgtest-dev libopenblas-dev)
+              libzip-dev nlohmann-json3-dev libgtest-dev libopenblas-dev unzip)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -44,8 +44,14 @@ class NodeArgs {
   // A Python number (int, float, bool, SymInt with a constant value) as a Scalar.
   ir::Scalar scalar(const std::string& name) const;
   ScalarKind scalar_kind(const std::string& name) const;  // bool, int or float, for promotion
+  // A tensor or an inlined number (SymInt included), for elementwise ops.
+  Operand operand(const std::string& name) const;
   std::optional<ir::DType> dtype(const std::string& name) const;  // None -> nullopt
   std::string string(const std::string& name) const;
+  std::optional<pt2::Device> device(const std::string& name) const;  // None or absent -> nullopt
+  // Factory and copy ops take a `layout` keyword; anything but strided (sparse, mkldnn) is a
+  // UserError: such tensors cannot reach a compiled graph.
+  void require_strided_layout() const;
 
   size_t output_count() const { return node_.outputs.size(); }
   // The program value name of output i ("" when the output is None or unused).

@@ -27,11 +27,30 @@ ir::DType promote_types(const Tensor& a, const Tensor& b);
 // default float dtype (f32); an int scalar promotes bool to i64; otherwise the tensor's dtype.
 ir::DType promote_with_scalar(const Tensor& a, const ir::Scalar& s);
 Tensor cast(TranslationContext& cx, const Tensor& t, ir::DType dtype);  // no node if equal
+// The dtype a composition of several primitives computes in: f32 for f16/bf16, as torch's CPU
+// kernels upcast once and round once (softmax, layer_norm, mean, gelu), else `t` itself.
+ir::DType compute_dtype(ir::DType t);
+
+// An operand of an elementwise op: a tensor, or a Python number that export inlined
+// (mul.Tensor(x, 2.0)). A number promotes as a wrapped scalar; a symbolic size used as a
+// number is a Python int whose value lives in `tensor` (see size_value).
+struct Operand {
+  std::optional<Tensor> tensor;
+  bool is_number = false;
+  ir::Scalar scalar;
+  ScalarKind kind = ScalarKind::Int;
+};
+ir::DType result_type(const std::vector<Operand>& operands);
+// The operand as a tensor of `dtype` (numbers become 0-d constants).
+Tensor materialize(TranslationContext& cx, const Operand& operand, ir::DType dtype);
 
 // ---- sources ----
 // The value is converted to `dtype` as torch would (floats to integers truncate, to bool != 0).
 Tensor constant(TranslationContext& cx, const ir::Scalar& value, ir::DType dtype, const ir::Shape& shape = {});
 Tensor iota(TranslationContext& cx, const ir::Expr& length, ir::DType dtype);
+// A 0-d tensor holding the value of a size expression: a Constant when static, else the sum of
+// `size` ones (the IR has no symbolic scalar; sizes are never negative). `x * seq_len`.
+Tensor size_value(TranslationContext& cx, const ir::Expr& size, ir::DType dtype);
 
 // ---- movement (views only, unless stated) ----
 int wrap_dim(int64_t dim, int rank);  // UserError when out of range

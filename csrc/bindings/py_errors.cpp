@@ -13,9 +13,9 @@ void define_errors(py::module_& m) {
   static PyObject* unsupported_error = nullptr;
   static PyObject* internal_error = nullptr;
   py::module_ errors = py::module_::import("luminal.errors");
-  user_error = errors.attr("UserError").inc_ref().ptr();
-  unsupported_error = errors.attr("UnsupportedError").inc_ref().ptr();
-  internal_error = errors.attr("InternalError").inc_ref().ptr();
+  user_error = py::object(errors.attr("UserError")).release().ptr();
+  unsupported_error = py::object(errors.attr("UnsupportedError")).release().ptr();
+  internal_error = py::object(errors.attr("InternalError")).release().ptr();
 
   py::register_exception_translator([](std::exception_ptr p) {
     if (!p) return;

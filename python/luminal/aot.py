@@ -9,7 +9,8 @@ import torch
 
 from . import _C
 from .backend import default_factory
-from .compiled_model import CompiledModel
+from .compiled_model import BoundProgram, CompiledModel
+from .decompositions import decomposition_table
 from .errors import UserError
 from .export import serialize
 from .options import core_options, validate_options
@@ -24,7 +25,7 @@ def compile(program: torch.export.ExportedProgram | str | os.PathLike, options: 
     options = validate_options(options)
     factory = default_factory([], options.get("runtime"))
     if isinstance(program, torch.export.ExportedProgram):
-        ep = program.run_decompositions()
+        ep = program.run_decompositions(decomposition_table())
         weights: dict[str, torch.Tensor] = {**ep.state_dict, **{k: v for k, v in ep.constants.items() if isinstance(v, torch.Tensor)}}
         weights = {name: t.detach() for name, t in weights.items()}
         compiled = _C.compile_pt2(serialize(ep, set(weights)), factory, core_options(options), weights)
@@ -36,4 +37,4 @@ def compile(program: torch.export.ExportedProgram | str | os.PathLike, options: 
     else:
         raise UserError(f"luminal.compile takes an ExportedProgram or a .pt2 path, got {type(program).__name__}")
     positions = list(range(len(compiled.input_names)))
-    return CompiledModel(compiled, positions, {}, weights, {})
+    return CompiledModel.of(BoundProgram(compiled, positions, {}, weights))

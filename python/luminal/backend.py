@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import logging
 import time
+import warnings
 from typing import Any, Callable
 
 import torch
 import torch.fx
 
 from . import _C
-from .compiled_model import CompiledModel
+from .compiled_model import BoundProgram, CompiledModel
 from .errors import UserError
 from .export import export_graph
 from .options import core_options, validate_options
@@ -46,30 +49,47 @@ def default_factory(example_inputs: list[Any], runtime: str | None = None) -> An
     raise UserError(f"luminal has no runtime for device {device.type!r}; available: cpu")
 
 
+@contextlib.contextmanager
+def _quiet_torch_internals():
+    """torch's pytree specs warn about their own deprecated isinstance check when deep-copied,
+    which export and our graph copy both do: noise for the user, nothing they can act on."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+        yield
+
+
 def compile_graph(
     gm: torch.fx.GraphModule, example_inputs: list[Any], factory: Any, options: dict[str, Any]
 ) -> CompiledModel:
-    """Exports `gm`, hands the archive and the caller's weights to the C++ core."""
-    start = time.perf_counter()
-    exported = export_graph(gm, example_inputs)
-    export_ms = (time.perf_counter() - start) * 1000
-    program = _C.compile_pt2(exported.archive, factory, core_options(options), exported.weights)
-    model = CompiledModel(
-        program,
-        exported.user_input_positions,
-        exported.weight_positions,
-        exported.weights,
-        {"export_ms": export_ms, "archive_bytes": len(exported.archive)},
-    )
-    stats = model.stats
-    log.info(
-        "luminal compiled %d aten nodes into %d IR nodes in %.0f ms (export %.0f ms)",
-        stats["aten_node_count"],
-        stats["ir_node_count"],
-        (time.perf_counter() - start) * 1000,
-        export_ms,
-    )
-    return model
+    """A CompiledModel that exports `gm` and compiles it in the C++ core on its first call."""
+    # Dynamo may reuse or edit its graph after we return: work on our own copy.
+    with _quiet_torch_internals():
+        graph = copy.deepcopy(gm)
+
+    def compile_on_first_call(args: tuple) -> BoundProgram:
+        start = time.perf_counter()
+        with _quiet_torch_internals():
+            exported = export_graph(graph, list(args))
+        export_ms = (time.perf_counter() - start) * 1000
+        program = _C.compile_pt2(exported.archive, factory, core_options(options), exported.weights)
+        bound = BoundProgram(
+            program,
+            exported.user_input_positions,
+            exported.weight_positions,
+            exported.weights,
+            {"export_ms": export_ms, "archive_bytes": len(exported.archive)},
+        )
+        stats = program.stats
+        log.info(
+            "luminal compiled %d aten nodes into %d IR nodes in %.0f ms (export %.0f ms)",
+            stats["aten_node_count"],
+            stats["ir_node_count"],
+            (time.perf_counter() - start) * 1000,
+            export_ms,
+        )
+        return bound
+
+    return CompiledModel(compile_on_first_call)
 
 
 def register_backend(factory_capsule: Any) -> Backend:

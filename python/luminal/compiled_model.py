@@ -2,55 +2,85 @@
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import torch
 
 from . import _C
 
 
+@dataclass
+class BoundProgram:
+    """A compiled program and how a call's positional arguments map onto it."""
+
+    program: _C.CompiledProgram
+    user_input_positions: list[int]
+    weight_positions: dict[int, str]
+    # The caller's weights, kept alive while C++ holds their pointers.
+    weights: dict[str, torch.Tensor]
+    python_stats: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.weight_ptrs = {name: t.data_ptr() for name, t in self.weights.items()}
+        self.sorted_weight_positions = sorted(self.weight_positions.items())
+
+
 class CompiledModel:
     """Runs a compiled program. Called with the same positional arguments as the graph it was
     compiled from (dynamo's placeholders, or an exported program's user inputs). In-place
     mutations (KV-cache updates, BatchNorm statistics) land in the caller's tensors; only the
-    user outputs are returned."""
+    user outputs are returned.
 
-    def __init__(
-        self,
-        program: _C.CompiledProgram,
-        user_input_positions: list[int],
-        weight_positions: dict[int, str],
-        weights: dict[str, torch.Tensor],
-        python_stats: dict[str, Any],
-    ) -> None:
-        self._program = program
-        self._user_input_positions = user_input_positions
-        self._weight_positions = sorted(weight_positions.items())
-        # Keeps the caller's weights alive while C++ holds their pointers.
-        self._weights = weights
-        self._weight_ptrs = {name: t.data_ptr() for name, t in weights.items()}
-        self._python_stats = python_stats
-        self.compile_count = 1
+    The dynamo backend compiles on the first call rather than inside dynamo's frame: export run
+    inside that frame inherits dynamo's guards (written against dynamo's `L[...]` namespace),
+    which break run_decompositions() once a dim is dynamic."""
+
+    def __init__(self, compile_fn: Callable[[tuple], BoundProgram]) -> None:
+        self._compile_fn = compile_fn
+        self._bound: BoundProgram | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, bound: BoundProgram) -> "CompiledModel":
+        model = cls(lambda args: bound)
+        model._bound = bound
+        return model
+
+    def _compiled(self, args: tuple) -> BoundProgram:
+        with self._lock:
+            if self._bound is None:
+                self._bound = self._compile_fn(args)
+            return self._bound
 
     def __call__(self, *args: Any) -> list[torch.Tensor]:
+        bound = self._bound or self._compiled(args)
         # A parameter whose storage was replaced (`p.data = ...`) must be re-bound, not read stale.
-        for position, name in self._weight_positions:
+        for position, name in bound.sorted_weight_positions:
             tensor = args[position]
-            if tensor.data_ptr() != self._weight_ptrs[name]:
-                self._program.rebind_weight(name, tensor)
-                self._weights[name] = tensor
-                self._weight_ptrs[name] = tensor.data_ptr()
-        return self._program.run([args[p] for p in self._user_input_positions])
+            if tensor.data_ptr() != bound.weight_ptrs[name]:
+                bound.program.rebind_weight(name, tensor)
+                bound.weights[name] = tensor
+                bound.weight_ptrs[name] = tensor.data_ptr()
+        return bound.program.run([args[p] for p in bound.user_input_positions])
+
+    @property
+    def is_compiled(self) -> bool:
+        return self._bound is not None
 
     @property
     def stats(self) -> dict[str, Any]:
-        """Compile time per phase (ms), node and kernel counts, and the ops run through a fallback."""
-        return {**self._python_stats, **self._program.stats}
+        """Compile time per phase (ms), node and kernel counts, and the ops run through a fallback.
+        Empty until the first call has compiled the model."""
+        if self._bound is None:
+            return {}
+        return {**self._bound.python_stats, **self._bound.program.stats}
 
     @property
     def input_names(self) -> list[str]:
-        return list(self._program.input_names)
+        return list(self._bound.program.input_names) if self._bound else []
 
     def ir_text(self) -> str:
         """The primitive IR the runtime executes, one node per line."""
-        return self._program.ir_text()
+        return self._bound.program.ir_text() if self._bound else ""

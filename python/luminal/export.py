@@ -7,7 +7,6 @@ tensors to the core by pointer: weights are never copied into the archive.
 
 from __future__ import annotations
 
-import copy
 import io
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from .decompositions import decomposition_table
 from .errors import UnsupportedError, UserError
 
 
@@ -76,8 +76,8 @@ def _internalise(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[E
             gm.graph.erase_node(node)
             result.weight_positions[position] = name
             result.weights[name] = value
-        elif _is_sym_scalar(value):
-            source, dim = _find_size_source(value, tensor_placeholders)
+        elif _is_sym_scalar(node.meta.get("example_value", value)):
+            source, dim = _find_size_source(node.meta.get("example_value", value), tensor_placeholders)
             with gm.graph.inserting_after(source):
                 size = gm.graph.call_function(torch.ops.aten.sym_size.int, (source, dim))
             size.meta = dict(node.meta)
@@ -96,8 +96,11 @@ def _internalise(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[E
     return result, user_inputs
 
 
-def _dynamic_shapes(gm: torch.fx.GraphModule) -> list[dict[int, Any]] | None:
-    """Dim.AUTO for every dim dynamo made symbolic, so one compile serves all its values."""
+def _dynamic_shapes(gm: torch.fx.GraphModule) -> tuple[tuple[dict[int, Any], ...]] | None:
+    """Dim.AUTO for every dim dynamo made symbolic, so one compile serves all its values.
+
+    export sees a GraphModule's forward as `forward(*args)`, so the spec is one tuple inside
+    the tuple of arguments."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     specs: list[dict[int, Any]] = []
     any_dynamic = False
@@ -108,7 +111,7 @@ def _dynamic_shapes(gm: torch.fx.GraphModule) -> list[dict[int, Any]] | None:
         }
         any_dynamic |= bool(dims)
         specs.append(dims)
-    return specs if any_dynamic else None
+    return (tuple(specs),) if any_dynamic else None
 
 
 def _stand_in(tensor: torch.Tensor) -> torch.Tensor:
@@ -141,16 +144,16 @@ def serialize(ep: torch.export.ExportedProgram, externally_bound: set[str]) -> b
     return buffer.getvalue()
 
 
-def export_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> ExportedGraph:
-    """Re-internalises lifted state, exports, decomposes to core ATen and serialises."""
-    # Export must not edit dynamo's own graph: dynamo keeps guard bookkeeping on it.
-    gm = copy.deepcopy(gm)
+def export_graph(gm: torch.fx.GraphModule, args: list[Any]) -> ExportedGraph:
+    """Re-internalises lifted state, exports, decomposes to core ATen and serialises.
+
+    `args` are real values for every placeholder (the first call's arguments); `gm` is edited."""
     gm.eval()
-    exported, user_inputs = _internalise(gm, example_inputs)
+    exported, user_inputs = _internalise(gm, args)
     dynamic_shapes = _dynamic_shapes(gm)
     try:
         ep = torch.export.export(gm, tuple(user_inputs), dynamic_shapes=dynamic_shapes, **_export_kwargs())
-        ep = ep.run_decompositions()
+        ep = ep.run_decompositions(decomposition_table())
     except Exception as error:  # export raises many types; surface them as one, with the cause
         raise UnsupportedError(f"torch.export could not export the graph luminal was given: {error}") from error
     exported.archive = serialize(ep, set(exported.weights))

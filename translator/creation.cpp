@@ -1,0 +1,102 @@
+// Tensor factories: arange, full, zeros/ones, scalar_tensor, empty. Their values are Constant
+// and Iota nodes; device keywords are accepted (the graph runs where its inputs live).
+#include <cmath>
+
+#include "common/error.h"
+#include "translator/handlers.h"
+
+namespace luminal::translator {
+
+using ir::DType;
+using ir::Expr;
+using ir::Op;
+
+namespace {
+
+// torch.full infers the dtype from the fill value: bool, int64 or the default float.
+DType dtype_for(NodeArgs& args, const std::string& value) {
+  switch (args.scalar_kind(value)) {
+    case ScalarKind::Bool: return DType::Bool;
+    case ScalarKind::Int: return DType::I64;
+    case ScalarKind::Float: break;
+  }
+  return DType::F32;
+}
+
+void fill(NodeArgs& args, const ir::Shape& shape, const ir::Scalar& value, DType default_dtype) {
+  args.require_strided_layout();
+  const DType dtype = args.dtype("dtype").value_or(default_dtype);
+  args.set_output(0, constant(args.cx(), value, dtype, shape));
+}
+
+void fill_like(NodeArgs& args, const ir::Scalar& value) {
+  Tensor self = args.tensor("self");
+  fill(args, self.shape(), value, self.dtype);
+}
+
+// arange: an Iota scaled and shifted. Integer bounds count in i64 (exact, symbolic ends such
+// as a sequence length allowed); float bounds need a static length and count in f64, as
+// torch's CPU kernel accumulates in double.
+void arange(NodeArgs& args, const std::optional<std::string>& start_name, const std::optional<std::string>& step_name) {
+  TranslationContext& cx = args.cx();
+  args.require_strided_layout();
+  auto kind = [&](const std::optional<std::string>& name) {
+    return name ? args.scalar_kind(*name) : ScalarKind::Int;
+  };
+  const bool integral = kind(start_name) != ScalarKind::Float && args.scalar_kind("end") != ScalarKind::Float &&
+                        kind(step_name) != ScalarKind::Float;
+  const DType dtype = args.dtype("dtype").value_or(integral ? DType::I64 : DType::F32);
+  Tensor values;
+  if (integral) {
+    const Expr start = start_name ? args.sym_int(*start_name) : Expr(int64_t{0});
+    const int64_t step = step_name ? args.integer(*step_name) : 1;
+    USER_CHECK(step != 0) << "arange step must be non-zero";
+    const Expr end = args.sym_int("end");
+    Expr length = step > 0 ? floordiv(end - start + Expr(step - 1), Expr(step))
+                           : floordiv(start - end + Expr(-step - 1), Expr(-step));
+    if (length.is_constant()) length = Expr(std::max<int64_t>(0, length.constant_value()));
+    values = iota(cx, length, DType::I64);
+    if (step != 1) values = binary(cx, Op::Mul, values, constant(cx, ir::Scalar::of_int(step), DType::I64));
+    if (!(start.is_constant() && start.constant_value() == 0))
+      values = binary(cx, Op::Add, values, size_value(cx, start, DType::I64));
+  } else {
+    const double start = start_name ? args.floating(*start_name) : 0.0;
+    const double step = step_name ? args.floating(*step_name) : 1.0;
+    const double end = args.floating("end");
+    USER_CHECK(step != 0.0 && std::isfinite(start) && std::isfinite(end))
+        << "arange(" << start << ", " << end << ", " << step << ") has no finite length";
+    const int64_t length = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((end - start) / step)));
+    values = iota(cx, Expr(length), DType::F64);
+    values = binary(cx, Op::Mul, values, constant(cx, ir::Scalar::of_float(step), DType::F64));
+    values = binary(cx, Op::Add, values, constant(cx, ir::Scalar::of_float(start), DType::F64));
+  }
+  args.set_output(0, cast(cx, values, dtype));
+}
+
+}  // namespace
+
+void translate_arange(NodeArgs& args) { arange(args, std::nullopt, std::nullopt); }
+void translate_arange_start(NodeArgs& args) { arange(args, "start", std::nullopt); }
+void translate_arange_start_step(NodeArgs& args) { arange(args, "start", "step"); }
+
+void translate_full(NodeArgs& args) {
+  fill(args, args.sym_ints("size"), args.scalar("fill_value"), dtype_for(args, "fill_value"));
+}
+
+// full_like keeps self's dtype unless told otherwise (the fill value is converted).
+void translate_full_like(NodeArgs& args) { fill_like(args, args.scalar("fill_value")); }
+void translate_zeros_like(NodeArgs& args) { fill_like(args, ir::Scalar::of_int(0)); }
+void translate_ones_like(NodeArgs& args) { fill_like(args, ir::Scalar::of_int(1)); }
+void translate_zeros(NodeArgs& args) { fill(args, args.sym_ints("size"), ir::Scalar::of_int(0), DType::F32); }
+void translate_ones(NodeArgs& args) { fill(args, args.sym_ints("size"), ir::Scalar::of_int(1), DType::F32); }
+
+// The attention mask's -inf comes through here, written "-Infinity" in the archive.
+void translate_scalar_tensor(NodeArgs& args) { fill(args, {}, args.scalar("s"), DType::F32); }
+
+// empty's contents are unspecified; zeros are a valid choice and keep runs deterministic.
+void translate_empty_memory_format(NodeArgs& args) {
+  fill(args, args.sym_ints("size"), ir::Scalar::of_int(0), DType::F32);
+}
+void translate_empty_permuted(NodeArgs& args) { fill(args, args.sym_ints("size"), ir::Scalar::of_int(0), DType::F32); }
+
+}  // namespace luminal::translator

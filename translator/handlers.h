@@ -1,0 +1,140 @@
+// Every op handler, one per overload, grouped by the family file that defines it. registry.cpp
+// maps overload names to these. A handler decodes its node through NodeArgs, builds IR with
+// tensor_ops.h and binds its outputs; it throws (UserError / UnsupportedError) on bad input.
+#pragma once
+
+#include "translator/args.h"
+
+namespace luminal::translator {
+
+// ---- elementwise.cpp ----
+void translate_abs(NodeArgs& args);
+void translate_add_scalar(NodeArgs& args);
+void translate_add_tensor(NodeArgs& args);
+void translate_bitwise_and(NodeArgs& args);
+void translate_bitwise_not(NodeArgs& args);
+void translate_bitwise_or(NodeArgs& args);
+void translate_bitwise_xor(NodeArgs& args);
+void translate_ceil(NodeArgs& args);
+void translate_clamp(NodeArgs& args);
+void translate_clamp_max(NodeArgs& args);
+void translate_clamp_min(NodeArgs& args);
+void translate_cos(NodeArgs& args);
+void translate_div(NodeArgs& args);
+void translate_div_mode(NodeArgs& args);
+void translate_eq(NodeArgs& args);
+void translate_erf(NodeArgs& args);
+void translate_exp(NodeArgs& args);
+void translate_floor(NodeArgs& args);
+void translate_ge(NodeArgs& args);
+void translate_gt(NodeArgs& args);
+void translate_isnan(NodeArgs& args);
+void translate_le(NodeArgs& args);
+void translate_log(NodeArgs& args);
+void translate_logical_and(NodeArgs& args);
+void translate_logical_not(NodeArgs& args);
+void translate_logical_or(NodeArgs& args);
+void translate_logical_xor(NodeArgs& args);
+void translate_lt(NodeArgs& args);
+void translate_masked_fill_scalar(NodeArgs& args);
+void translate_maximum(NodeArgs& args);
+void translate_minimum(NodeArgs& args);
+void translate_mul(NodeArgs& args);
+void translate_ne(NodeArgs& args);
+void translate_neg(NodeArgs& args);
+void translate_pow_scalar(NodeArgs& args);
+void translate_pow_tensor_scalar(NodeArgs& args);
+void translate_pow_tensor_tensor(NodeArgs& args);
+void translate_reciprocal(NodeArgs& args);
+void translate_relu(NodeArgs& args);
+void translate_round(NodeArgs& args);
+void translate_rsqrt(NodeArgs& args);
+void translate_sigmoid(NodeArgs& args);
+void translate_sin(NodeArgs& args);
+void translate_sqrt(NodeArgs& args);
+void translate_sub_scalar(NodeArgs& args);
+void translate_sub_tensor(NodeArgs& args);
+void translate_tanh(NodeArgs& args);
+void translate_trunc(NodeArgs& args);
+void translate_where_self(NodeArgs& args);
+
+// ---- reduction.cpp ----
+void translate_amax(NodeArgs& args);
+void translate_amin(NodeArgs& args);
+void translate_any(NodeArgs& args);
+void translate_any_dim(NodeArgs& args);
+void translate_any_dims(NodeArgs& args);
+void translate_cumsum(NodeArgs& args);
+void translate_mean(NodeArgs& args);
+void translate_mean_dim(NodeArgs& args);
+void translate_prod_dim_int(NodeArgs& args);
+void translate_sum(NodeArgs& args);
+void translate_sum_dim_intlist(NodeArgs& args);
+
+// ---- movement.cpp ----
+void translate_alias(NodeArgs& args);
+void translate_cat(NodeArgs& args);
+void translate_clone(NodeArgs& args);
+void translate_copy(NodeArgs& args);
+void translate_expand(NodeArgs& args);
+void translate_permute(NodeArgs& args);
+void translate_reshape(NodeArgs& args);
+void translate_select_int(NodeArgs& args);
+void translate_slice_tensor(NodeArgs& args);
+void translate_split_tensor(NodeArgs& args);
+void translate_split_with_sizes(NodeArgs& args);
+void translate_squeeze(NodeArgs& args);
+void translate_squeeze_dim(NodeArgs& args);
+void translate_squeeze_dims(NodeArgs& args);
+void translate_t(NodeArgs& args);
+void translate_to_copy(NodeArgs& args);
+void translate_transpose_int(NodeArgs& args);
+void translate_unsqueeze(NodeArgs& args);
+void translate_view(NodeArgs& args);
+
+// ---- indexing.cpp ----
+void translate_embedding(NodeArgs& args);
+void translate_gather(NodeArgs& args);
+void translate_index_put(NodeArgs& args);
+void translate_index_select(NodeArgs& args);
+void translate_index_tensor(NodeArgs& args);
+
+// ---- linalg.cpp ----
+void translate_addmm(NodeArgs& args);
+void translate_bmm(NodeArgs& args);
+void translate_mm(NodeArgs& args);
+
+// ---- nn.cpp ----
+void translate_gelu(NodeArgs& args);
+void translate_log_softmax(NodeArgs& args);
+void translate_native_layer_norm(NodeArgs& args);
+void translate_silu(NodeArgs& args);
+void translate_softmax(NodeArgs& args);
+
+// ---- attention.cpp ----
+void translate_scaled_dot_product_attention(NodeArgs& args);
+
+// ---- creation.cpp ----
+void translate_arange(NodeArgs& args);
+void translate_arange_start(NodeArgs& args);
+void translate_arange_start_step(NodeArgs& args);
+void translate_empty_memory_format(NodeArgs& args);
+void translate_empty_permuted(NodeArgs& args);
+void translate_full(NodeArgs& args);
+void translate_full_like(NodeArgs& args);
+void translate_ones(NodeArgs& args);
+void translate_ones_like(NodeArgs& args);
+void translate_scalar_tensor(NodeArgs& args);
+void translate_zeros(NodeArgs& args);
+void translate_zeros_like(NodeArgs& args);
+
+// ---- meta.cpp ----
+void translate_assert_tensor_metadata(NodeArgs& args);
+void translate_sym_add(NodeArgs& args);
+void translate_sym_floordiv(NodeArgs& args);
+void translate_sym_mod(NodeArgs& args);
+void translate_sym_mul(NodeArgs& args);
+void translate_sym_size_int(NodeArgs& args);
+void translate_sym_sub(NodeArgs& args);
+
+}  // namespace luminal::translator

@@ -1,0 +1,163 @@
+// Data-dependent addressing: embedding, index_select, gather, advanced indexing (index.Tensor)
+// and its write form index_put. All lower to the Gather / Scatter primitives along one axis.
+#include "common/error.h"
+#include "translator/handlers.h"
+
+namespace luminal::translator {
+
+using ir::DType;
+using ir::Expr;
+using ir::Op;
+using ir::Shape;
+
+namespace {
+
+Shape concat(const Shape& a, const Shape& b) {
+  Shape out = a;
+  out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
+// An index of `shape_at_axis` viewed at axis `axis` of a rank-`rank` result: [1.., idx.., 1..].
+Tensor place_index(const Tensor& index, int axis, int rank) {
+  Tensor out = index;
+  for (int d = 0; d < axis; ++d) out = unsqueeze(out, 0);
+  while (out.rank() < rank) out = unsqueeze(out, out.rank());
+  return out;
+}
+
+// Advanced indexing with index tensors on the adjacent dims [first, first + k). The indexed
+// dims are addressed by one linear index (row-major over those dims), broadcast over the
+// index tensors' common shape. torch wraps negative indices.
+struct AdvancedIndex {
+  Shape pre, indexed, post;
+  Shape broadcast;  // the index tensors' common shape
+  Tensor linear;    // i64, shape `broadcast`
+};
+
+AdvancedIndex linearize(TranslationContext& cx, const Tensor& self, const std::vector<std::optional<Tensor>>& indices) {
+  int first = -1, last = -1;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (!indices[i]) continue;
+    if (first < 0) first = static_cast<int>(i);
+    last = static_cast<int>(i);
+  }
+  USER_CHECK(first >= 0) << "advanced indexing with no index tensor";
+  USER_CHECK(static_cast<int>(indices.size()) <= self.rank())
+      << indices.size() << " indices for a tensor of rank " << self.rank();
+  for (int i = first; i <= last; ++i) {
+    UNSUPPORTED_CHECK(indices[i].has_value()) << "index tensors separated by a full slice (x[i, :, j]) are not supported";
+    UNSUPPORTED_CHECK(indices[i]->dtype != DType::Bool && indices[i]->dtype != DType::U8)
+        << "boolean mask indices give a data-dependent shape; not supported";
+    USER_CHECK(ir::is_integral(indices[i]->dtype)) << "index tensor " << i << " is "
+                                                   << ir::dtype_name(indices[i]->dtype);
+  }
+  AdvancedIndex ai;
+  const Shape& s = self.shape();
+  ai.pre = Shape(s.begin(), s.begin() + first);
+  ai.indexed = Shape(s.begin() + first, s.begin() + last + 1);
+  ai.post = Shape(s.begin() + last + 1, s.end());
+  std::optional<Tensor> linear;
+  for (int i = first; i <= last; ++i) {
+    const Expr& size = s[i];
+    Tensor idx = cast(cx, *indices[i], DType::I64);
+    Tensor zero = constant(cx, ir::Scalar::of_int(0), DType::I64);
+    Tensor extent = size_value(cx, size, DType::I64);
+    idx = where(cx, binary(cx, Op::Lt, idx, zero), binary(cx, Op::Add, idx, extent), idx);
+    linear = linear ? binary(cx, Op::Add, binary(cx, Op::Mul, *linear, extent), idx) : idx;
+  }
+  ai.linear = *linear;
+  ai.broadcast = ai.linear.shape();
+  // A 0-d index (x[2, 3]) still needs an axis to gather along; it is dropped at the end.
+  if (ai.broadcast.empty()) {
+    ai.linear = unsqueeze(ai.linear, 0);
+    ai.broadcast = {Expr(int64_t{1})};
+  }
+  return ai;
+}
+
+// x[2, 3]: every index 0-d, so the result has no broadcast dims.
+bool all_zero_d(const std::vector<std::optional<Tensor>>& indices) {
+  for (const auto& i : indices)
+    if (i && i->rank() > 0) return false;
+  return true;
+}
+
+}  // namespace
+
+// weight[indices]: Gather rows along axis 0 with the flattened ids expanded over the embedding
+// width, then the ids' shape restored.
+void translate_embedding(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor weight = args.tensor("weight");
+  Tensor indices = args.tensor("indices");
+  USER_CHECK(weight.rank() == 2) << "embedding weight must be 2-d, got rank " << weight.rank();
+  Tensor flat = reshape(cx, indices, {Expr(int64_t{-1})});
+  const Expr width = weight.shape()[1];
+  Tensor index = expand(unsqueeze(flat, 1), {flat.shape()[0], width});
+  Tensor rows = gather(cx, weight, 0, index);
+  args.set_output(0, reshape(cx, rows, concat(indices.shape(), {width})));
+}
+
+void translate_index_select(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor self = args.tensor("self");
+  Tensor index = args.tensor("index");
+  USER_CHECK(index.rank() <= 1) << "index_select index must be 0-d or 1-d, got rank " << index.rank();
+  const int dim = wrap_dim(args.integer("dim"), self.rank());
+  Tensor flat = index.rank() == 0 ? unsqueeze(index, 0) : index;
+  if (self.rank() == 0) return args.set_output(0, self);
+  Shape shape = self.shape();
+  shape[dim] = flat.shape()[0];
+  Tensor out = gather(cx, self, dim, expand(place_index(flat, dim, self.rank()), shape));
+  args.set_output(0, out);
+}
+
+void translate_gather(NodeArgs& args) {
+  Tensor self = args.tensor("self");
+  args.set_output(0, gather(args.cx(), self, wrap_dim(args.integer("dim"), self.rank()), args.tensor("index")));
+}
+
+// x[..., i, j, ...] (transformers' mask functions index with broadcast aranges). The indexed dims
+// merge into one axis M of the data; the data is viewed with the index's broadcast dims in
+// front of M (stride 0), so one Gather yields pre + broadcast + post directly.
+void translate_index_tensor(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor self = args.tensor("self");
+  const bool zero_d = all_zero_d(args.optional_tensors("indices"));
+  AdvancedIndex ai = linearize(cx, self, args.optional_tensors("indices"));
+  const int npre = static_cast<int>(ai.pre.size());
+  const int nb = static_cast<int>(ai.broadcast.size());
+  Tensor data = ai.indexed.size() == 1 ? self : reshape(cx, self, concat(concat(ai.pre, {numel(ai.indexed)}), ai.post));
+  for (int i = 0; i < nb - 1; ++i) data = unsqueeze(data, npre);
+  Shape data_shape = concat(concat(ai.pre, Shape(ai.broadcast.begin(), ai.broadcast.end() - 1)),
+                            concat({numel(ai.indexed)}, ai.post));
+  data = expand(data, data_shape);
+  const Shape out_shape = concat(concat(ai.pre, ai.broadcast), ai.post);
+  Tensor index = place_index(ai.linear, npre, static_cast<int>(out_shape.size()));
+  Tensor out = gather(cx, data, npre + nb - 1, expand(index, out_shape));
+  args.set_output(0, zero_d ? squeeze(out, npre) : out);
+}
+
+// cache.index_put_([None, None, pos], values) from StaticCache.update: a Scatter along the
+// merged indexed axis, values broadcast to the indexed shape.
+void translate_index_put(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor self = args.tensor("self");
+  AdvancedIndex ai = linearize(cx, self, args.optional_tensors("indices"));
+  const bool accumulate = args.boolean("accumulate");
+  const int npre = static_cast<int>(ai.pre.size());
+  const Expr count = numel(ai.broadcast);
+  const Shape flat_shape = concat(concat(ai.pre, {count}), ai.post);
+  Tensor linear = ai.broadcast.size() == 1 ? ai.linear : reshape(cx, ai.linear, {count});
+  Tensor values = cast(cx, args.tensor("values"), self.dtype);
+  if (all_zero_d(args.optional_tensors("indices"))) values = unsqueeze(broadcast_to(values, concat(ai.pre, ai.post)), npre);
+  values = broadcast_to(values, concat(concat(ai.pre, ai.broadcast), ai.post));
+  if (ai.broadcast.size() != 1) values = reshape(cx, values, flat_shape);
+  Tensor data = ai.indexed.size() == 1 ? self : reshape(cx, self, concat(concat(ai.pre, {numel(ai.indexed)}), ai.post));
+  Tensor index = expand(place_index(linear, npre, static_cast<int>(flat_shape.size())), flat_shape);
+  Tensor out = scatter(cx, data, npre, index, values, accumulate);
+  args.set_output(0, ai.indexed.size() == 1 ? out : reshape(cx, out, self.shape()));
+}
+
+}  // namespace luminal::translator

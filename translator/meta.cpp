@@ -1,0 +1,29 @@
+// Nodes that compute no tensor: runtime assertions, size queries and the SymInt arithmetic
+// (_operator.add/...) export emits for dynamic shapes.
+#include "common/error.h"
+#include "translator/handlers.h"
+
+namespace luminal::translator {
+
+// torch checks dtype/device at run time; the translation already knows the dtype, so a
+// mismatch can only be a translation bug.
+void translate_assert_tensor_metadata(NodeArgs& args) {
+  Tensor a = args.tensor("a");
+  if (std::optional<ir::DType> dtype = args.dtype("dtype")) {
+    INTERNAL_CHECK(*dtype == a.dtype) << "tensor translated as " << ir::dtype_name(a.dtype) << ", the program asserts "
+                                      << ir::dtype_name(*dtype);
+  }
+}
+
+void translate_sym_size_int(NodeArgs& args) {
+  Tensor self = args.tensor("self");
+  args.set_sym_output(0, self.shape()[wrap_dim(args.integer("dim"), self.rank())]);
+}
+
+void translate_sym_add(NodeArgs& args) { args.set_sym_output(0, args.sym_int("a") + args.sym_int("b")); }
+void translate_sym_sub(NodeArgs& args) { args.set_sym_output(0, args.sym_int("a") - args.sym_int("b")); }
+void translate_sym_mul(NodeArgs& args) { args.set_sym_output(0, args.sym_int("a") * args.sym_int("b")); }
+void translate_sym_floordiv(NodeArgs& args) { args.set_sym_output(0, floordiv(args.sym_int("a"), args.sym_int("b"))); }
+void translate_sym_mod(NodeArgs& args) { args.set_sym_output(0, mod(args.sym_int("a"), args.sym_int("b"))); }
+
+}  // namespace luminal::translator

@@ -1,0 +1,121 @@
+// Neural-network functions torch keeps whole after decomposition: softmax, log_softmax,
+// layer_norm, gelu, silu. Each computes f16/bf16 inputs in f32 and rounds once at the end, as
+// torch's CPU kernels do, so bf16 models match eager within bf16 tolerance.
+#include <cmath>
+
+#include "common/error.h"
+#include "translator/handlers.h"
+
+namespace luminal::translator {
+
+using ir::DType;
+using ir::Op;
+
+namespace {
+
+Tensor number(TranslationContext& cx, double v, DType dtype) { return constant(cx, ir::Scalar::of_float(v), dtype); }
+
+// x - max(x) along dim, in the compute dtype: the stable shift shared by softmax and log_softmax.
+Tensor shifted(TranslationContext& cx, const Tensor& x, int dim) {
+  Tensor xf = cast(cx, x, compute_dtype(x.dtype));
+  Tensor max = reduce(cx, Op::MaxReduce, xf, {dim}, /*keepdim=*/true);
+  return binary(cx, Op::Sub, xf, max);
+}
+
+DType softmax_output_dtype(NodeArgs& args, const Tensor& x) {
+  // half_to_float asks for an f32 result from an f16 input (a CUDA-only path in eager).
+  return args.boolean("half_to_float") ? DType::F32 : x.dtype;
+}
+
+}  // namespace
+
+void translate_softmax(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor x = args.tensor("self");
+  USER_CHECK(ir::is_floating(x.dtype)) << "softmax of a " << ir::dtype_name(x.dtype) << " tensor";
+  if (x.rank() == 0) return args.set_output(0, constant(cx, ir::Scalar::of_float(1.0), softmax_output_dtype(args, x)));
+  const int dim = wrap_dim(args.integer("dim"), x.rank());
+  Tensor e = unary(cx, Op::Exp, shifted(cx, x, dim));
+  Tensor sum = reduce(cx, Op::SumReduce, e, {dim}, /*keepdim=*/true);
+  args.set_output(0, cast(cx, binary(cx, Op::Div, e, sum), softmax_output_dtype(args, x)));
+}
+
+void translate_log_softmax(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor x = args.tensor("self");
+  USER_CHECK(ir::is_floating(x.dtype)) << "log_softmax of a " << ir::dtype_name(x.dtype) << " tensor";
+  if (x.rank() == 0) return args.set_output(0, constant(cx, ir::Scalar::of_float(0.0), softmax_output_dtype(args, x)));
+  const int dim = wrap_dim(args.integer("dim"), x.rank());
+  Tensor s = shifted(cx, x, dim);
+  Tensor log_sum = unary(cx, Op::Log, reduce(cx, Op::SumReduce, unary(cx, Op::Exp, s), {dim}, /*keepdim=*/true));
+  args.set_output(0, cast(cx, binary(cx, Op::Sub, s, log_sum), softmax_output_dtype(args, x)));
+}
+
+// Outputs (out, mean, rstd); mean and rstd keep the normalized dims with size 1, as torch.
+void translate_native_layer_norm(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor x = args.tensor("input");
+  USER_CHECK(ir::is_floating(x.dtype)) << "layer_norm of a " << ir::dtype_name(x.dtype) << " tensor";
+  const std::vector<ir::Expr> normalized = args.sym_ints("normalized_shape");
+  const int k = static_cast<int>(normalized.size());
+  USER_CHECK(k >= 1 && k <= x.rank()) << "normalized_shape " << shape_to_string(normalized)
+                                      << " does not fit an input of shape " << shape_to_string(x.shape());
+  std::vector<int> axes;
+  ir::Expr count(int64_t{1});
+  for (int i = 0; i < k; ++i) {
+    const int axis = x.rank() - k + i;
+    const ir::Expr& size = x.shape()[axis];
+    USER_CHECK(size == normalized[i] || !(size.is_constant() && normalized[i].is_constant()))
+        << "normalized_shape " << shape_to_string(normalized) << " does not match the input's trailing dims "
+        << shape_to_string(x.shape());
+    axes.push_back(axis);
+    count = count * size;
+  }
+  const DType compute = compute_dtype(x.dtype);
+  Tensor xf = cast(cx, x, compute);
+  Tensor n = size_value(cx, count, compute);
+  Tensor mean = binary(cx, Op::Div, reduce(cx, Op::SumReduce, xf, axes, true), n);
+  Tensor centered = binary(cx, Op::Sub, xf, mean);
+  Tensor var = binary(cx, Op::Div, reduce(cx, Op::SumReduce, binary(cx, Op::Mul, centered, centered), axes, true), n);
+  const double eps = args.floating("eps");
+  Tensor rstd = unary(cx, Op::Recip, unary(cx, Op::Sqrt, binary(cx, Op::Add, var, number(cx, eps, compute))));
+  Tensor out = binary(cx, Op::Mul, centered, rstd);
+  if (std::optional<Tensor> w = args.optional_tensor("weight")) out = binary(cx, Op::Mul, out, cast(cx, *w, compute));
+  if (std::optional<Tensor> b = args.optional_tensor("bias")) out = binary(cx, Op::Add, out, cast(cx, *b, compute));
+  args.set_output(0, cast(cx, out, x.dtype));
+  if (!args.output_name(1).empty()) args.set_output(1, cast(cx, mean, args.output_dtype(1)));
+  if (!args.output_name(2).empty()) args.set_output(2, cast(cx, rstd, args.output_dtype(2)));
+}
+
+// GPT-2 uses approximate="tanh", BERT the exact erf form; formulas as in torch's CPU kernel.
+void translate_gelu(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor x = args.tensor("self");
+  USER_CHECK(ir::is_floating(x.dtype)) << "gelu of a " << ir::dtype_name(x.dtype) << " tensor";
+  const std::string approximate = args.string("approximate");
+  const DType c = compute_dtype(x.dtype);
+  Tensor xf = cast(cx, x, c);
+  Tensor inner;
+  if (approximate == "none") {
+    inner = unary(cx, Op::Erf, binary(cx, Op::Mul, xf, number(cx, M_SQRT1_2, c)));
+  } else {
+    USER_CHECK(approximate == "tanh") << "gelu approximate must be 'none' or 'tanh', got '" << approximate << "'";
+    const double beta = M_SQRT2 * M_2_SQRTPI * 0.5, kappa = 0.044715;
+    Tensor cube = binary(cx, Op::Mul, binary(cx, Op::Mul, xf, xf), xf);
+    Tensor poly = binary(cx, Op::Add, xf, binary(cx, Op::Mul, cube, number(cx, kappa, c)));
+    inner = unary(cx, Op::Tanh, binary(cx, Op::Mul, poly, number(cx, beta, c)));
+  }
+  Tensor half_x = binary(cx, Op::Mul, xf, number(cx, 0.5, c));
+  Tensor out = binary(cx, Op::Mul, half_x, binary(cx, Op::Add, inner, number(cx, 1.0, c)));
+  args.set_output(0, cast(cx, out, x.dtype));
+}
+
+void translate_silu(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor x = args.tensor("self");
+  USER_CHECK(ir::is_floating(x.dtype)) << "silu of a " << ir::dtype_name(x.dtype) << " tensor";
+  Tensor xf = cast(cx, x, compute_dtype(x.dtype));
+  args.set_output(0, cast(cx, binary(cx, Op::Mul, xf, unary(cx, Op::Sigmoid, xf)), x.dtype));
+}
+
+}  // namespace luminal::translator
