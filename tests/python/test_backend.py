@@ -63,17 +63,17 @@ def test_unknown_option_lists_valid_ones():
 
 
 def test_weights_are_bound_not_copied():
-    model = MLP().eval()
+    model = torch.nn.Sequential(torch.nn.Linear(16, 512), torch.nn.Linear(512, 256)).eval()
     backend = CountingBackend()
     compiled = torch.compile(model, backend=backend)
     x = torch.randn(2, 16)
     compiled(x)
     stats = backend.compiled[0].stats
     weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
-    assert stats["archive_bytes"] < weight_bytes, "weights were serialised into the archive"
+    assert stats["archive_bytes"] < weight_bytes / 10, "weights were serialised into the archive"
     # An in-place update of a weight is seen by the next call: the core reads the caller's memory.
     with torch.no_grad():
-        model.fc2.bias.add_(1.0)
+        model[1].bias.add_(1.0)
     assert_close(compiled(x), model(x))
 
 
@@ -109,7 +109,7 @@ def test_input_dtype_mismatch_is_a_user_error():
     program = backend.compiled[0]
     args = [torch.randn(2, 16, dtype=torch.float64)]
     with pytest.raises(luminal.UserError, match="dtype"):
-        program._program.run(args)
+        program._bound.program.run(args)
 
 
 def test_cuda_tensors_without_cuda_build_are_an_error(monkeypatch):
@@ -124,7 +124,7 @@ def test_tensor_on_another_device_is_rejected_by_the_core():
     backend = CountingBackend()
     torch.compile(model, backend=backend)(torch.randn(2, 16))
     with pytest.raises(luminal.UserError, match="device 'meta'"):
-        backend.compiled[0]._program.run([torch.empty(2, 16, device="meta")])
+        backend.compiled[0]._bound.program.run([torch.empty(2, 16, device="meta")])
 
 
 def _inner(error: BaseException) -> BaseException:
