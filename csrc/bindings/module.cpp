@@ -6,6 +6,7 @@
 
 namespace luminal::bindings {
 void define_compiled_program(pybind11::module_& m);
+void define_schema(pybind11::module_& m);
 }
 
 PYBIND11_MODULE(_C, m) {
@@ -13,5 +14,6 @@ PYBIND11_MODULE(_C, m) {
   luminal::bindings::define_errors(m);
   luminal::bindings::define_runtime_factory(m);
   luminal::bindings::define_compiled_program(m);
+  luminal::bindings::define_schema(m);
   m.attr("has_cuda") = false;
 }
