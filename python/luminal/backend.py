@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import logging
 import time
-import warnings
 from typing import Any, Callable
 
 import torch
@@ -15,7 +13,7 @@ import torch.fx
 from . import _C
 from .compiled_model import BoundProgram, CompiledModel
 from .errors import UserError
-from .export import export_graph
+from .export import export_graph, quiet_torch_internals
 from .options import core_options, validate_options
 
 log = logging.getLogger("luminal")
@@ -49,26 +47,17 @@ def default_factory(example_inputs: list[Any], runtime: str | None = None) -> An
     raise UserError(f"luminal has no runtime for device {device.type!r}; available: cpu")
 
 
-@contextlib.contextmanager
-def _quiet_torch_internals():
-    """torch's pytree specs warn about their own deprecated isinstance check when deep-copied,
-    which export and our graph copy both do: noise for the user, nothing they can act on."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
-        yield
-
-
 def compile_graph(
     gm: torch.fx.GraphModule, example_inputs: list[Any], factory: Any, options: dict[str, Any]
 ) -> CompiledModel:
     """A CompiledModel that exports `gm` and compiles it in the C++ core on its first call."""
     # Dynamo may reuse or edit its graph after we return: work on our own copy.
-    with _quiet_torch_internals():
+    with quiet_torch_internals():
         graph = copy.deepcopy(gm)
 
     def compile_on_first_call(args: tuple) -> BoundProgram:
         start = time.perf_counter()
-        with _quiet_torch_internals():
+        with quiet_torch_internals():
             exported = export_graph(graph, list(args))
         export_ms = (time.perf_counter() - start) * 1000
         program = _C.compile_pt2(exported.archive, factory, core_options(options), exported.weights)

@@ -7,7 +7,9 @@ tensors to the core by pointer: weights are never copied into the archive.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,11 +30,47 @@ class ExportedGraph:
     symint_positions: list[int] = field(default_factory=list)  # derived from tensor shapes
 
 
+@contextlib.contextmanager
+def quiet_torch_internals():
+    """torch's pytree specs warn about their own deprecated isinstance check when deep-copied,
+    which export and our graph copy both do: noise for the user, nothing they can act on."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+        yield
+
+
 def _is_module_state(value: Any) -> bool:
     """Parameters, buffers and static-address tensors (a StaticCache's K/V) that dynamo lifted."""
     if isinstance(value, torch.nn.Parameter):
         return True
     return isinstance(value, torch.Tensor) and getattr(value, "_dynamo_static_input_type", None) is not None
+
+
+def _module_attribute_source(node: torch.fx.Node) -> bool | None:
+    """Whether dynamo found this input in a module's _parameters/_buffers; None when unknown."""
+    grapharg = node.meta.get("grapharg")
+    source = getattr(grapharg, "source", None)
+    if source is None:
+        return None
+    from torch._dynamo import source as sources
+
+    while source is not None:
+        if isinstance(source, (sources.ParamBufferSource, sources.UnspecializedParamBufferSource)):
+            return True
+        if isinstance(source, sources.AttrSource) and source.member in ("_parameters", "_buffers"):
+            return True
+        source = getattr(source, "base", None)
+    return False
+
+
+def _is_weight(node: torch.fx.Node, value: Any) -> bool:
+    """Module state bound once by pointer. A static-address tensor reached through something
+    other than a module (a StaticCache's keys/values/cumulative_length) is per-call state: it
+    stays a user input, so each call reads and updates the cache it was given (two caches in two
+    threads never share a binding) and the runtime never treats mutable state as a constant."""
+    if not _is_module_state(value):
+        return False
+    return isinstance(value, torch.nn.Parameter) or _module_attribute_source(node) is not False
 
 
 def _is_sym_scalar(value: Any) -> bool:
@@ -60,10 +98,10 @@ def _internalise(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[E
     result = ExportedGraph(b"", [], {}, {})
     user_inputs: list[Any] = []
     tensor_placeholders = [
-        n for n, v in zip(placeholders, example_inputs) if isinstance(v, torch.Tensor) and not _is_module_state(v)
+        n for n, v in zip(placeholders, example_inputs) if isinstance(v, torch.Tensor) and not _is_weight(n, v)
     ]
     for position, (node, value) in enumerate(zip(placeholders, example_inputs)):
-        if _is_module_state(value):
+        if _is_weight(node, value):
             name = node.name
             if isinstance(value, torch.nn.Parameter):
                 gm.register_parameter(name, value)
