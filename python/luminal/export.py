@@ -28,6 +28,10 @@ class ExportedGraph:
     weight_positions: dict[int, str]  # position -> FQN in the exported program
     weights: dict[str, torch.Tensor]  # FQN -> the caller's tensor (bound by pointer)
     symint_positions: list[int] = field(default_factory=list)  # derived from tensor shapes
+    # SymInt inputs that are no tensor's size (a StaticSlidingWindowLayer's Python-int length):
+    # each call passes them as the dim 0 of an empty [value, 0] tensor, so the core binds the
+    # symbol from an input shape like any other. Also listed in user_input_positions.
+    size_carrier_positions: list[int] = field(default_factory=list)
 
 
 @contextlib.contextmanager
@@ -77,7 +81,15 @@ def _is_sym_scalar(value: Any) -> bool:
     return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool))
 
 
-def _find_size_source(symbol: torch.SymInt, tensor_placeholders: list[torch.fx.Node]) -> tuple[torch.fx.Node, int]:
+SIZE_CARRIER = "luminal_size_carrier"
+
+
+def size_carrier(value: Any) -> torch.Tensor:
+    """The empty tensor whose dim 0 carries a symbolic int input's value (no bytes)."""
+    return torch.empty((int(value), 0))
+
+
+def _find_size_source(symbol: torch.SymInt, tensor_placeholders: list[torch.fx.Node]) -> tuple[torch.fx.Node, int] | None:
     """A (tensor placeholder, dim) whose size is exactly this symbol."""
     target = symbol.node.expr
     for node in tensor_placeholders:
@@ -85,6 +97,8 @@ def _find_size_source(symbol: torch.SymInt, tensor_placeholders: list[torch.fx.N
         for dim, size in enumerate(getattr(fake, "shape", ())):
             if isinstance(size, torch.SymInt) and size.node.expr == target:
                 return node, dim
+    if isinstance(symbol, torch.SymInt):
+        return None
     raise UnsupportedError(
         f"symbolic input {symbol} is not the size of any tensor input; luminal binds symbolic dims from "
         "input shapes. Compile with dynamic=False or mark the value static."
@@ -115,7 +129,16 @@ def _internalise(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[E
             result.weight_positions[position] = name
             result.weights[name] = value
         elif _is_sym_scalar(node.meta.get("example_value", value)):
-            source, dim = _find_size_source(node.meta.get("example_value", value), tensor_placeholders)
+            found = _find_size_source(node.meta.get("example_value", value), tensor_placeholders)
+            if found is None:
+                with gm.graph.inserting_before(node):
+                    carrier = gm.graph.placeholder(f"{node.name}_size")
+                carrier.meta[SIZE_CARRIER] = True
+                found = (carrier, 0)
+                result.user_input_positions.append(position)
+                result.size_carrier_positions.append(position)
+                user_inputs.append(size_carrier(value))
+            source, dim = found
             with gm.graph.inserting_after(source):
                 size = gm.graph.call_function(torch.ops.aten.sym_size.int, (source, dim))
             size.meta = dict(node.meta)
@@ -147,6 +170,8 @@ def _dynamic_shapes(gm: torch.fx.GraphModule) -> tuple[tuple[dict[int, Any], ...
         dims = {
             d: torch.export.Dim.AUTO for d, s in enumerate(getattr(fake, "shape", ())) if isinstance(s, torch.SymInt)
         }
+        if node.meta.get(SIZE_CARRIER):
+            dims = {0: torch.export.Dim.AUTO}
         any_dynamic |= bool(dims)
         specs.append(dims)
     return (tuple(specs),) if any_dynamic else None
@@ -161,7 +186,7 @@ def _stand_in(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def _export_kwargs() -> dict[str, Any]:
-    return {"strict": False, "prefer_deferred_runtime_asserts_over_guards": True}
+    return {"strict": False}
 
 
 def serialize(ep: torch.export.ExportedProgram, externally_bound: set[str]) -> bytes:
