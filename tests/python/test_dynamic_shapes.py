@@ -1,0 +1,52 @@
+"""Symbolic dims: one compile serves every value of a dim dynamo made dynamic."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import luminal
+from conftest import CountingBackend, assert_close
+
+
+class ScaledMLP(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        # x.shape[0] reaches the graph as a SymInt input under dynamic=True.
+        return torch.relu(self.fc(x)).reshape(-1) * x.shape[0]
+
+
+def test_dynamic_true_compiles_once_for_all_batch_sizes():
+    torch.manual_seed(0)
+    model = ScaledMLP().eval()
+    backend = CountingBackend()
+    compiled = torch.compile(model, backend=backend, dynamic=True, fullgraph=True)
+    for batch in (2, 5, 7, 3):
+        x = torch.randn(batch, 8)
+        assert_close(compiled(x), model(x).detach())
+    assert len(backend.compiled) == 1
+
+
+def test_automatic_dynamic_recompiles_once_then_serves_new_sizes():
+    torch.manual_seed(0)
+    model = ScaledMLP().eval()
+    backend = CountingBackend()
+    compiled = torch.compile(model, backend=backend, fullgraph=True)
+    for batch in (2, 5, 9, 4):
+        x = torch.randn(batch, 8)
+        assert_close(compiled(x), model(x).detach())
+    # The first graph is static; the second, after a size change, has a symbolic batch dim.
+    assert len(backend.compiled) == 2
+
+
+def test_shape_the_graph_does_not_accept_is_a_user_error():
+    model = ScaledMLP().eval()
+    backend = CountingBackend()
+    compiled = torch.compile(model, backend=backend, dynamic=True)
+    compiled(torch.randn(3, 8))
+    program = backend.compiled[0]._bound.program
+    with pytest.raises(luminal.UserError, match=r"input '\w+' has shape \[3, 9\] but the compiled graph expects \[s\d+, 8\]"):
+        program.run([torch.randn(3, 9)])
