@@ -81,9 +81,9 @@ void translate_scaled_dot_product_attention(NodeArgs& args) {
   v = cast(cx, v, compute);
 
   const int rank = q.rank();
-  const Expr& L = q.shape()[rank - 2];
-  const Expr& S = k.shape()[rank - 2];
-  const Expr& E = q.shape()[rank - 1];
+  const Expr L = q.shape()[rank - 2];  // by value: q, k and v are reassigned below
+  const Expr S = k.shape()[rank - 2];
+  const Expr E = q.shape()[rank - 1];
   double scale = 0;
   if (args.has("scale") && !args.is_none("scale")) {
     scale = args.floating("scale");
@@ -102,8 +102,8 @@ void translate_scaled_dot_product_attention(NodeArgs& args) {
     has_bias = true;
   }
 
-  const Expr& q_heads = q.shape()[rank - 3];
-  const Expr& kv_heads = k.shape()[rank - 3];
+  const Expr q_heads = q.shape()[rank - 3];
+  const Expr kv_heads = k.shape()[rank - 3];
   const bool grouped = enable_gqa && q_heads != kv_heads;
   if (grouped) {
     USER_CHECK(q_heads.is_constant() && kv_heads.is_constant() &&

@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 
@@ -93,7 +94,12 @@ class PyCompiledProgram {
       py::gil_scoped_release no_gil;
       compiled_->executable->run(input_buffers, output_buffers);
     }
-    for (auto& [destination, computed] : copy_backs) destination.copy_(computed);
+    int64_t copied_back = 0;
+    for (auto& [destination, computed] : copy_backs) {
+      destination.copy_(computed);
+      copied_back += static_cast<int64_t>(computed.nbytes());
+    }
+    last_copy_back_bytes_.store(copied_back);
     return results;
   }
 
@@ -127,6 +133,8 @@ class PyCompiledProgram {
     d["kernel_count"] = s.kernel_count;
     d["fallback_ops"] = s.fallback_ops;
     d["runtime"] = s.runtime_name;
+    // The runtime's copies plus ours into a caller tensor whose layout the runtime cannot write.
+    d["bytes_copied_last_run"] = compiled_->executable->last_run_stats().bytes_copied + last_copy_back_bytes_.load();
     return d;
   }
 
@@ -155,6 +163,7 @@ class PyCompiledProgram {
   std::string device_;
   std::unique_ptr<CompiledProgram> compiled_;
   std::vector<ir::DType> input_dtypes_;
+  std::atomic<int64_t> last_copy_back_bytes_{0};
 };
 
 double ms_since(std::chrono::steady_clock::time_point t) {

@@ -24,7 +24,19 @@ struct BufferRef {
 };
 
 struct CompileOptions {
-  int num_threads = 0;  // 0: the runtime's default
+  int num_threads = 0;        // 0: the runtime's default
+  int search_iterations = 0;  // bound on schedule search; 0: heuristics only
+  std::string cache_dir;      // generated-kernel cache; empty: the runtime's default
+  std::string debug_dir;      // when set: IR after each pass, kernel sources, stats
+};
+
+// What the most recent run() did, for tests and benchmarks that must prove a property of a
+// run (a KV-cache step copies a row, not the cache).
+struct RunStats {
+  // Bytes the runtime copied rather than computed: strided caller buffers materialised, a
+  // Scatter's copy of the caller buffer it updates plus the elements it writes, results written
+  // into the caller's output buffers.
+  int64_t bytes_copied = 0;
 };
 
 class Executable {
@@ -40,6 +52,8 @@ class Executable {
   virtual void run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs) const = 0;
   // Replaces the buffer bound to a weight (a parameter re-assigned by the user).
   virtual void rebind_weight(const std::string& name, const BufferRef& buffer) = 0;
+  // The counters of the most recent run() on any thread; zeros from a runtime that keeps none.
+  virtual RunStats last_run_stats() const { return {}; }
 };
 
 class Runtime {

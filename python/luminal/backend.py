@@ -67,6 +67,7 @@ def compile_graph(
             exported.weight_positions,
             exported.weights,
             {"export_ms": export_ms, "archive_bytes": len(exported.archive)},
+            frozenset(exported.size_carrier_positions),
         )
         stats = program.stats
         log.info(

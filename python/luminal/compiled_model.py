@@ -9,6 +9,7 @@ from typing import Any, Callable
 import torch
 
 from . import _C
+from .export import size_carrier
 
 
 @dataclass
@@ -21,6 +22,8 @@ class BoundProgram:
     # The caller's weights, kept alive while C++ holds their pointers.
     weights: dict[str, torch.Tensor]
     python_stats: dict[str, Any] = field(default_factory=dict)
+    # Positions of SymInt arguments passed to the program as an empty [value, 0] tensor.
+    size_carrier_positions: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
         self.weight_ptrs = {name: t.data_ptr() for name, t in self.weights.items()}
@@ -63,7 +66,9 @@ class CompiledModel:
                 bound.program.rebind_weight(name, tensor)
                 bound.weights[name] = tensor
                 bound.weight_ptrs[name] = tensor.data_ptr()
-        return bound.program.run([args[p] for p in bound.user_input_positions])
+        carriers = bound.size_carrier_positions
+        inputs = [size_carrier(args[p]) if p in carriers else args[p] for p in bound.user_input_positions]
+        return bound.program.run(inputs)
 
     @property
     def is_compiled(self) -> bool:

@@ -74,7 +74,9 @@ void scatter(const KernelCall& call) {
   check_index_fits("the source", index.layout, src.layout, axis, true);
   const ir::DType dtype = call.node.dtype;
   const int64_t element_size = static_cast<int64_t>(ir::dtype_size(dtype));
-  copy_to_contiguous(data.data, data.layout, static_cast<size_t>(element_size), call.output);
+  // In place (the executable made the output the caller's buffer the data operand reads, read
+  // contiguously): the data is already there.
+  if (data.data != call.output) copy_to_contiguous(data.data, data.layout, static_cast<size_t>(element_size), call.output);
   const Layout output = contiguous_layout(call.shape);
   const Layout target = pinned_axis(output, index.layout.shape, axis);
   const int64_t axis_size = call.shape[axis];

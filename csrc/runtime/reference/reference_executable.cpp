@@ -12,12 +12,16 @@ namespace luminal::runtime::reference {
 
 // Everything one run() owns, so that concurrent runs share nothing mutable.
 struct ReferenceExecutable::RunState {
-  explicit RunState(size_t node_count) : shapes(node_count), data(node_count), owned(node_count) {}
+  explicit RunState(size_t node_count)
+      : shapes(node_count), data(node_count), owned(node_count), in_place_target(node_count) {}
 
   ir::SymbolBindings bindings;
   std::vector<std::vector<int64_t>> shapes;  // each node's shape for this run
   std::vector<const std::byte*> data;        // each node's contiguous buffer; null once released
   std::vector<AlignedBuffer> owned;          // the buffers this run allocated; empty for borrowed ones
+  std::vector<std::byte*> in_place_target;   // a Scatter writing into the caller's buffer: that buffer
+  std::vector<bool> written_in_place;        // per graph output: already holds its value
+  int64_t bytes_copied = 0;
 };
 
 namespace {
@@ -104,6 +108,36 @@ std::vector<std::vector<int64_t>> input_sizes(const std::vector<BufferRef>& inpu
   return sizes;
 }
 
+// Scatters that may update a caller's buffer in place (StaticCache's index_copy_ of the new K/V
+// rows): the data operand is a whole Input or Weight read contiguously, the Scatter's result is
+// returned contiguously as a graph output, and nothing reads the old value once the Scatter has
+// run: no later node, no other operand of the Scatter, no graph output. Maps node -> output.
+std::vector<int> in_place_candidates(const ir::Graph& graph) {
+  const auto count = static_cast<ir::NodeId>(graph.size());
+  std::vector<int> candidates(graph.size(), -1);
+  for (ir::NodeId id = 0; id < count; ++id) {
+    const ir::Node& node = graph.node(id);
+    if (node.op != ir::Op::Scatter || !node.inputs[0].view.is_contiguous()) continue;
+    const ir::NodeId source = node.inputs[0].node;
+    const ir::Op source_op = graph.node(source).op;
+    if (source_op != ir::Op::Input && source_op != ir::Op::Weight) continue;
+    bool old_value_read_later = false;
+    for (ir::NodeId reader = id; reader < count && !old_value_read_later; ++reader) {
+      const auto& edges = graph.node(reader).inputs;
+      for (size_t e = 0; e < edges.size(); ++e)
+        if (edges[e].node == source && !(reader == id && e == 0)) old_value_read_later = true;
+    }
+    int output_index = -1;
+    for (size_t k = 0; k < graph.outputs().size(); ++k) {
+      const ir::TensorRef& output = graph.outputs()[k];
+      if (output.node == source) old_value_read_later = true;
+      if (output_index < 0 && output.node == id && output.view.is_contiguous()) output_index = static_cast<int>(k);
+    }
+    if (!old_value_read_later) candidates[id] = output_index;
+  }
+  return candidates;
+}
+
 // For each node, the last node that reads it; graph outputs are read after every node.
 std::vector<std::vector<ir::NodeId>> release_points(const ir::Graph& graph) {
   const auto count = static_cast<ir::NodeId>(graph.size());
@@ -140,6 +174,7 @@ ReferenceExecutable::ReferenceExecutable(ir::Graph graph, std::map<std::string, 
     }
   }
   released_after_ = release_points(graph_);
+  in_place_output_ = in_place_candidates(graph_);
 }
 
 std::vector<std::vector<int64_t>> ReferenceExecutable::output_shapes(const std::vector<BufferRef>& inputs) const {
@@ -153,6 +188,7 @@ void ReferenceExecutable::run(const std::vector<BufferRef>& inputs, const std::v
   RunState state(graph_.size());
   bind_sources(inputs, state);
   check_outputs(graph_, outputs, state.bindings);
+  choose_in_place(outputs, state);
   for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(graph_.size()); ++id) {
     if (kernels_[id]) compute_node(id, state);
     for (ir::NodeId released : released_after_[id]) {
@@ -161,6 +197,34 @@ void ReferenceExecutable::run(const std::vector<BufferRef>& inputs, const std::v
     }
   }
   write_outputs(outputs, state);
+  last_bytes_copied_.store(state.bytes_copied);
+}
+
+// A candidate Scatter writes in place when the output buffer the caller passed is exactly the
+// dense buffer its data operand reads (the caller passed its cache tensor as the mutation's
+// output) and overlaps no other source; otherwise it scatters into a fresh buffer as usual.
+void ReferenceExecutable::choose_in_place(const std::vector<BufferRef>& outputs, RunState& state) const {
+  state.written_in_place.assign(outputs.size(), false);
+  for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(graph_.size()); ++id) {
+    const int k = in_place_output_[id];
+    if (k < 0) continue;
+    const ir::NodeId source = graph_.node(id).inputs[0].node;
+    const ir::DType dtype = graph_.node(id).dtype;
+    auto* destination = static_cast<std::byte*>(outputs[k].data);
+    const int64_t bytes = byte_count(state.shapes[id], dtype);
+    if (state.owned[source].data() != nullptr || state.data[source] != destination ||
+        byte_count(state.shapes[source], dtype) != bytes || byte_count(outputs[k].sizes, outputs[k].dtype) != bytes)
+      continue;
+    bool shared = false;
+    for (ir::NodeId other = 0; other < static_cast<ir::NodeId>(graph_.size()) && !shared; ++other) {
+      const ir::Op op = graph_.node(other).op;
+      if (other == source || (op != ir::Op::Input && op != ir::Op::Weight)) continue;
+      shared = overlaps(state.data[other], byte_count(state.shapes[other], graph_.node(other).dtype), destination, bytes);
+    }
+    if (shared || state.written_in_place[k]) continue;
+    state.in_place_target[id] = destination;
+    state.written_in_place[k] = true;
+  }
 }
 
 void ReferenceExecutable::rebind_weight(const std::string& name, const BufferRef& buffer) {
@@ -183,6 +247,7 @@ void ReferenceExecutable::bind_sources(const std::vector<BufferRef>& inputs, Run
     const ir::Node& node = graph_.node(input_nodes[i]);
     check_buffer("input", node.name, inputs[i], node.dtype);
     state.data[input_nodes[i]] = contiguous_source(inputs[i], state.owned[input_nodes[i]]);
+    if (state.owned[input_nodes[i]].data() != nullptr) state.bytes_copied += byte_count(inputs[i].sizes, node.dtype);
   }
   for (ir::NodeId id : graph_.weight_nodes()) {
     const ir::Node& node = graph_.node(id);
@@ -190,6 +255,7 @@ void ReferenceExecutable::bind_sources(const std::vector<BufferRef>& inputs, Run
     USER_CHECK(weight.sizes == state.shapes[id]) << "weight '" << node.name << "' has shape " << sizes_text(weight.sizes)
                                                  << " but this call expects " << sizes_text(state.shapes[id]);
     state.data[id] = contiguous_source(weight, state.owned[id]);
+    if (state.owned[id].data() != nullptr) state.bytes_copied += byte_count(weight.sizes, node.dtype);
   }
 }
 
@@ -204,9 +270,23 @@ void ReferenceExecutable::compute_node(ir::NodeId id, RunState& state) const {
           << sizes_text(state.shapes[edge.node]);
       call.inputs.push_back(Operand{state.data[edge.node], graph_.node(edge.node).dtype, std::move(layout)});
     }
-    state.owned[id] = AlignedBuffer(static_cast<size_t>(byte_count(call.shape, node.dtype)));
-    state.data[id] = state.owned[id].data();
-    call.output = state.owned[id].data();
+    if (state.in_place_target[id] != nullptr) {
+      call.output = state.in_place_target[id];  // the Scatter kernel skips copying data onto itself
+    } else {
+      state.owned[id] = AlignedBuffer(static_cast<size_t>(byte_count(call.shape, node.dtype)));
+      call.output = state.owned[id].data();
+    }
+    state.data[id] = call.output;
+    const auto updates_caller_buffer = [&] {
+      if (node.op != ir::Op::Scatter) return false;
+      const ir::Op data_op = graph_.node(node.inputs[0].node).op;
+      return data_op == ir::Op::Input || data_op == ir::Op::Weight;
+    };
+    if (updates_caller_buffer()) {
+      const int64_t element_size = static_cast<int64_t>(ir::dtype_size(node.dtype));
+      if (state.in_place_target[id] == nullptr) state.bytes_copied += byte_count(call.shape, node.dtype);
+      state.bytes_copied += element_count(call.inputs[1].layout.shape) * element_size;
+    }
     kernels_[id](call);
   } catch (Error& e) {
     e.add_context(describe(id, node));
@@ -222,19 +302,24 @@ void ReferenceExecutable::write_outputs(const std::vector<BufferRef>& outputs, R
     const ir::NodeId source = output.node;
     if (state.owned[source].data() != nullptr) continue;
     const int64_t source_bytes = byte_count(state.shapes[source], graph_.node(source).dtype);
-    for (const BufferRef& destination : outputs) {
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      if (state.written_in_place[k]) continue;  // not written again, so it clobbers nothing
+      const BufferRef& destination = outputs[k];
       const int64_t destination_bytes = byte_count(destination.sizes, destination.dtype);
       if (!overlaps(state.data[source], source_bytes, static_cast<const std::byte*>(destination.data), destination_bytes))
         continue;
       AlignedBuffer snapshot(static_cast<size_t>(source_bytes));
       std::memcpy(snapshot.data(), state.data[source], static_cast<size_t>(source_bytes));
+      state.bytes_copied += source_bytes;
       state.data[source] = snapshot.data();
       state.owned[source] = std::move(snapshot);
       break;
     }
   }
   for (size_t k = 0; k < outputs.size(); ++k) {
+    if (state.written_in_place[k]) continue;
     const ir::TensorRef& output = graph_.outputs()[k];
+    state.bytes_copied += byte_count(outputs[k].sizes, outputs[k].dtype);
     const Layout layout = evaluate_layout(output.view, state.bindings);
     INTERNAL_CHECK(addresses_within(layout, element_count(state.shapes[output.node])))
         << "output " << k << " view " << output.view.to_string() << " reads outside %" << output.node;

@@ -2,6 +2,7 @@
 // intermediate for the run and freeing it after its last reader.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <string>
 #include <vector>
@@ -21,11 +22,13 @@ class ReferenceExecutable final : public Executable {
   std::vector<std::vector<int64_t>> output_shapes(const std::vector<BufferRef>& inputs) const override;
   void run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs) const override;
   void rebind_weight(const std::string& name, const BufferRef& buffer) override;
+  RunStats last_run_stats() const override { return RunStats{last_bytes_copied_.load()}; }
 
  private:
   struct RunState;
 
   void bind_sources(const std::vector<BufferRef>& inputs, RunState& state) const;
+  void choose_in_place(const std::vector<BufferRef>& outputs, RunState& state) const;
   void compute_node(ir::NodeId id, RunState& state) const;
   void write_outputs(const std::vector<BufferRef>& outputs, RunState& state) const;
 
@@ -34,6 +37,11 @@ class ReferenceExecutable final : public Executable {
   // released_after_[i]: nodes whose buffers no node after i reads (graph outputs never).
   std::vector<std::vector<ir::NodeId>> released_after_;
   std::map<std::string, BufferRef> weights_;
+  // in_place_output_[id]: for a Scatter that may write straight into the caller's buffer it
+  // updates (a KV-cache write whose result is returned as the mutated input), the index of that
+  // output; -1 otherwise. Whether it does is decided per run, from the buffers passed.
+  std::vector<int> in_place_output_;
+  mutable std::atomic<int64_t> last_bytes_copied_{0};
 };
 
 }  // namespace luminal::runtime::reference
