@@ -1,0 +1,130 @@
+"""The primitive kernels and their canonical shapes, with the minimal memory traffic and the flops
+each one needs (what the effective GB/s, GFLOP/s and roofline percentages are computed from)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass(frozen=True)
+class Kernel:
+    kernel_id: str
+    shape: tuple[int, ...]
+    make_inputs: Callable[[torch.dtype, torch.Generator], tuple]
+    fn: Callable[..., torch.Tensor]
+    flops: float = 0.0  # 0: no matmul work, the kernel is judged on memory traffic alone
+    # Bytes that must move when the kernel is not the whole of its inputs (embedding reads only the
+    # gathered rows); None: every input read once + the output written once.
+    bytes_override: Callable[[torch.dtype], float] | None = None
+
+    @property
+    def shape_str(self) -> str:
+        return "x".join(map(str, self.shape))
+
+    def key(self, dtype: str) -> str:
+        return f"{self.kernel_id}/{self.shape_str}/{dtype}"
+
+
+def _randn(*shape):
+    return lambda dtype, g: (torch.randn(*shape, generator=g).to(dtype),)
+
+
+def rms_norm(x, w):
+    # Llama's RMSNorm: computed in f32 and cast back, as HF does.
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * w
+
+
+def rope(x, cos, sin):
+    # HF's rotate_half formulation on (batch*heads, seq, head_dim), cos/sin per (seq, head_dim).
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rotated * sin
+
+
+def causal_mask(scores):
+    # The mask is built inside the kernel from iota comparisons, then applied: what attention does.
+    n, m = scores.shape[-2:]
+    keep = torch.arange(n).unsqueeze(1) >= torch.arange(m).unsqueeze(0)
+    return scores.masked_fill(~keep, float("-inf"))
+
+
+def _norm_inputs(rows, cols, with_bias):
+    def make(dtype, g):
+        x = torch.randn(rows, cols, generator=g).to(dtype)
+        w = torch.randn(cols, generator=g).to(dtype)
+        return (x, w, torch.randn(cols, generator=g).to(dtype)) if with_bias else (x, w)
+
+    return make
+
+
+def _rope_inputs(b, s, d):
+    def make(dtype, g):
+        angles = torch.arange(s).unsqueeze(1) * torch.rand(d // 2, generator=g).repeat(2)
+        return torch.randn(b, s, d, generator=g).to(dtype), angles.cos().to(dtype), angles.sin().to(dtype)
+
+    return make
+
+
+def _embedding_inputs(n, vocab, dim):
+    return lambda dtype, g: (torch.randint(0, vocab, (n,), generator=g), torch.randn(vocab, dim, generator=g).to(dtype))
+
+
+def _ce_inputs(n, vocab):
+    return lambda dtype, g: (torch.randn(n, vocab, generator=g).to(dtype), torch.randint(0, vocab, (n,), generator=g))
+
+
+def _matmul_inputs(m, k, n):
+    return lambda dtype, g: (torch.randn(m, k, generator=g).to(dtype), torch.randn(k, n, generator=g).to(dtype))
+
+
+def _sdpa(causal):
+    return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def _sdpa_inputs(shape):
+    return lambda dtype, g: tuple(torch.randn(*shape, generator=g).to(dtype) for _ in range(3))
+
+
+def _sdpa_flops(b, h, s, d, causal):
+    # QK^T and PV: 2 * 2*s*s*d per head; causal attention needs half of it.
+    return 4 * b * h * s * s * d * (0.5 if causal else 1.0)
+
+
+def all_kernels() -> list[Kernel]:
+    kernels = []
+    for shape in [(1, 1024), (64, 1024), (64, 4096)]:
+        kernels.append(Kernel("softmax", shape, _randn(*shape), lambda x: torch.softmax(x, dim=-1)))
+    for shape in [(1, 768), (64, 768), (1024, 768)]:
+        kernels.append(Kernel("layer_norm", shape, _norm_inputs(*shape, True),
+                              lambda x, w, b: F.layer_norm(x, x.shape[-1:], w, b, 1e-5)))
+    for shape in [(1, 4096), (64, 4096), (1024, 4096)]:
+        kernels.append(Kernel("rms_norm", shape, _norm_inputs(*shape, False), rms_norm))
+    for shape in [(64, 4096), (1024, 4096)]:
+        kernels.append(Kernel("gelu", shape, _randn(*shape), F.gelu))
+        kernels.append(Kernel("silu", shape, _randn(*shape), F.silu))
+    for shape in [(1, 64, 128), (32, 64, 128)]:
+        kernels.append(Kernel("rope", shape, _rope_inputs(*shape), rope))
+    kernels.append(Kernel("causal_mask", (512, 512), _randn(512, 512), causal_mask))
+    n, vocab, dim = 32, 32000, 128
+    kernels.append(Kernel("embedding", (n, vocab, dim), _embedding_inputs(n, vocab, dim), F.embedding,
+                          bytes_override=lambda dtype: n * 8 + 2 * n * dim * dtype.itemsize))
+    kernels.append(Kernel("cross_entropy", (32, 32000), _ce_inputs(32, 32000), F.cross_entropy))
+    for m, k, nn in [(1024, 1024, 1024), (4096, 1024, 4096), (1, 4096, 4096)]:
+        kernels.append(Kernel("gemm" if m > 1 else "gemv", (m, k, nn), _matmul_inputs(m, k, nn), torch.mm,
+                              flops=2.0 * m * k * nn))
+    for shape in [(1, 32, 512, 64), (1, 32, 1024, 128)]:
+        for causal in (False, True):
+            kernels.append(Kernel("sdpa_causal" if causal else "sdpa", shape, _sdpa_inputs(shape), _sdpa(causal),
+                                  flops=_sdpa_flops(*shape, causal)))
+    return kernels
+
+
+def traffic_bytes(kernel: Kernel, inputs: tuple, output: torch.Tensor) -> float:
+    if kernel.bytes_override is not None:
+        return kernel.bytes_override(inputs[-1].dtype)
+    return sum(t.nbytes for t in inputs) + output.nbytes

@@ -1,0 +1,35 @@
+"""The machine's roofline, measured in the same run as the kernels: DRAM copy bandwidth and f32 GEMM peak."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+
+def _median_s(fn, reps: int) -> float:
+    fn()  # page in / warm up
+    samples = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def copy_bandwidth_gbps() -> float:
+    """256 MiB f32 copy (read + write), far beyond any cache: sustained DRAM bandwidth."""
+    src = torch.randn(64 * 2**20)
+    dst = torch.empty_like(src)
+    return 2 * src.nbytes / _median_s(lambda: dst.copy_(src), 10) / 1e9
+
+
+def sgemm_peak_gflops() -> float:
+    """torch.mm 2048^3 in f32: the best dense compute this machine's BLAS delivers."""
+    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+    return 2 * 2048**3 / _median_s(lambda: torch.mm(a, b), 5) / 1e9
+
+
+def measure() -> dict[str, float]:
+    return {"copy_gbps": copy_bandwidth_gbps(), "sgemm_gflops": sgemm_peak_gflops()}

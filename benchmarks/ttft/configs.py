@@ -1,0 +1,97 @@
+"""Named model configs from configs.toml, and the seeded model each one builds."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+CONFIGS_FILE = Path(__file__).with_name("configs.toml")
+
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+
+# arch -> (config class, model class), imported lazily so loading the TOML stays cheap.
+ARCHS = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM"),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM"),
+    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM"),
+    "gpt2": ("GPT2Config", "GPT2LMHeadModel"),
+    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM"),
+}
+
+
+class ConfigError(ValueError):
+    """A bad config name or a malformed configs file."""
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    name: str
+    arch: str
+    dtype: str
+    hf: dict[str, Any]
+    seed: int
+    max_cache_len: int
+    decode_tokens: int
+    iters: int
+    warmups: int
+    attn_implementation: str
+    prompt_ids: list[int] = field(default_factory=list)
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[self.dtype]
+
+
+def load_configs(path: Path = CONFIGS_FILE) -> dict[str, BenchConfig]:
+    """All configs in the file, keyed by their expanded name (`<key>-<dtype>` or `<key>`)."""
+    with open(path, "rb") as f:
+        raw = tomllib.load(f)
+    defaults = raw.get("defaults", {})
+    configs: dict[str, BenchConfig] = {}
+    for key, table in raw.get("configs", {}).items():
+        settings = {**defaults, **table}
+        if settings.get("arch") not in ARCHS:
+            raise ConfigError(f"config {key!r}: arch must be one of {sorted(ARCHS)}, got {settings.get('arch')!r}")
+        if "dtypes" in settings:
+            variants = [(f"{key}-{d}", d) for d in settings.pop("dtypes")]
+        else:
+            variants = [(key, settings.pop("dtype", "f32"))]
+        for name, dtype in variants:
+            if dtype not in DTYPES:
+                raise ConfigError(f"config {name!r}: dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+            config = BenchConfig(name=name, dtype=dtype, **settings)
+            _check(config)
+            configs[name] = config
+    return configs
+
+
+def _check(config: BenchConfig) -> None:
+    vocab = config.hf.get("vocab_size", 0)
+    if not config.prompt_ids or max(config.prompt_ids) >= vocab:
+        raise ConfigError(f"config {config.name!r}: prompt_ids must be non-empty and below vocab_size {vocab}")
+    if len(config.prompt_ids) + config.decode_tokens > config.max_cache_len:
+        raise ConfigError(f"config {config.name!r}: prompt + decode tokens exceed max_cache_len")
+
+
+def select(names: list[str], configs: dict[str, BenchConfig]) -> list[BenchConfig]:
+    """The configs named, in order; an unknown name is an error that lists the valid ones."""
+    unknown = [n for n in names if n not in configs]
+    if unknown:
+        raise ConfigError(f"unknown config(s) {', '.join(unknown)}; valid configs: {', '.join(configs)}")
+    return [configs[n] for n in names]
+
+
+def build_model(config: BenchConfig) -> torch.nn.Module:
+    """The config's model with random weights from its seed: the same bits in every process."""
+    import transformers
+
+    config_cls, model_cls = (getattr(transformers, n) for n in ARCHS[config.arch])
+    hf_config = config_cls(**config.hf, attn_implementation=config.attn_implementation)
+    torch.manual_seed(config.seed)
+    # Built in f32 then cast, so the bf16 variant holds the f32 variant's weights rounded.
+    model = model_cls(hf_config).eval()
+    return model.to(config.torch_dtype)

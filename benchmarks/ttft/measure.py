@@ -1,0 +1,185 @@
+"""The one TTFT/TPOT methodology every path script runs; a path only says how the model is wrapped.
+
+Per process: build the config's seeded model, make one StaticCache, run one eager step at position 0
+(StaticCache allocates its tensors lazily, and that must not happen inside a compiled graph), then
+wrap the model (`prepare`). The first wrapped call per input shape is timed as compile time. Then
+`warmups` untimed and `iters` timed iterations, each doing:
+
+  1. reset the cache; sequential prefill: one (1,1) forward per prompt token, the first generated
+     token taken by argmax after the last one. Wall clock of the whole loop = one TTFT(seq) sample.
+  2. `decode_tokens` greedy steps from there, each timed; their mean = one TPOT sample.
+  3. reset the cache; one batched (1,P) forward of the whole prompt + argmax = one TTFT(batched) sample.
+
+Every path sees the same ids, positions, cache and step counts; a path that cannot run the batched
+shape still reports the sequential numbers, with the reason in `note`.
+Prints one `BENCH_RESULT {json}` line on stdout; progress goes to stderr as `BENCH_STAGE` lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+import traceback
+from typing import Any, Callable
+
+import torch
+
+from benchmarks.common.stats import summarize
+from benchmarks.ttft.configs import CONFIGS_FILE, BenchConfig, build_model, load_configs, select
+
+Prepare = Callable[[torch.nn.Module, argparse.Namespace], Callable[..., Any]]
+
+
+def stage(text: str) -> None:
+    """Tells the orchestrator where we are, so a timeout can say what it interrupted."""
+    print(f"BENCH_STAGE {text}", file=sys.stderr, flush=True)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--configs-file", default=str(CONFIGS_FILE))
+    parser.add_argument("--iters", type=int, help="measured iterations (default: the config's)")
+    parser.add_argument("--warmups", type=int, help="untimed iterations (default: the config's)")
+    parser.add_argument("--decode-tokens", type=int, help="greedy decode steps per iteration (default: the config's)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--compile-only", action="store_true", help="stop after the first call of each shape")
+    parser.add_argument("--cache-dir", help="luminal's kernel cache (the compile-time bench sets it)")
+    return parser.parse_args(argv)
+
+
+class Session:
+    """The model, its cache and the fixed inputs of one config."""
+
+    def __init__(self, config: BenchConfig, decode_tokens: int) -> None:
+        self.config = config
+        self.decode_tokens = decode_tokens
+        self.model = build_model(config)
+        from transformers import StaticCache
+
+        self.cache = StaticCache(config=self.model.config, max_cache_len=config.max_cache_len)
+        ids = config.prompt_ids
+        # Inputs are built once, outside every timed region, identically for every path.
+        self.step_ids = [torch.tensor([[i]]) for i in ids]
+        self.positions = [torch.tensor([[p]]) for p in range(len(ids) + decode_tokens)]
+        self.prompt = torch.tensor([ids])
+        self.prompt_positions = torch.arange(len(ids)).unsqueeze(0)
+
+    def forward(self, fn: Callable[..., Any], ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        out = fn(input_ids=ids, position_ids=positions, past_key_values=self.cache, use_cache=True)
+        return out.logits[:, -1].argmax(-1, keepdim=True)
+
+    def eager_init(self) -> None:
+        self.forward(self.model, self.step_ids[0], self.positions[0])
+        self.cache.reset()
+
+    def sequential(self, fn: Callable[..., Any]) -> tuple[float, list[float], list[int]]:
+        """(TTFT ms, per-step decode ms, generated ids) of one reset + sequential prefill + decode."""
+        self.cache.reset()
+        start = time.perf_counter()
+        for p, ids in enumerate(self.step_ids):
+            token = self.forward(fn, ids, self.positions[p])
+        generated = [int(token.item())]
+        ttft = (time.perf_counter() - start) * 1000
+        steps = []
+        for p in range(len(self.step_ids), len(self.step_ids) + self.decode_tokens):
+            start = time.perf_counter()
+            token = self.forward(fn, token, self.positions[p])
+            generated.append(int(token.item()))
+            steps.append((time.perf_counter() - start) * 1000)
+        return ttft, steps, generated
+
+    def batched(self, fn: Callable[..., Any]) -> tuple[float, int]:
+        """(TTFT ms, first generated id) of one reset + whole-prompt forward."""
+        self.cache.reset()
+        start = time.perf_counter()
+        token = int(self.forward(fn, self.prompt, self.prompt_positions).item())
+        return (time.perf_counter() - start) * 1000, token
+
+
+def first_call_ms(session: Session, fn: Callable[..., Any], batched: bool) -> float:
+    session.cache.reset()
+    start = time.perf_counter()
+    if batched:
+        session.forward(fn, session.prompt, session.prompt_positions)
+    else:
+        session.forward(fn, session.step_ids[0], session.positions[0])
+    return (time.perf_counter() - start) * 1000
+
+
+def measure(prepare: Prepare, args: argparse.Namespace, result: dict[str, Any]) -> None:
+    """Fills `result` as it goes, so a failure part-way still reports what was measured."""
+    config = select([args.config], load_configs(args.configs_file))[0]
+    iters = args.iters if args.iters is not None else config.iters
+    warmups = args.warmups if args.warmups is not None else config.warmups
+    decode_tokens = args.decode_tokens if args.decode_tokens is not None else config.decode_tokens
+    result.update(
+        model=config.arch,
+        dtype=config.dtype,
+        prompt_tokens=len(config.prompt_ids),
+        decode_tokens=decode_tokens,
+        iters=iters,
+        warmups=warmups,
+        attn_implementation=config.attn_implementation,
+    )
+    torch.set_num_threads(args.threads)
+    torch.set_grad_enabled(False)
+
+    stage("build model")
+    session = Session(config, decode_tokens)
+    session.eager_init()
+    fn = prepare(session.model, args)
+
+    stage("first call (1,1)")
+    result["compile_ms"] = first_call_ms(session, fn, batched=False)
+    batched_ok = True
+    stage(f"first call (1,{len(config.prompt_ids)})")
+    try:
+        result["compile_batched_ms"] = first_call_ms(session, fn, batched=True)
+    except Exception as exc:  # noqa: BLE001 - an unsupported batched shape is a note, not a failed path
+        batched_ok = False
+        result["note"] = f"batched prefill failed: {type(exc).__name__}: {str(exc).splitlines()[0][:500]}"
+    if args.compile_only:
+        return
+
+    ttft_seq, ttft_batched, tpot = [], [], []
+    for i in range(warmups + iters):
+        timed = i >= warmups
+        stage(f"{'iter' if timed else 'warmup'} {i - warmups + 1 if timed else i + 1}/{iters if timed else warmups}")
+        ttft, steps, generated = session.sequential(fn)
+        batched = session.batched(fn) if batched_ok else None
+        if timed:
+            ttft_seq.append(ttft)
+            tpot.append(sum(steps) / len(steps))
+            if batched:
+                ttft_batched.append(batched[0])
+            result["tokens"] = generated
+            result["batched_first_token"] = batched[1] if batched else None
+    result.update(summarize("ttft_seq", ttft_seq))
+    result.update(summarize("ttft_batched", ttft_batched))
+    result.update(summarize("tpot", tpot))
+    if tpot:
+        result["decode_tps"] = 1000 / result["tpot_ms"]
+        result["prefill_seq_tps"] = len(config.prompt_ids) * 1000 / result["ttft_seq_ms"]
+    if ttft_batched:
+        result["prefill_batched_tps"] = len(config.prompt_ids) * 1000 / result["ttft_batched_ms"]
+
+
+def main(path: str, prepare: Prepare) -> None:
+    args = parse_args()
+    result: dict[str, Any] = {"path": path, "config": args.config, "threads": args.threads}
+    status = 0
+    try:
+        measure(prepare, args, result)
+    except Exception as exc:  # noqa: BLE001 - any failure becomes the row's error text
+        traceback.print_exc()
+        result["error"] = f"{type(exc).__name__}: {exc}"[:2000]
+        status = 1
+    # Dynamo's count of compiled graphs: more than the shapes we call means recompiles crept in.
+    result["graphs"] = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print("BENCH_RESULT " + json.dumps(result), flush=True)
+    sys.exit(status)

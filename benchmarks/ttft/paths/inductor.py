@@ -1,0 +1,17 @@
+"""Path `inductor`: torch.compile(model) with torch's default backend.
+
+dynamic=False in both compiled paths: each shape (the (1,1) step, the (1,P) prefill) gets its own
+static graph, so neither backend is judged on dynamic-shape support.
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # repo root, so `benchmarks` imports
+
+import torch  # noqa: E402
+
+from benchmarks.ttft.measure import main  # noqa: E402
+
+if __name__ == "__main__":
+    main("inductor", lambda model, args: torch.compile(model, dynamic=False))

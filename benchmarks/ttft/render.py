@@ -1,0 +1,181 @@
+"""The latest TTFT run as CSV, a markdown table (paths side by side, with speedups) and a PNG bar chart."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import db
+
+PATH_ORDER = ("eager", "inductor", "luminal")
+PATH_COLORS = {"eager": "#8c8c8c", "inductor": "#4c78a8", "luminal": "#f58518"}
+
+# (column, label, lower is better). The table's rows, the chart's panels and the dashboard's history.
+METRICS = [
+    ("ttft_seq_ms", "TTFT, sequential prefill (ms)", True),
+    ("ttft_batched_ms", "TTFT, batched prefill (ms)", True),
+    ("tpot_ms", "TPOT (ms/token)", True),
+    ("decode_tps", "decode tokens/s", False),
+    ("compile_ms", "compile + first call (1,1) (ms)", True),
+    ("compile_batched_ms", "compile + first call (1,P) (ms)", True),
+    ("peak_rss_mb", "peak RSS (MB)", True),
+]
+# Not a result: how much CPU other processes took while the path ran (% of all cores). Above a few
+# percent the path's times are inflated by contention, not by the path.
+NOISE = ("other_cpu_pct", "other processes' CPU during the path (%)")
+CHART_METRICS = ["ttft_seq_ms", "ttft_batched_ms", "tpot_ms", "compile_ms"]
+
+
+def by_config(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """config -> path -> row, configs in first-seen order."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in rows:
+        out.setdefault(row["config"], {})[row["path"]] = row
+    return out
+
+
+def speedup(row: dict | None, base: dict | None, metric: str, lower_is_better: bool) -> float | None:
+    """base/row for times (> 1 = row is faster), row/base for rates: one direction for every metric."""
+    if not row or not base or row.get(metric) in (None, 0) or base.get(metric) in (None, 0):
+        return None
+    return base[metric] / row[metric] if lower_is_better else row[metric] / base[metric]
+
+
+def fmt(value: Any, digits: int = 1) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}" if abs(value) < 1e5 else f"{value:,.0f}"
+    return str(value)
+
+
+def fmt_x(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}x"
+
+
+def table_rows(paths: dict[str, dict[str, Any]]) -> list[list[str]]:
+    """Rows of the side-by-side table for one config: metric, each path, then the speedup columns."""
+    eager, inductor, luminal = (paths.get(p) for p in PATH_ORDER)
+    rows = []
+    for metric, label, lower in METRICS:
+        cells = [label] + [fmt(p.get(metric)) if p else "–" for p in (eager, inductor, luminal)]
+        cells += [
+            fmt_x(speedup(inductor, eager, metric, lower)),
+            fmt_x(speedup(luminal, eager, metric, lower)),
+            fmt_x(speedup(luminal, inductor, metric, lower)),
+        ]
+        rows.append(cells)
+    rows.append([NOISE[1]] + [fmt(p.get(NOISE[0])) if p else "–" for p in (eager, inductor, luminal)] + ["", "", ""])
+    match = ["greedy tokens = eager's", "(reference)"]
+    match += [{None: "–", 1: "yes", 0: "NO"}[p.get("tokens_match_eager")] if p else "–" for p in (inductor, luminal)]
+    rows.append(match + ["", "", ""])
+    return rows
+
+
+TABLE_HEADER = ["metric", "eager", "inductor", "luminal", "inductor vs eager", "luminal vs eager", "luminal vs inductor"]
+
+
+def markdown(run: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    lines = [
+        f"# TTFT / TPOT, run {run['run_id']}",
+        "",
+        f"commit `{run['git_commit']}` · {run['cpu_model']} · {run['cores']} cores · {run['ram_gb']} GB · "
+        f"torch {run['torch_version']} · transformers {run['transformers_version']} · {run['threads']} threads",
+        "",
+        "Speedup columns: > 1 means the first path is faster (times: base / path; rates: path / base).",
+        "Compile rows time the first call of each shape (compile + one run); eager's is its plain first call.",
+        "\"Other processes' CPU\" is how busy the rest of the machine was meanwhile: above a few percent, times are "
+        "inflated by contention.",
+        "",
+    ]
+    for config, paths in by_config(rows).items():
+        any_row = next(iter(paths.values()))
+        lines += [
+            f"## {config}",
+            "",
+            f"{any_row.get('model') or ''} {any_row.get('dtype') or ''}, attention {any_row.get('attn_implementation') or '?'}, "
+            f"prompt {fmt(any_row.get('prompt_tokens'))} tokens, decode {fmt(any_row.get('decode_tokens'))} tokens, "
+            f"{fmt(any_row.get('iters'))} iterations after {fmt(any_row.get('warmups'))} warmups; medians.",
+            "",
+            "| " + " | ".join(TABLE_HEADER) + " |",
+            "|" + "---|" * len(TABLE_HEADER),
+        ]
+        lines += ["| " + " | ".join(cells) + " |" for cells in table_rows(paths)]
+        for path in PATH_ORDER:
+            row = paths.get(path)
+            if row and (row.get("error") or row.get("note")):
+                kind = "ERROR" if row.get("error") else "note"
+                text = (row.get("error") or row.get("note")).replace("\n", " ").replace("|", "\\|")[:600]
+                lines.append(f"\n**{path} {kind}:** {text}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
+    columns = ["run_id", "git_commit", "timestamp", *db.RESULT_COLUMNS]
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow([json.dumps(row.get(c)) if isinstance(row.get(c), list) else row.get(c) for c in columns])
+
+
+def write_png(rows: list[dict[str, Any]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    configs = by_config(rows)
+    fig, axes = plt.subplots(1, len(CHART_METRICS), figsize=(4.2 * len(CHART_METRICS), 4.2), squeeze=False)
+    width = 0.8 / len(PATH_ORDER)
+    labels = dict((m, label) for m, label, _ in METRICS)
+    for ax, metric in zip(axes[0], CHART_METRICS):
+        values = [r[metric] for paths in configs.values() for r in paths.values() if r.get(metric)]
+        for i, path_name in enumerate(PATH_ORDER):
+            for x, paths in enumerate(configs.values()):
+                row = paths.get(path_name)
+                pos = x - 0.4 + width * (i + 0.5)
+                value = row.get(metric) if row else None
+                if value:
+                    ax.bar(pos, value, width, color=PATH_COLORS[path_name], label=path_name if x == 0 else None)
+                    ax.annotate(fmt(value, 1 if value < 100 else 0), (pos, value), ha="center", va="bottom", fontsize=6)
+                elif row:  # ran but has no value: failed, or the metric is not supported on that path
+                    ax.text(pos, 0.5, "ERR" if row.get("error") else "n/a", rotation=90, ha="center", va="bottom",
+                            fontsize=7, color="#c00000", transform=ax.get_xaxis_transform())
+        if values and max(values) / min(values) > 20:  # e.g. compile vs eager's first call
+            ax.set_yscale("log")
+            # Bars start at a round decade, so their lengths read the same in every panel.
+            ax.set_ylim(bottom=10 ** math.floor(math.log10(min(values))))
+        ax.set_xticks(range(len(configs)), list(configs), rotation=20, ha="right", fontsize=8)
+        ax.set_title(labels[metric], fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=PATH_COLORS[p]) for p in PATH_ORDER]
+    fig.legend(handles, PATH_ORDER, loc="upper right", ncol=3, fontsize=8)
+    fig.suptitle(title, fontsize=10, x=0.01, ha="left")
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_latest(conn: sqlite3.Connection, out: Path) -> list[Path]:
+    """ttft_latest.csv / .md and ttft.png for the newest run with TTFT rows; [] when there is none."""
+    run = db.latest_run(conn, "results")
+    if run is None:
+        return []
+    out.mkdir(parents=True, exist_ok=True)
+    rows = db.load_rows(conn, "results", run["run_id"])
+    paths = [out / "ttft_latest.csv", out / "ttft_latest.md", out / "ttft.png"]
+    write_csv(rows, paths[0])
+    paths[1].write_text(markdown(run, rows))
+    title = (f"TTFT/TPOT run {run['run_id']} · commit {run['git_commit']} · {run['cpu_model']}, {run['threads']} threads"
+             " · medians (log scale where values span > 20x)")
+    busiest = max((r.get("other_cpu_pct") or 0 for r in rows), default=0)
+    if busiest > 10:
+        title += f"\nWARNING: other processes used up to {busiest:.0f}% of the CPU meanwhile: times are inflated"
+    write_png(rows, paths[2], title)
+    return paths

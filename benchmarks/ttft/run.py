@@ -1,0 +1,129 @@
+"""TTFT/TPOT orchestrator: runs configs x paths, each path in its own subprocess, stores every
+outcome (failures and timeouts as error rows) in SQLite, then writes the latest CSV/MD/PNG and the
+HTML dashboard.
+
+    python benchmarks/ttft/run.py --configs llama-membound-f32 --iters 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # repo root, so `benchmarks` imports
+
+from benchmarks import dashboard  # noqa: E402
+from benchmarks.common import db, runner  # noqa: E402
+from benchmarks.common.machine import machine_info, new_run_id  # noqa: E402
+from benchmarks.common.progress import Progress  # noqa: E402
+from benchmarks.ttft import render  # noqa: E402
+from benchmarks.ttft.configs import CONFIGS_FILE, ConfigError, load_configs, select  # noqa: E402
+
+PATHS_DIR = Path(__file__).with_name("paths")
+PATHS = ("eager", "inductor", "luminal")
+RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
+
+
+def check_paths(names: list[str]) -> list[str]:
+    unknown = [n for n in names if n not in PATHS]
+    if unknown:
+        raise ConfigError(f"unknown path(s) {', '.join(unknown)}; valid paths: {', '.join(PATHS)}")
+    return names
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--configs", nargs="+", default=["llama-membound-f32"], help="config names (configs.toml)")
+    parser.add_argument("--paths", nargs="+", default=list(PATHS), help=f"any of {', '.join(PATHS)}")
+    parser.add_argument("--iters", type=int, help="measured iterations (default: each config's, 10)")
+    parser.add_argument("--warmups", type=int, help="untimed iterations first (default: each config's, 2)")
+    parser.add_argument("--decode-tokens", type=int, help="greedy decode steps per iteration (default: config's)")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds per path subprocess before it is killed")
+    parser.add_argument("--threads", type=int, default=2, help="torch and runtime threads in every path")
+    parser.add_argument("--wait-idle", type=float, default=0, metavar="SECONDS",
+                        help="before each path, wait up to this long for other processes to go quiet (shared machines)")
+    parser.add_argument("--configs-file", type=Path, default=CONFIGS_FILE)
+    parser.add_argument("--db", type=Path, default=RESULTS_DIR / "bench.db")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="where the latest CSV/MD/PNG/HTML go")
+    parser.add_argument("--render-only", action="store_true", help="re-render outputs from the db, run nothing")
+    args = parser.parse_args(argv)
+    try:
+        args.config_list = select(args.configs, load_configs(args.configs_file))
+        check_paths(args.paths)
+    except ConfigError as exc:
+        parser.error(str(exc))
+    if args.iters is not None and args.iters < 1:
+        parser.error("--iters must be >= 1")
+    return args
+
+
+def path_command(path: str, config: str, args: argparse.Namespace, extra: list[str] = ()) -> list[str]:
+    cmd = [sys.executable, str(PATHS_DIR / f"{path}.py"), "--config", config, "--threads", str(args.threads)]
+    cmd += ["--configs-file", str(args.configs_file)]
+    for flag in ("iters", "warmups", "decode_tokens"):
+        value = getattr(args, flag, None)
+        if value is not None:
+            cmd += [f"--{flag.replace('_', '-')}", str(value)]
+    return cmd + list(extra)
+
+
+def thread_env(threads: int, inductor_cache: str) -> dict[str, str]:
+    # Every BLAS/OpenMP pool gets the same thread count as torch, so no path oversubscribes 2 cores.
+    return {"OMP_NUM_THREADS": str(threads), "TORCHINDUCTOR_CACHE_DIR": inductor_cache}
+
+
+def run_one(path: str, config: str, args: argparse.Namespace, progress: Progress) -> dict:
+    label = f"{config} x {path}"
+    if args.wait_idle > 0:
+        progress.update(label, "waiting for the machine to go quiet")
+        runner.wait_until_quiet(args.wait_idle)
+    start = time.monotonic()
+    # A fresh inductor cache per subprocess: compile_ms is always a cold compile, comparable across runs.
+    with tempfile.TemporaryDirectory(prefix="bench-inductor-") as cache:
+        outcome = runner.run(
+            path_command(path, config, args),
+            args.timeout,
+            thread_env(args.threads, cache),
+            lambda stage: progress.update(label, stage),
+        )
+    row = {**(outcome.result or {}), "path": path, "config": config, "wall_s": time.monotonic() - start}
+    row["error"] = outcome.error()
+    row["other_cpu_pct"] = outcome.other_cpu_pct
+    progress.advance(label, "ERROR" if row["error"] else "ok")
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    conn = db.connect(args.db)
+    if not args.render_only:
+        run_id = new_run_id()
+        db.insert_run(conn, {"run_id": run_id, "mode": "ttft", **machine_info(args.threads), "args": _args_json(args)})
+        jobs = [(c.name, p) for c in args.config_list for p in args.paths]
+        progress = Progress(len(jobs))
+        for config, path in jobs:
+            row = run_one(path, config, args, progress)
+            db.insert_result(conn, run_id, row)  # stored at once: a later crash keeps earlier rows
+            if row["error"]:
+                print(f"{config} x {path}: {row['error'][:300]}", file=sys.stderr)
+            if (row["other_cpu_pct"] or 0) > 10:
+                print(f"warning: other processes used {row['other_cpu_pct']:.0f}% of the CPU during {config} x {path}; "
+                      "its times are inflated", file=sys.stderr)
+        db.mark_token_agreement(conn, run_id)
+    written = render.write_latest(conn, args.out)
+    written.append(dashboard.write(conn, args.out))
+    print("wrote " + ", ".join(str(p) for p in written if p), file=sys.stderr)
+    return 0
+
+
+def _args_json(args: argparse.Namespace) -> str:
+    keep = ("configs", "paths", "iters", "warmups", "decode_tokens", "timeout", "threads", "wait_idle")
+    return json.dumps({k: getattr(args, k) for k in keep})
+
+
+if __name__ == "__main__":
+    sys.exit(main())

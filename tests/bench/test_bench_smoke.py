@@ -1,0 +1,81 @@
+"""Smoke tests of the benchmark harness: the `tiny` config through all three paths into a temp db,
+and the orchestrator's handling of bad input and of a path that times out. About 100 s on an idle
+2-core machine (inductor's cold compile of the two tiny shapes dominates); the timeouts leave room
+for a machine shared with other work."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+RUN = REPO / "benchmarks" / "ttft" / "run.py"
+
+pytestmark = pytest.mark.bench_smoke
+
+
+def run_bench(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(RUN), *args], capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+def test_tiny_config_through_all_paths(tmp_path):
+    db_path, out = tmp_path / "bench.db", tmp_path / "out"
+    proc = run_bench("--configs", "tiny", "--iters", "1", "--warmups", "0", "--db", str(db_path), "--out", str(out),
+                     "--timeout", "300")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    conn = sqlite3.connect(db_path)
+    conn.row_factory = sqlite3.Row
+    runs = conn.execute("SELECT * FROM runs").fetchall()
+    assert len(runs) == 1
+    run = runs[0]
+    for column in ("git_commit", "cpu_model", "torch_version"):
+        assert run[column], column
+    assert run["cores"] >= 1 and run["ram_gb"] > 0 and run["threads"] == 2
+    assert len(run["run_id"].rsplit("-", 1)[-1]) == 6, "run ids carry microseconds"
+
+    rows = {r["path"]: r for r in conn.execute("SELECT * FROM results WHERE run_id = ?", (run["run_id"],))}
+    assert set(rows) == {"eager", "inductor", "luminal"}
+    for path in ("eager", "inductor"):
+        row = rows[path]
+        assert row["error"] is None, f"{path}: {row['error']}"
+        assert row["ttft_seq_ms"] > 0 and row["ttft_batched_ms"] > 0 and row["tpot_ms"] > 0
+        assert row["compile_ms"] > 0 and row["peak_rss_mb"] > 0
+        assert len(json.loads(row["tpot_samples"])) == 1
+        assert len(json.loads(row["tokens"])) == 1 + row["decode_tokens"]
+    # luminal may not support everything the tiny model needs yet: it must either have measured
+    # or say why not in an error row; a missing row or a silent empty one is the failure.
+    luminal = rows["luminal"]
+    assert luminal["error"] or luminal["ttft_seq_ms"] > 0
+
+    html = (out / "dashboard.html").read_text()
+    assert "tiny" in html and "<svg" in html and "data:image/png;base64," in html
+    assert "src=\"http" not in html and "href=\"http" not in html, "the dashboard must render offline"
+    assert (out / "ttft.png").read_bytes().startswith(b"\x89PNG")
+    assert "| metric | eager | inductor | luminal |" in (out / "ttft_latest.md").read_text()
+    assert (out / "ttft_latest.csv").read_text().count("\n") == 4  # header + 3 paths
+
+
+def test_timed_out_path_is_an_error_row(tmp_path):
+    db_path = tmp_path / "bench.db"
+    proc = run_bench("--configs", "tiny", "--paths", "eager", "--timeout", "0.5", "--db", str(db_path),
+                     "--out", str(tmp_path), timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (error,) = sqlite3.connect(db_path).execute("SELECT error FROM results").fetchone()
+    assert error.startswith("timed out after")
+
+
+@pytest.mark.parametrize(
+    "flag, name, listing", [("--configs", "no-such-model", "valid configs:"), ("--paths", "jax", "valid paths:")]
+)
+def test_unknown_name_lists_valid_ones(tmp_path, flag, name, listing):
+    proc = run_bench(flag, name, "--db", str(tmp_path / "bench.db"), "--out", str(tmp_path), timeout=60)
+    assert proc.returncode == 2
+    assert name in proc.stderr and listing in proc.stderr
+    assert "tiny" in proc.stderr or "luminal" in proc.stderr
+    assert not (tmp_path / "bench.db").exists(), "bad input must fail before anything is recorded"
