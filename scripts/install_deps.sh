@@ -20,4 +20,4 @@ fi
 
 python3 -m pip install -q --disable-pip-version-check torch==2.13.0
 python3 -m pip install -q --disable-pip-version-check "scikit-build-core>=0.10" "pybind11>=2.12" \
-  "pytest>=8" "transformers>=4.56" numpy matplotlib
+  "pytest>=8" "transformers>=4.56" numpy matplotlib expecttest

@@ -30,6 +30,49 @@ std::vector<Tensor> split_by(const Tensor& t, int dim, const std::vector<Expr>& 
   return pieces;
 }
 
+
+// torch.cat of same-rank tensors along dim, promoted to their common dtype.
+Tensor concat(TranslationContext& cx, const std::vector<Tensor>& inputs, int dim) {
+  const DType dtype = result_type(inputs, {});
+  if (inputs.size() == 1) return cast(cx, inputs[0], dtype);
+  ir::Shape shape = inputs[0].shape();
+  Expr total(int64_t{0});
+  for (const Tensor& t : inputs) {
+    USER_CHECK(t.rank() == inputs[0].rank()) << "cat of tensors of rank " << inputs[0].rank() << " and " << t.rank();
+    total = total + t.shape()[dim];
+  }
+  shape[dim] = total;
+  Tensor out = constant(cx, ir::Scalar::of_int(0), dtype, shape);
+  Expr offset(int64_t{0});
+  for (const Tensor& t : inputs) {
+    const Expr& n = t.shape()[dim];
+    if (!(n.is_constant() && n.constant_value() == 0)) {
+      Tensor positions = binary(cx, ir::Op::Add, iota(cx, n, DType::I64), size_value(cx, offset, DType::I64));
+      for (int d = 0; d < t.rank(); ++d)
+        if (d != dim) positions = unsqueeze(positions, d);
+      out = scatter(cx, out, dim, expand(positions, t.shape()), cast(cx, t, dtype), /*accumulate=*/false);
+    }
+    offset = offset + n;
+  }
+  return out;
+}
+
+// An index along `dim` (values from `positions`, a 1-d i64 tensor) shaped for gather/scatter
+// against a tensor of `shape`: [1, .., n, .., 1] expanded to shape with dim's size n.
+Tensor index_along(const Tensor& positions, int dim, ir::Shape shape) {
+  Tensor index = positions;
+  for (int d = 0; d < static_cast<int>(shape.size()); ++d)
+    if (d != dim) index = unsqueeze(index, d);
+  shape[dim] = positions.shape()[0];
+  return expand(index, shape);
+}
+
+// Requires a static size (flip, pads): these ops index with constants.
+int64_t static_size(const Tensor& t, int dim, const char* op) {
+  const Expr& size = t.shape()[dim];
+  UNSUPPORTED_CHECK(size.is_constant()) << op << " of dim " << dim << " with the symbolic size " << size.to_string();
+  return size.constant_value();
+}
 }  // namespace
 
 void translate_view(NodeArgs& args) {
@@ -122,36 +165,14 @@ void translate_to_copy(NodeArgs& args) {
 // cat = scatter each input into its range of the result along dim. Inputs promote to a common
 // dtype; legacy empty 1-d inputs ([0]) are skipped, as torch does.
 void translate_cat(NodeArgs& args) {
-  TranslationContext& cx = args.cx();
   std::vector<Tensor> inputs;
   for (const Tensor& t : args.tensors("tensors")) {
     const bool legacy_empty = t.rank() == 1 && t.shape()[0].is_constant() && t.shape()[0].constant_value() == 0;
     if (!legacy_empty) inputs.push_back(t);
   }
   USER_CHECK(!inputs.empty()) << "cat of no non-empty tensors";
-  const DType dtype = result_type(inputs, {});
   const int dim = wrap_dim(args.integer("dim"), inputs[0].rank());
-  if (inputs.size() == 1) return args.set_output(0, cast(cx, inputs[0], dtype));
-  ir::Shape shape = inputs[0].shape();
-  Expr total(int64_t{0});
-  for (const Tensor& t : inputs) {
-    USER_CHECK(t.rank() == inputs[0].rank()) << "cat of tensors of rank " << inputs[0].rank() << " and " << t.rank();
-    total = total + t.shape()[dim];
-  }
-  shape[dim] = total;
-  Tensor out = constant(cx, ir::Scalar::of_int(0), dtype, shape);
-  Expr offset(int64_t{0});
-  for (const Tensor& t : inputs) {
-    const Expr& n = t.shape()[dim];
-    if (!(n.is_constant() && n.constant_value() == 0)) {
-      Tensor positions = binary(cx, ir::Op::Add, iota(cx, n, DType::I64), size_value(cx, offset, DType::I64));
-      for (int d = 0; d < t.rank(); ++d)
-        if (d != dim) positions = unsqueeze(positions, d);
-      out = scatter(cx, out, dim, expand(positions, t.shape()), cast(cx, t, dtype), /*accumulate=*/false);
-    }
-    offset = offset + n;
-  }
-  args.set_output(0, out);
+  args.set_output(0, concat(args.cx(), inputs, dim));
 }
 
 void translate_split_with_sizes(NodeArgs& args) {
@@ -173,5 +194,174 @@ void translate_split_tensor(NodeArgs& args) {
   }
   args.set_outputs(0, pieces);
 }
+
+// ---- ops that build a tensor from pieces (core ATen's functional forms of in-place updates) ----
+
+// fill(self, value): a constant with self's shape and dtype.
+void translate_fill_scalar(NodeArgs& args) {
+  Tensor self = args.tensor("self");
+  args.set_output(0, constant(args.cx(), args.scalar("value"), self.dtype, self.shape()));
+}
+
+// flip: a gather with reversed positions along each dim (the IR's views have no negative strides).
+void translate_flip(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor out = args.tensor("self");
+  if (out.rank() == 0) return args.set_output(0, out);
+  for (int d : int_dims(args, "dims")) {
+    const int dim = wrap_dim(d, out.rank());
+    const int64_t n = static_size(out, dim, "flip");
+    Tensor reversed = binary(cx, ir::Op::Sub, constant(cx, ir::Scalar::of_int(n - 1), DType::I64),
+                             iota(cx, Expr(n), DType::I64));
+    out = gather(cx, out, dim, index_along(reversed, dim, out.shape()));
+  }
+  args.set_output(0, out);
+}
+
+// repeat: each dim d of size s becomes r*s by a broadcast [.., r, s, ..] flattened; extra
+// leading repeats add leading dims.
+void translate_repeat(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor x = args.tensor("self");
+  const std::vector<Expr> repeats = args.sym_ints("repeats");
+  USER_CHECK(repeats.size() >= static_cast<size_t>(x.rank()))
+      << "repeat needs at least " << x.rank() << " repeat counts, got " << repeats.size();
+  while (x.rank() < static_cast<int>(repeats.size())) x = unsqueeze(x, 0);
+  ir::Shape expanded, final_shape;
+  for (int d = 0; d < x.rank(); ++d) {
+    expanded.push_back(repeats[d]);
+    expanded.push_back(x.shape()[d]);
+    final_shape.push_back(repeats[d] * x.shape()[d]);
+  }
+  std::vector<Expr> interleaved;  // [1, s0, 1, s1, ...]
+  for (int d = 0; d < x.rank(); ++d) {
+    interleaved.push_back(Expr(int64_t{1}));
+    interleaved.push_back(x.shape()[d]);
+  }
+  Tensor spread = reshape(cx, x, interleaved);
+  args.set_output(0, reshape(cx, contiguous(cx, expand(spread, expanded)), final_shape));
+}
+
+// constant_pad_nd: pad (left, right) pairs from the last dim backwards; negative pads crop.
+void translate_constant_pad_nd(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor out = args.tensor("self");
+  const std::vector<int64_t> pad = args.integers("pad");
+  USER_CHECK(pad.size() % 2 == 0 && static_cast<int>(pad.size() / 2) <= out.rank())
+      << "pad of length " << pad.size() << " for a tensor of rank " << out.rank();
+  const ir::Scalar value = args.scalar("value");
+  for (size_t i = 0; i < pad.size() / 2; ++i) {
+    const int dim = out.rank() - 1 - static_cast<int>(i);
+    const int64_t left = pad[2 * i], right = pad[2 * i + 1];
+    if (left < 0 || right < 0) {
+      const Expr size = out.shape()[dim];
+      out = slice(out, dim, Expr(std::max<int64_t>(0, -left)), size - Expr(std::max<int64_t>(0, -right)), 1);
+    }
+    std::vector<Tensor> pieces;
+    auto filler = [&](int64_t n) {
+      ir::Shape shape = out.shape();
+      shape[dim] = Expr(n);
+      return constant(cx, value, out.dtype, shape);
+    };
+    if (left > 0) pieces.push_back(filler(left));
+    pieces.push_back(out);
+    if (right > 0) pieces.push_back(filler(right));
+    if (pieces.size() > 1) out = concat(cx, pieces, dim);
+  }
+  args.set_output(0, out);
+}
+
+// diagonal: a view whose one new last dim steps by the sum of the two dims' strides.
+void translate_diagonal(NodeArgs& args) {
+  Tensor x = args.tensor("self");
+  const int64_t offset = args.integer("offset");
+  const int d1 = wrap_dim(args.integer("dim1"), x.rank()), d2 = wrap_dim(args.integer("dim2"), x.rank());
+  USER_CHECK(d1 != d2) << "diagonal dimensions cannot be identical (" << d1 << ")";
+  const int64_t n1 = static_size(x, d1, "diagonal"), n2 = static_size(x, d2, "diagonal");
+  const int64_t length = std::max<int64_t>(0, offset >= 0 ? std::min(n1, n2 - offset) : std::min(n1 + offset, n2));
+  const ir::View& v = x.ref.view;
+  ir::Shape shape;
+  std::vector<Expr> strides;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (d == d1 || d == d2) continue;
+    shape.push_back(x.shape()[d]);
+    strides.push_back(v.strides()[d]);
+  }
+  shape.push_back(Expr(length));
+  strides.push_back(v.strides()[d1] + v.strides()[d2]);
+  Expr start = v.offset();
+  if (length > 0) start = start + (offset >= 0 ? Expr(offset) * v.strides()[d2] : Expr(-offset) * v.strides()[d1]);
+  Tensor out{ir::TensorRef{x.ref.node, ir::View(shape, strides, start)}, x.dtype};
+  args.set_output(0, out);
+}
+
+// select_scatter / slice_scatter: src written into a copy of self at one index / a strided
+// range along dim, by the Scatter primitive.
+void translate_select_scatter(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor self = args.tensor("self");
+  const int dim = wrap_dim(args.integer("dim"), self.rank());
+  Tensor src = unsqueeze(cast(cx, args.tensor("src"), self.dtype), dim);
+  Expr index = args.sym_int("index");
+  if (index.is_constant() && index.constant_value() < 0) index = self.shape()[dim] + index;
+  Tensor positions = reshape(cx, size_value(cx, index, DType::I64), {Expr(int64_t{1})});
+  args.set_output(0, scatter(cx, self, dim, index_along(positions, dim, src.shape()), src, /*accumulate=*/false));
+}
+
+void translate_slice_scatter(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor self = args.tensor("self");
+  const int dim = wrap_dim(args.integer("dim"), self.rank());
+  const int64_t step = args.integer("step");
+  Tensor src = cast(cx, args.tensor("src"), self.dtype);
+  const Expr& n = src.shape()[dim];
+  if (n.is_constant() && n.constant_value() == 0) return args.set_output(0, self);
+  // The first written position: start after torch's clamping (negative counts from the end).
+  std::optional<Expr> start = args.optional_sym_int("start");
+  Expr first(int64_t{0});
+  if (start) {
+    const Expr size = self.shape()[dim];
+    first = *start;
+    if (first.is_constant() && size.is_constant()) {
+      int64_t v = first.constant_value();
+      if (v < 0) v += size.constant_value();
+      first = Expr(std::clamp<int64_t>(v, 0, size.constant_value()));
+    }
+  }
+  Tensor positions = binary(cx, ir::Op::Add, binary(cx, ir::Op::Mul, iota(cx, n, DType::I64),
+                                                    constant(cx, ir::Scalar::of_int(step), DType::I64)),
+                            size_value(cx, first, DType::I64));
+  args.set_output(0, scatter(cx, self, dim, index_along(positions, dim, src.shape()), src, /*accumulate=*/false));
+}
+
+namespace {
+// scatter's src may be larger than index: only src[index's extent] is read, as in torch.
+Tensor src_for_index(const Tensor& src, const Tensor& index) {
+  Tensor out = src;
+  for (int d = 0; d < index.rank(); ++d)
+    if (!(out.shape()[d] == index.shape()[d])) out = slice(out, d, Expr(int64_t{0}), index.shape()[d], 1);
+  return out;
+}
+
+void scatter_handler(NodeArgs& args, bool accumulate) {
+  TranslationContext& cx = args.cx();
+  Tensor self = args.tensor("self");
+  Tensor index = args.tensor("index");
+  const int dim = wrap_dim(args.integer("dim"), self.rank());
+  Tensor src = args.has("src") ? src_for_index(cast(cx, args.tensor("src"), self.dtype), index)
+                                     : broadcast_to(constant(cx, args.scalar("value"), self.dtype), index.shape());
+  if (self.rank() == 0) {
+    // torch treats a 0-d self as rank 1 of size 1.
+    Tensor out = scatter(cx, unsqueeze(self, 0), 0, reshape(cx, index, {Expr(int64_t{1})}),
+                         reshape(cx, src, {Expr(int64_t{1})}), accumulate);
+    return args.set_output(0, reshape(cx, out, {}));
+  }
+  args.set_output(0, scatter(cx, self, dim, index, src, accumulate));
+}
+}  // namespace
+
+void translate_scatter_src(NodeArgs& args) { scatter_handler(args, /*accumulate=*/false); }
+void translate_scatter_value(NodeArgs& args) { scatter_handler(args, /*accumulate=*/false); }
+void translate_scatter_add(NodeArgs& args) { scatter_handler(args, /*accumulate=*/true); }
 
 }  // namespace luminal::translator

@@ -118,4 +118,58 @@ void translate_silu(NodeArgs& args) {
   args.set_output(0, cast(cx, binary(cx, Op::Mul, xf, unary(cx, Op::Sigmoid, xf)), x.dtype));
 }
 
+namespace {
+// x reshaped to [.., 1 (channel C), 1, ..] for per-channel affine params of an [N, C, ...] input.
+Tensor per_channel(TranslationContext& cx, const Tensor& param, int rank, DType dtype) {
+  Tensor p = cast(cx, param, dtype);
+  for (int d = 2; d < rank; ++d) p = unsqueeze(p, p.rank());
+  return p;
+}
+}  // namespace
+
+// GroupNorm: statistics over each group of C/G channels and all spatial positions. Outputs
+// (out, mean [N, G], rstd [N, G]); f16/bf16 compute in f32.
+void translate_native_group_norm(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor x = args.tensor("input");
+  USER_CHECK(ir::is_floating(x.dtype)) << "group_norm of a " << ir::dtype_name(x.dtype) << " tensor";
+  USER_CHECK(x.rank() >= 2) << "group_norm needs an [N, C, ...] input, got " << shape_to_string(x.shape());
+  const int64_t groups = args.integer("group");
+  const ir::Expr n = x.shape()[0];
+  const DType c = compute_dtype(x.dtype);
+  Tensor grouped = reshape(cx, cast(cx, x, c), {n, ir::Expr(groups), ir::Expr(int64_t{-1})});
+  const ir::Expr count = grouped.shape()[2];
+  Tensor size = size_value(cx, count, c);
+  Tensor mean = binary(cx, Op::Div, reduce(cx, Op::SumReduce, grouped, {2}, true), size);
+  Tensor centered = binary(cx, Op::Sub, grouped, mean);
+  Tensor var = binary(cx, Op::Div, reduce(cx, Op::SumReduce, binary(cx, Op::Mul, centered, centered), {2}, true), size);
+  Tensor rstd = unary(cx, Op::Recip, unary(cx, Op::Sqrt, binary(cx, Op::Add, var, number(cx, args.floating("eps"), c))));
+  Tensor out = reshape(cx, binary(cx, Op::Mul, centered, rstd), x.shape());
+  if (std::optional<Tensor> w = args.optional_tensor("weight")) out = binary(cx, Op::Mul, out, per_channel(cx, *w, x.rank(), c));
+  if (std::optional<Tensor> b = args.optional_tensor("bias")) out = binary(cx, Op::Add, out, per_channel(cx, *b, x.rank(), c));
+  args.set_output(0, cast(cx, out, x.dtype));
+  if (!args.output_name(1).empty()) args.set_output(1, cast(cx, squeeze(mean, 2), args.output_dtype(1)));
+  if (!args.output_name(2).empty()) args.set_output(2, cast(cx, squeeze(rstd, 2), args.output_dtype(2)));
+}
+
+// BatchNorm in eval mode: (x - running_mean) / sqrt(running_var + eps) * weight + bias over
+// channel dim 1. The saved mean/invstd outputs are empty in this overload, as in torch.
+void translate_native_batch_norm_legit_no_training(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor x = args.tensor("input");
+  USER_CHECK(ir::is_floating(x.dtype)) << "batch_norm of a " << ir::dtype_name(x.dtype) << " tensor";
+  USER_CHECK(x.rank() >= 2) << "batch_norm needs an [N, C, ...] input, got " << shape_to_string(x.shape());
+  const DType c = compute_dtype(x.dtype);
+  const int rank = x.rank();
+  Tensor mean = per_channel(cx, args.tensor("running_mean"), rank, c);
+  Tensor var = per_channel(cx, args.tensor("running_var"), rank, c);
+  Tensor rstd = unary(cx, Op::Recip, unary(cx, Op::Sqrt, binary(cx, Op::Add, var, number(cx, args.floating("eps"), c))));
+  Tensor out = binary(cx, Op::Mul, binary(cx, Op::Sub, cast(cx, x, c), mean), rstd);
+  if (std::optional<Tensor> w = args.optional_tensor("weight")) out = binary(cx, Op::Mul, out, per_channel(cx, *w, rank, c));
+  if (std::optional<Tensor> b = args.optional_tensor("bias")) out = binary(cx, Op::Add, out, per_channel(cx, *b, rank, c));
+  args.set_output(0, cast(cx, out, x.dtype));
+  for (size_t i = 1; i < 3; ++i)
+    if (!args.output_name(i).empty()) args.set_output(i, constant(cx, ir::Scalar::of_int(0), args.output_dtype(i), {ir::Expr(int64_t{0})}));
+}
+
 }  // namespace luminal::translator

@@ -1,0 +1,42 @@
+"""Matrix products (mm, bmm, addmm, matmul forms, linear) against eager in the dtypes torch's CPU
+matmul supports."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from op_harness import FLOATS, INTS, Case, run_case
+
+DTYPES = FLOATS + INTS
+V = {
+    "2d": (lambda m: m((3, 5)), lambda m: m((5, 4))),
+    "transposed": (lambda m: m((5, 3)).t(), lambda m: m((4, 5)).t()),
+}
+VB = {
+    "3d": (lambda m: m((2, 3, 5)), lambda m: m((2, 5, 4))),
+    "transposed": (lambda m: m((2, 5, 3)).transpose(1, 2), lambda m: m((2, 4, 5)).transpose(1, 2)),
+}
+SMALL = ((-3, 3), (-3, 3))
+
+
+def lcase(name, fn, variants=V, **kw):
+    return Case(name, fn, dtypes=DTYPES, arity=2, variants=variants, short=("transposed",), domains=SMALL,
+                tolerance_scale=5, **kw)
+
+
+CASES = [
+    lcase("mm", torch.mm),
+    lcase("matmul_vec", lambda a, b: (a @ b[:, 0], a[0] @ b, a[0] @ b[:, 0])),
+    lcase("bmm", torch.bmm, variants=VB),
+    lcase("matmul_broadcast", lambda a, b: a @ b[0], variants=VB),
+    lcase("addmm", lambda a, b: torch.addmm(b[0, 0], a, b)),
+    lcase("addmm_beta_alpha", lambda a, b: torch.addmm(b[0], a, b, beta=2, alpha=3)),
+    lcase("linear", lambda a, b: torch.nn.functional.linear(a, b.t(), b[0]), ),
+    lcase("einsum", lambda a, b: torch.einsum("ij,jk->ik", a, b)),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_linalg(case):
+    run_case(case)

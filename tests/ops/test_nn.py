@@ -1,0 +1,67 @@
+"""Neural-network functions (softmax/log_softmax, layer/group/batch norm, gelu, silu, ...) against
+eager in the float dtypes (torch defines them for floats only); f16/bf16 compute in f32 and
+round once, as torch's CPU kernels do."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from op_harness import FLOATS, Case, run_case
+
+V = {
+    "3d": (lambda m: m((2, 3, 8)),),
+    "transposed": (lambda m: m((2, 8, 3)).transpose(1, 2),),
+    "0d": (lambda m: m(()),),
+}
+V4 = {"4d": (lambda m: m((2, 4, 3, 3)),), "permuted": (lambda m: m((2, 3, 3, 4)).permute(0, 3, 1, 2),)}
+
+
+def ncase(name, fn, variants=V, **kw):
+    return Case(name, fn, dtypes=FLOATS, variants=variants, short=(list(variants)[1],), **kw)
+
+
+W8 = torch.linspace(-1, 1, 8)
+W4 = torch.linspace(0.5, 1.5, 4)
+CASES = [
+    ncase("softmax", lambda x: torch.softmax(x, -1)),
+    ncase("softmax_dim0", lambda x: torch.softmax(x, 0)),
+    ncase("log_softmax", lambda x: torch.log_softmax(x, -1)),
+    ncase("gelu", F.gelu),
+    ncase("gelu_tanh", lambda x: F.gelu(x, approximate="tanh")),
+    ncase("silu", F.silu),
+    ncase("mish", F.mish),
+    ncase("softplus", F.softplus),
+    ncase("hardswish", F.hardswish),
+    ncase("hardsigmoid", F.hardsigmoid),
+    ncase("relu6", F.relu6),
+    ncase("layer_norm", lambda x: F.layer_norm(x, (8,), W8.to(x.dtype), W8.to(x.dtype) * 2, eps=1e-5),
+          variants={k: v for k, v in V.items() if k != "0d"}),
+    ncase("layer_norm_no_affine", lambda x: F.layer_norm(x, (3, 8)), variants={k: v for k, v in V.items() if k != "0d"}),
+    ncase("group_norm", lambda x: F.group_norm(x, 2, W4.to(x.dtype), W4.to(x.dtype)), variants=V4),
+    ncase("batch_norm_eval", lambda x: F.batch_norm(x, W4.to(x.dtype), W4.to(x.dtype) + 1, W4.to(x.dtype), W4.to(x.dtype) - 1,
+                                                    training=False), variants=V4),
+    ncase("rms_norm", lambda x: F.rms_norm(x, (8,), W8.to(x.dtype), eps=1e-6), variants={k: v for k, v in V.items() if k != "0d"}),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_nn(case):
+    run_case(case)
+
+
+def test_gelu_tanh_and_erf_precision():
+    """Upstream luminal approximated erf (error ~1.5e-7) inside gelu; both gelu forms must match
+    eager to f32 rounding over the range where they bend."""
+    x = torch.linspace(-6, 6, 2001)
+    run_case(Case("gelu_precision", lambda x: (F.gelu(x), F.gelu(x, approximate="tanh")), dtypes=(torch.float32,),
+                  variants={}, extra_inputs=[lambda d: (x.to(d),)], tolerance_scale=0.1))
+
+
+def test_bf16_paths():
+    """bf16 softmax/layer_norm/gelu/silu: computed in f32 and rounded once (upstream cast the
+    whole graph to f32 and drifted)."""
+    x = torch.randn(4, 64) * 4
+    run_case(Case("bf16_paths", lambda x: (torch.softmax(x, -1), F.layer_norm(x, (64,)), F.gelu(x), F.silu(x), torch.rsqrt(x.abs() + 1)),
+                  dtypes=(torch.bfloat16,), variants={}, extra_inputs=[lambda d: (x.to(d),)]))

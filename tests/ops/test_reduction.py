@@ -1,0 +1,76 @@
+"""Reductions (sum, mean, prod, amax/amin, argmax/argmin, max/min.dim, any, var, cumsum) against
+eager: every dtype torch supports, dims negative and multiple, keepdim, 0-d and non-contiguous
+inputs. Integer sums accumulate in i64 as torch does."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from op_harness import FLOATS, Case, f32, run_case
+
+REDUCE_VARIANTS = {
+    "3d": (lambda m: m((2, 3, 4)),),
+    "0d": (lambda m: m(()),),
+    "transposed": (lambda m: m((4, 3)).t(),),
+    "sliced": (lambda m: m((3, 8))[:, 1::2],),
+    "expanded": (lambda m: m((3, 1)).expand(3, 5),),
+    "size1": (lambda m: m((1, 4)),),
+}
+SHORT = ("3d",)
+# Reductions that accept empty inputs (sum/prod/any/mean give their identity or NaN).
+EMPTY = {**REDUCE_VARIANTS, "empty": (lambda m: m((0, 4)),)}
+
+
+def rcase(name, fn, variants=REDUCE_VARIANTS, **kw):
+    return Case(name, fn, variants=variants, short=SHORT, **kw)
+
+
+CASES = [
+    rcase("sum", lambda x: x.sum(), variants=EMPTY),
+    rcase("sum_dim", lambda x: x.sum(-1), variants=EMPTY),
+    rcase("sum_dims_keepdim", lambda x: x.sum((0, -1), keepdim=True)),
+    rcase("sum_dtype", lambda x: x.sum(0, dtype=torch.float64)),
+    rcase("mean", lambda x: x.mean(), dtypes=FLOATS),
+    rcase("mean_dim", lambda x: x.mean(-1, keepdim=True), dtypes=FLOATS),
+    rcase("mean_dims", lambda x: x.mean((0, -1)), dtypes=FLOATS),
+    rcase("prod", lambda x: x.prod(), domains=((-2, 2),)),
+    rcase("prod_dim", lambda x: x.prod(-1, keepdim=True), domains=((-2, 2),)),
+    rcase("amax", lambda x: x.amax(-1)),
+    rcase("amin_keepdim", lambda x: x.amin((0, -1), keepdim=True)),
+    rcase("max_all", lambda x: x.max()),
+    rcase("max_dim", lambda x: x.max(-1)),
+    rcase("min_dim_keepdim", lambda x: x.min(0, keepdim=True)),
+    rcase("argmax", lambda x: x.argmax(), domains=((-3, 3),)),
+    rcase("argmax_dim", lambda x: x.argmax(-1), domains=((-3, 3),)),
+    rcase("argmin_dim_keepdim", lambda x: x.argmin(0, keepdim=True), domains=((-3, 3),)),
+    rcase("argmax_keepdim_all", lambda x: torch.argmax(x, keepdim=True), domains=((-3, 3),)),
+    rcase("any", lambda x: x.any(), variants=EMPTY),
+    rcase("any_dim", lambda x: x.any(-1)),
+    rcase("any_dims", lambda x: torch.any(x, dim=(0, -1))),
+    rcase("all_dim", lambda x: x.all(-1)),
+    rcase("var", lambda x: x.var(), dtypes=FLOATS),
+    rcase("var_dim_unbiased_false", lambda x: x.var(-1, unbiased=False), dtypes=FLOATS),
+    rcase("var_correction", lambda x: torch.var(x, dim=(0, -1), correction=0, keepdim=True), dtypes=FLOATS),
+    rcase("std", lambda x: x.std(-1), dtypes=FLOATS),
+    rcase("var_mean", lambda x: torch.var_mean(x, -1), dtypes=FLOATS),
+    rcase("cumsum", lambda x: x.cumsum(-1)),
+    rcase("cumsum_dim0", lambda x: x.cumsum(0)),
+    rcase("logsumexp", lambda x: torch.logsumexp(x, -1), dtypes=FLOATS),
+    rcase("norm", lambda x: torch.linalg.vector_norm(x, dim=-1), dtypes=FLOATS),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_reduction(case):
+    run_case(case)
+
+
+def test_argmax_nan_and_ties():
+    """torch returns the first maximum, and NaN counts as the maximum (first NaN wins)."""
+    inputs = [
+        lambda d: (torch.tensor([[1.0, 3.0, 3.0, 0.0], [float("nan"), 1.0, float("nan"), 5.0]]).to(d),),
+        lambda d: (torch.tensor([[2.0, 2.0], [-1.0, -1.0]]).to(d),),
+    ]
+    run_case(Case("argmax_nan", lambda x: (x.argmax(-1), x.argmin(-1), x.max(-1), x.min(-1)), dtypes=(f32, torch.float64),
+                  variants={}, extra_inputs=inputs))
