@@ -2,9 +2,12 @@
 # README command (b): every test. C++ tests (plain, then under ASan+UBSan), a short fuzz run of
 # the PT2 reader, then pytest against the installed package (rebuilt incrementally first).
 # FUZZ_SECONDS (default 60) bounds the fuzz run; PYTEST_ARGS are passed to pytest.
+# Tests marked `slow` (the OpInfo sweep, larger model configs) run only with --slow.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
+marker="not slow"
+if [[ "${1:-}" == "--slow" ]]; then marker="slow"; fi
 
 echo "== C++ tests"
 cmake -S . -B build/cpp -G Ninja -DLUMINAL_PYTHON=OFF -DLUMINAL_TESTS=ON >/dev/null
@@ -22,4 +25,4 @@ tests/fuzz/run_fuzz.sh "${FUZZ_SECONDS:-60}"
 
 echo "== Python tests"
 scripts/build.sh
-python3 -m pytest -q ${PYTEST_ARGS:-} tests
+python3 -m pytest -q -m "$marker" ${PYTEST_ARGS:-} tests
