@@ -63,6 +63,9 @@ std::unique_ptr<CompiledProgram> compile_program(pt2::Pt2Program program, const 
   start = std::chrono::steady_clock::now();
   runtime::CompileOptions runtime_options;
   runtime_options.num_threads = options.num_threads;
+  runtime_options.search_iterations = options.search_iterations;
+  runtime_options.cache_dir = options.cache_dir;
+  runtime_options.debug_dir = options.debug_dir;
   compiled->executable = runtime.compile(compiled->program.graph, bound, runtime_options);
   compiled->stats.runtime_compile_ms = elapsed_ms(start);
   compiled->stats.kernel_count = compiled->program.graph.size();

@@ -1,11 +1,14 @@
-// The built-in "cpu" runtime factory, handed to Python as _C.cpu_factory_capsule().
+// The built-in CPU runtime factories, handed to Python as capsules.
 #pragma once
 
 #include "runtime/factory_abi.h"
 
 namespace luminal::runtime {
 
-// Creates the reference runtime until the optimising CPU runtime replaces it.
+// The optimising CPU runtime (generated C++ kernels); _C.cpu_factory_capsule().
 const LuminalRuntimeFactory* cpu_runtime_factory();
+// The reference interpreter, the oracle: selectable as options={"runtime": "reference"} once
+// the bindings expose it.
+const LuminalRuntimeFactory* reference_runtime_factory();
 
 }  // namespace luminal::runtime

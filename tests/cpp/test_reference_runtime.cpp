@@ -621,9 +621,9 @@ TEST(ReferenceExecutable, ConcurrentRunsOnDistinctBuffers) {
 }
 
 TEST(CpuFactory, CreatesTheReferenceRuntime) {
-  const LuminalRuntimeFactory* factory = runtime::cpu_runtime_factory();
+  const LuminalRuntimeFactory* factory = runtime::reference_runtime_factory();
   EXPECT_EQ(factory->abi_version, LUMINAL_RUNTIME_FACTORY_ABI_VERSION);
-  EXPECT_STREQ(factory->name, "cpu");
+  EXPECT_STREQ(factory->name, "reference");
   EXPECT_STREQ(factory->device, "cpu");
   void* created = factory->create();
   ASSERT_NE(created, nullptr);

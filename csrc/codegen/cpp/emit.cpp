@@ -1,0 +1,375 @@
+#include "codegen/cpp/emit.h"
+
+#include <set>
+#include <sstream>
+
+#include "codegen/cpp/op_table.h"
+#include "common/error.h"
+
+namespace luminal::codegen::cpp {
+
+namespace {
+
+using ir::DType;
+using ir::Expr;
+
+std::string symbol_var(const std::string& name) {
+  std::string s = "S_";
+  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return s;
+}
+
+std::string expr_text(const Expr& e) {
+  switch (e.kind()) {
+    case Expr::Kind::Constant: {
+      const int64_t v = e.constant_value();
+      return v < 0 ? "(INT64_C(" + std::to_string(v) + "))" : "INT64_C(" + std::to_string(v) + ")";
+    }
+    case Expr::Kind::Symbol: return symbol_var(e.symbol_name());
+    default: break;
+  }
+  const std::string a = expr_text(e.operands()[0]);
+  const std::string b = expr_text(e.operands()[1]);
+  switch (e.kind()) {
+    case Expr::Kind::Add: return "(" + a + " + " + b + ")";
+    case Expr::Kind::Mul: return "(" + a + " * " + b + ")";
+    case Expr::Kind::FloorDiv: return "lm_floordiv(" + a + ", " + b + ")";
+    case Expr::Kind::Mod: return "lm_floormod(" + a + ", " + b + ")";
+    case Expr::Kind::Max: return "lm_imax(" + a + ", " + b + ")";
+    case Expr::Kind::Min: return "lm_imin(" + a + ", " + b + ")";
+    default: break;
+  }
+  INTERNAL_ERROR() << "unhandled expression kind";
+  return "";
+}
+
+bool is_zero(const Expr& e) { return e.is_constant() && e.constant_value() == 0; }
+bool is_one(const Expr& e) { return e.is_constant() && e.constant_value() == 1; }
+
+class Emitter {
+ public:
+  Emitter(const Kernel& k) : k_(k), table_(cpp_op_table()) {
+    rank_ = static_cast<int>(k.domain.size());
+    row_ = k.reduce_axis >= 0;
+    inner_ = row_ ? k.reduce_axis : rank_ - 1;
+    per_row_.assign(k.values.size(), false);
+    for (size_t i = 0; i < k.values.size(); ++i) per_row_[i] = row_ && computes_per_row(k.values[i]);
+    // A kernel that can report an error returns from inside its loops, which `omp simd` forbids.
+    for (const Value& v : k.values) {
+      if (v.kind == ValueKind::GatherLoad) may_fail_ = true;
+      if (v.kind == ValueKind::Compute && !ir::is_floating(v.dtype) && (v.op == ir::Op::Div || v.op == ir::Op::Mod))
+        may_fail_ = true;
+    }
+  }
+
+  std::string emit(const std::string& name) {
+    std::ostringstream out;
+    out << "// " << (k_.label.empty() ? "kernel" : k_.label) << "\n";
+    out << "extern \"C\" int64_t " << name
+        << "(void* const* lm_params, const int64_t* lm_symbols, int64_t lm_begin, int64_t lm_end, int64_t* lm_info) {\n";
+    const std::vector<std::string> symbols = k_.symbols();
+    for (size_t i = 0; i < symbols.size(); ++i)
+      out << "  const int64_t " << symbol_var(symbols[i]) << " = lm_symbols[" << i << "];\n";
+    for (size_t i = 0; i < k_.params.size(); ++i) {
+      const Param& p = k_.params[i];
+      out << "  " << (p.is_output ? "" : "const ") << table_.storage_type(p.dtype) << "* __restrict p" << i << " = ("
+          << (p.is_output ? "" : "const ") << table_.storage_type(p.dtype) << "*)lm_params[" << i << "];\n";
+    }
+    out << "  int64_t lm_status = 0;\n  (void)lm_status; (void)lm_info;\n";
+    if (k_.kind == KernelKind::Scatter) {
+      out << scatter_body();
+    } else {
+      out << loop_body();
+    }
+    out << "  return lm_status;\n}\n";
+    return out.str();
+  }
+
+ private:
+  // ---- per-row analysis ----
+  bool index_per_row(const Index& index) const {
+    return index.strides.empty() || is_zero(index.strides[k_.reduce_axis]);
+  }
+  bool computes_per_row(const Value& v) const {
+    switch (v.kind) {
+      case ValueKind::Literal:
+      case ValueKind::Accumulated: return true;
+      case ValueKind::Load:
+      case ValueKind::IotaAt: return index_per_row(v.index);
+      case ValueKind::GatherLoad: return index_per_row(v.index) && per_row_[v.args[0]];
+      case ValueKind::Compute:
+        for (int a : v.args)
+          if (!per_row_[a]) return false;
+        return true;
+    }
+    return false;
+  }
+
+  // ---- text pieces ----
+  std::string index_text(const Index& index, bool row_scope) const {
+    std::string s = expr_text(index.offset);
+    for (int d = 0; d < static_cast<int>(index.strides.size()); ++d) {
+      const Expr& stride = index.strides[d];
+      if (is_zero(stride) || is_one(k_.domain[d]) ) continue;
+      INTERNAL_CHECK(!(row_scope && d == inner_)) << "a per-row index varies along the reduce axis";
+      s += " + i" + std::to_string(d) + (is_one(stride) ? "" : " * " + expr_text(stride));
+    }
+    return s;
+  }
+
+  std::string value_name(int id) const { return "v" + std::to_string(id); }
+
+  struct Scope {
+    std::string* code;
+    std::set<int>* done;
+    bool row_scope;
+    std::string indent;
+  };
+
+  // Makes sure value `id` is defined in the right scope and returns its name.
+  std::string ref(int id, Scope& loop) {
+    if (row_ && per_row_[id] && !loop.row_scope) {
+      Scope row{&row_code_, &row_done_, true, "    "};
+      return ref(id, row);
+    }
+    if (loop.done->count(id)) return value_name(id);
+    const Value& v = k_.values[id];
+    std::string e;
+    switch (v.kind) {
+      case ValueKind::Literal: e = table_.literal(v.literal, v.dtype); break;
+      case ValueKind::Load:
+        e = table_.load(v.dtype, "p" + std::to_string(v.param) + "[" + index_text(v.index, loop.row_scope) + "]");
+        break;
+      case ValueKind::IotaAt: e = table_.from_index(v.dtype, iota_text(v, loop.row_scope)); break;
+      case ValueKind::Accumulated: e = "r" + std::to_string(v.args[0]); break;
+      case ValueKind::Compute: {
+        std::vector<std::string> args;
+        for (int a : v.args) args.push_back(ref(a, loop));
+        const DType in = v.op == ir::Op::Where ? k_.values[v.args[1]].dtype : k_.values[v.args[0]].dtype;
+        bool may_fail = false;
+        e = table_.op(v.op, in, v.dtype, args, may_fail);
+        break;
+      }
+      case ValueKind::GatherLoad: {
+        const std::string idx = ref(v.args[0], loop);
+        const std::string g = "g" + std::to_string(id);
+        *loop.code += loop.indent + "const int64_t " + g + " = (int64_t)" + idx + ";\n";
+        *loop.code += loop.indent + "if (" + g + " < 0 || " + g + " >= " + expr_text(v.extent) + ") { lm_info[0] = " + g +
+                      "; lm_info[1] = " + expr_text(v.extent) + "; return 1; }\n";
+        e = table_.load(v.dtype, "p" + std::to_string(v.param) + "[" + index_text(v.index, loop.row_scope) + " + " + g +
+                                     " * " + expr_text(v.gather_stride) + "]");
+        break;
+      }
+    }
+    *loop.code += loop.indent + "const " + table_.compute_type(v.dtype) + " " + value_name(id) + " = " + e + ";\n";
+    loop.done->insert(id);
+    return value_name(id);
+  }
+
+  std::string iota_text(const Value& v, bool row_scope) const {
+    // The common case, Iota read through its own contiguous view: the loop variable itself.
+    int only = -1;
+    bool simple = is_zero(v.index.offset) && is_one(v.divisor);
+    for (int d = 0; d < static_cast<int>(v.index.strides.size()) && simple; ++d) {
+      if (is_zero(v.index.strides[d])) continue;
+      if (is_one(v.index.strides[d]) && only < 0 && v.extent == k_.domain[d]) only = d;
+      else simple = false;
+    }
+    if (simple && only >= 0) return "i" + std::to_string(only);
+    if (simple && only < 0) return "INT64_C(0)";
+    return "((" + index_text(v.index, row_scope) + ") / " + expr_text(v.divisor) + " % " + expr_text(v.extent) + ")";
+  }
+
+  std::string store_line(const Store& s, Scope& scope) {
+    const Param& p = k_.params[s.param];
+    const std::string v = ref(s.value, scope);
+    return scope.indent + "p" + std::to_string(s.param) + "[" + index_text(s.index, scope.row_scope) +
+           "] = " + table_.store(p.dtype, convert_for_store(s.value, p.dtype, v)) + ";\n";
+  }
+  std::string convert_for_store(int value, DType to, const std::string& v) const {
+    return k_.values[value].dtype == to ? v : table_.convert(k_.values[value].dtype, to, v);
+  }
+
+  std::string simd_pragma(const std::string& clause) const {
+    if (may_fail_) return "";
+    return "    #pragma omp simd" + (clause.empty() ? "" : " " + clause) + "\n";
+  }
+
+  std::string loop_header(const std::string& indent) const {
+    const std::string var = "i" + std::to_string(inner_);
+    return indent + "for (int64_t " + var + " = 0; " + var + " < " + expr_text(k_.domain[inner_]) + "; ++" + var + ") {\n";
+  }
+
+  std::string loop_body() {
+    std::ostringstream out;
+    if (row_) {
+      for (const Reduction& r : k_.reductions) {
+        if (cpp_op_table().reduction(r.op, r.dtype, 0).needs_elements) {
+          out << "  if (" << expr_text(k_.domain[inner_]) << " == 0) return 2;\n";
+          break;
+        }
+      }
+    }
+    out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end; ++lm_p) {\n";
+    // Decompose the work item into the outer loop variables.
+    std::vector<int> outer;
+    for (int d = 0; d < rank_; ++d)
+      if (d != inner_) outer.push_back(d);
+    if (!outer.empty()) out << "    int64_t lm_r = lm_p;\n";
+    for (int j = static_cast<int>(outer.size()) - 1; j >= 0; --j) {
+      const int d = outer[j];
+      const std::string extent = expr_text(k_.domain[d]);
+      if (j == 0) {
+        out << "    const int64_t i" << d << " = lm_r;\n";
+      } else if (is_one(k_.domain[d])) {
+        out << "    const int64_t i" << d << " = 0;\n";
+      } else {
+        out << "    const int64_t i" << d << " = lm_r % " << extent << "; lm_r /= " << extent << ";\n";
+      }
+    }
+    if (outer.empty()) out << "    (void)lm_p;\n";
+
+    if (!row_) {
+      if (inner_ < 0) {  // rank 0: one element
+        std::string code;
+        std::set<int> done;
+        Scope scope{&code, &done, false, "    "};
+        for (const Store& s : k_.stores) code += store_line(s, scope);
+        out << code;
+      } else {
+        std::string code;
+        std::set<int> done;
+        Scope scope{&code, &done, false, "      "};
+        for (const Store& s : k_.stores) {
+          std::string line = store_line(s, scope);
+          code += line;
+        }
+        out << simd_pragma("") << loop_header("    ") << code << "    }\n";
+      }
+      out << "  }\n";
+      return out.str();
+    }
+
+    // Row kernel: one pass per reduction, then the varying stores.
+    row_code_.clear();
+    row_done_.clear();
+    for (size_t ri = 0; ri < k_.reductions.size(); ++ri) {
+      const Reduction& r = k_.reductions[ri];
+      const DType in_dtype = k_.values[r.input].dtype;
+      ReductionText text = table_.reduction(r.op, in_dtype, static_cast<int>(ri));
+      std::string body;
+      std::set<int> done;
+      Scope scope{&body, &done, false, "      "};
+      const std::string x = ref(r.input, scope);
+      const std::string acc = "acc" + std::to_string(ri);
+      std::string combine = text.combine;
+      for (size_t pos; (pos = combine.find("%a")) != std::string::npos;) combine.replace(pos, 2, acc);
+      for (size_t pos; (pos = combine.find("%x")) != std::string::npos;) combine.replace(pos, 2, x);
+      std::string finish = text.finish;
+      for (size_t pos; (pos = finish.find("%a")) != std::string::npos;) finish.replace(pos, 2, acc);
+      out << row_code_;  // per-row values this pass needs
+      row_code_.clear();
+      out << "    " << text.accumulator_type << " " << acc << " = " << text.init << ";\n";
+      if (!text.extra_declaration.empty()) out << "    " << text.extra_declaration << "\n";
+      out << simd_pragma(text.simd_clause) << loop_header("    ") << body << "      " << combine << "\n    }\n";
+      const std::string result_type = table_.compute_type(r.dtype);
+      out << "    const " << result_type << " r" << ri << " = "
+          << table_.round(r.dtype, "(" + result_type + ")(" + finish + ")") << ";\n";
+    }
+    std::string final_body;
+    std::set<int> final_done;
+    Scope final_scope{&final_body, &final_done, false, "      "};
+    // Per-row values are all defined before the final pass (row_code_), whichever store asks
+    // for them first; the per-row store lines themselves come after it.
+    std::string row_stores;
+    Scope row_scope{&row_code_, &row_done_, true, "    "};
+    for (const Store& s : k_.stores) {
+      if (per_row_[s.value] && index_per_row(s.index)) {
+        std::string line = store_line(s, row_scope);
+        row_stores += line;
+      } else {
+        std::string line = store_line(s, final_scope);
+        final_body += line;
+      }
+    }
+    out << row_code_;
+    row_code_.clear();
+    if (!final_body.empty()) out << simd_pragma("") << loop_header("    ") << final_body << "    }\n";
+    out << row_stores;
+    out << "  }\n";
+    return out.str();
+  }
+
+  // ---- scatter ----
+  std::string nested_loops(const ir::Shape& shape, const std::string& body, const std::string& prefix) const {
+    std::string open, close, indent = "  ";
+    for (size_t d = 0; d < shape.size(); ++d) {
+      const std::string v = prefix + std::to_string(d);
+      open += indent + "for (int64_t " + v + " = 0; " + v + " < " + expr_text(shape[d]) + "; ++" + v + ") {\n";
+      close = indent + "}\n" + close;
+      indent += "  ";
+    }
+    return open + indent + body + "\n" + close;
+  }
+  static std::string index_over(const Index& index, const std::string& prefix) {
+    std::string s = expr_text(index.offset);
+    for (size_t d = 0; d < index.strides.size(); ++d)
+      if (!is_zero(index.strides[d])) s += " + " + prefix + std::to_string(d) + " * " + expr_text(index.strides[d]);
+    return s;
+  }
+
+  std::string scatter_body() const {
+    const ScatterSpec& s = k_.scatter;
+    const DType t = k_.params[0].dtype;
+    std::string code;
+    // out = data (skipped when the caller made them the same buffer, an in-place cache update).
+    std::string contiguous = "INT64_C(0)";
+    {
+      Expr stride(int64_t{1});
+      std::vector<Expr> strides(s.out_shape.size());
+      for (int d = static_cast<int>(s.out_shape.size()) - 1; d >= 0; --d) {
+        strides[d] = stride;
+        stride = stride * s.out_shape[d];
+      }
+      Index out_index{Expr(int64_t{0}), strides};
+      code += "  if ((const void*)p0 != (const void*)p1) {\n" +
+              nested_loops(s.out_shape, "p0[" + index_over(out_index, "c") + "] = p1[" + index_over(s.data, "c") + "];", "c") +
+              "  }\n";
+      // Scatter target: the output position of each index element, the axis from the index.
+      Index target{Expr(int64_t{0}), {}};
+      for (size_t d = 0; d < s.index_shape.size(); ++d)
+        target.strides.push_back(static_cast<int>(d) == s.axis ? Expr(int64_t{0}) : strides[d]);
+      const std::string extent = expr_text(s.out_shape[s.axis]);
+      std::string body = "const int64_t g = p2[" + index_over(s.index, "j") + "]; if (g < 0 || g >= " + extent +
+                         ") { lm_info[0] = g; lm_info[1] = " + extent + "; return 1; } const int64_t o = " +
+                         index_over(target, "j") + " + g * " + expr_text(strides[s.axis]) + "; ";
+      const std::string src = "p3[" + index_over(s.src, "j") + "]";
+      if (!s.accumulate) {
+        body += "p0[o] = " + src + ";";
+      } else {
+        bool unused = false;
+        const std::string sum =
+            table_.op(ir::Op::Add, t, t, {table_.load(t, "p0[o]"), table_.load(t, src)}, unused);
+        body += "p0[o] = " + table_.store(t, sum) + ";";
+      }
+      code += nested_loops(s.index_shape, body, "j");
+    }
+    return code;
+  }
+
+  const Kernel& k_;
+  const CppOpTable& table_;
+  int rank_ = 0;
+  bool row_ = false;
+  int inner_ = -1;
+  bool may_fail_ = false;
+  std::vector<bool> per_row_;
+  std::string row_code_;
+  std::set<int> row_done_;
+};
+
+}  // namespace
+
+std::string emit_kernel(const Kernel& kernel, const std::string& name) { return Emitter(kernel).emit(name); }
+
+}  // namespace luminal::codegen::cpp

@@ -1,0 +1,30 @@
+// Kernel IR -> one C++ function.
+//
+// Every kernel has the signature
+//   extern "C" int64_t NAME(void* const* params, const int64_t* symbols, int64_t begin,
+//                           int64_t end, int64_t* info)
+// and computes work items [begin, end) of Kernel::parallel_extent(), so the runtime's thread
+// pool splits the outer loops (no OpenMP runtime: torch brings its own libgomp). `symbols`
+// holds the values of Kernel::symbols(), in that order. It returns 0, or an error code with
+// details in info[0..1]: 1 gather index out of range (index, size), 2 max/min over an empty
+// axis, 3 integer division by zero.
+#pragma once
+
+#include <string>
+
+#include "codegen/kernel.h"
+
+namespace luminal::codegen::cpp {
+
+enum KernelStatus : int64_t {
+  kKernelOk = 0,
+  kKernelIndexOutOfRange = 1,
+  kKernelEmptyReduction = 2,
+  kKernelDivisionByZero = 3,
+};
+
+// The function's source, named `name`. Deterministic: the same kernel gives the same text, so
+// that identical layers hash to one binary.
+std::string emit_kernel(const Kernel& kernel, const std::string& name);
+
+}  // namespace luminal::codegen::cpp

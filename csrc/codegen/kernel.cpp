@@ -1,0 +1,52 @@
+#include "codegen/kernel.h"
+
+#include <algorithm>
+
+namespace luminal::codegen {
+
+namespace {
+void collect(const ir::Expr& e, std::vector<std::string>& out) { e.collect_symbols(out); }
+void collect(const Index& index, std::vector<std::string>& out) {
+  collect(index.offset, out);
+  for (const ir::Expr& s : index.strides) collect(s, out);
+}
+}  // namespace
+
+std::vector<std::string> Kernel::symbols() const {
+  std::vector<std::string> out;
+  for (const ir::Expr& d : domain) collect(d, out);
+  for (const Value& v : values) {
+    collect(v.index, out);
+    collect(v.divisor, out);
+    collect(v.extent, out);
+    collect(v.gather_stride, out);
+  }
+  for (const Store& s : stores) collect(s.index, out);
+  if (kind == KernelKind::Scatter) {
+    for (const ir::Expr& d : scatter.out_shape) collect(d, out);
+    for (const ir::Expr& d : scatter.index_shape) collect(d, out);
+    collect(scatter.data, out);
+    collect(scatter.index, out);
+    collect(scatter.src, out);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+ir::Expr Kernel::parallel_extent() const {
+  if (kind == KernelKind::Scatter) return ir::Expr(int64_t{1});
+  const int inner = reduce_axis >= 0 ? reduce_axis : static_cast<int>(domain.size()) - 1;
+  ir::Expr n(int64_t{1});
+  for (int d = 0; d < static_cast<int>(domain.size()); ++d)
+    if (d != inner) n = n * domain[d];
+  return n;
+}
+
+ir::Expr Kernel::inner_extent() const {
+  if (domain.empty() || kind == KernelKind::Scatter) return ir::Expr(int64_t{1});
+  const int inner = reduce_axis >= 0 ? reduce_axis : static_cast<int>(domain.size()) - 1;
+  return domain[inner] * ir::Expr(static_cast<int64_t>(std::max<size_t>(1, reductions.size() + 1)));
+}
+
+}  // namespace luminal::codegen

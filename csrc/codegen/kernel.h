@@ -1,0 +1,113 @@
+// The kernel IR: one fused loop nest, target independent. Emitters (codegen/cpp, later cuda)
+// turn it into source text; lower.cpp builds it from a group of IR nodes.
+//
+// A kernel iterates over `domain` (symbolic dims). Without a reduce axis it is a pointwise
+// kernel: every store happens once per domain index. With one (a "row" kernel), each index of
+// the other dims is a row: every Reduction is one pass over the reduce axis accumulating in a
+// register, values that do not vary along the axis ("per-row" values) are computed once per
+// row, and stores of varying values happen in one final pass. softmax, layer_norm, rms_norm
+// and a GEMV (domain [.., N, K], reduce K) are all row kernels.
+//
+// Values form a DAG in `values` (arguments precede their users). Each value has the dtype of
+// the IR node it stands for and is rounded to it after every op (ops.def semantics), so a fused
+// chain computes what the reference interpreter computes node by node.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "ir/expr.h"
+#include "ir/graph.h"
+#include "ir/ops.h"
+
+namespace luminal::codegen {
+
+// The element offset offset + sum_d i_d * strides[d] of a buffer, over the kernel's domain.
+struct Index {
+  ir::Expr offset;
+  std::vector<ir::Expr> strides;  // one per domain dim; 0 where the buffer does not vary
+};
+
+// A kernel parameter: a buffer pointer. Inputs are read through Index expressions, outputs
+// written through them.
+struct Param {
+  ir::DType dtype = ir::DType::F32;
+  bool is_output = false;
+};
+
+enum class ValueKind {
+  Load,         // param[index]
+  Literal,      // `literal` in `dtype`
+  IotaAt,       // ((linear index) / divisor) % extent: Iota read through any view
+  Compute,      // op(args) with ops.def semantics
+  Accumulated,  // the result of reductions[args[0]] for the current row
+  GatherLoad,   // param[index + args[0] * gather_stride]; args[0] must lie in [0, extent)
+};
+
+struct Value {
+  ValueKind kind = ValueKind::Literal;
+  ir::DType dtype = ir::DType::F32;
+  int param = -1;  // Load, GatherLoad
+  Index index;     // Load, IotaAt, GatherLoad
+  ir::Scalar literal;
+  ir::Expr divisor;  // IotaAt
+  ir::Expr extent;   // IotaAt, GatherLoad (the gathered axis' size)
+  ir::Expr gather_stride;
+  ir::Op op = ir::Op::Add;  // Compute
+  std::vector<int> args;
+};
+
+struct Reduction {
+  ir::Op op = ir::Op::SumReduce;
+  int input = -1;                   // a value
+  ir::DType dtype = ir::DType::F32;  // the result's dtype
+};
+
+struct Store {
+  int param = -1;
+  int value = -1;
+  Index index;
+};
+
+enum class KernelKind {
+  Loop,     // pointwise or row kernel, as above
+  Scatter,  // out = data; out[index along axis] = src (or +=): see ScatterSpec
+};
+
+// torch.scatter along `axis`: params are out (0), data (1), index (2), src (3).
+struct ScatterSpec {
+  int axis = 0;
+  bool accumulate = false;
+  ir::Shape out_shape;   // also data's shape
+  Index data;            // over out_shape
+  ir::Shape index_shape;  // also the shape src is read in
+  Index index;           // over index_shape
+  Index src;             // over index_shape
+};
+
+struct Kernel {
+  KernelKind kind = KernelKind::Loop;
+  ir::Shape domain;
+  int reduce_axis = -1;  // >= 0: a row kernel
+  std::vector<Param> params;
+  std::vector<Value> values;
+  std::vector<Reduction> reductions;
+  std::vector<Store> stores;
+  ScatterSpec scatter;
+  std::string label;  // what it computes, for comments and debug dumps ("softmax row", ...)
+
+  int add_value(Value v) {
+    values.push_back(std::move(v));
+    return static_cast<int>(values.size()) - 1;
+  }
+  // Symbols the kernel's shapes and indices use, sorted: the kernel reads them by position.
+  std::vector<std::string> symbols() const;
+  // The number of parallel work items: the product of the domain's dims other than the innermost
+  // loop (the reduce axis for row kernels, the last dim otherwise). 1 for Scatter.
+  ir::Expr parallel_extent() const;
+  // Elements touched per work item, for deciding whether splitting across threads pays.
+  ir::Expr inner_extent() const;
+};
+
+}  // namespace luminal::codegen

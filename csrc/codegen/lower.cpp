@@ -1,0 +1,232 @@
+#include "codegen/lower.h"
+
+#include <algorithm>
+#include <map>
+
+#include "common/error.h"
+
+namespace luminal::codegen {
+
+namespace {
+
+using ir::DType;
+using ir::Expr;
+using ir::NodeId;
+using ir::Op;
+
+bool is_one(const Expr& e) { return e.is_constant() && e.constant_value() == 1; }
+
+class GroupLowering {
+ public:
+  GroupLowering(const ir::Graph& graph, const ir::Shape& domain, int reduce_axis)
+      : graph_(graph), domain_(domain), axis_(reduce_axis) {
+    out_.kernel.domain = domain;
+    out_.kernel.reduce_axis = reduce_axis;
+  }
+
+  LoweredKernel run(const std::vector<NodeId>& nodes, const std::vector<NodeId>& stored) {
+    for (NodeId id : nodes) in_group_[id] = true;
+    for (NodeId id : nodes) value_of_[id] = lower_node(id);
+    std::string label;
+    for (NodeId id : nodes) label += std::string(label.empty() ? "" : " ") + ir::op_name(graph_.node(id).op);
+    out_.kernel.label = (axis_ >= 0 ? "row kernel: " : "pointwise kernel: ") + label;
+    for (NodeId id : stored) {
+      const ir::Node& node = graph_.node(id);
+      Store s;
+      s.param = param(id, true);
+      s.value = value_of_.at(id);
+      s.index = Index{Expr(int64_t{0}), domain_strides(node.shape, contiguous_strides(node.shape))};
+      out_.kernel.stores.push_back(s);
+    }
+    return std::move(out_);
+  }
+
+ private:
+  // Strides of a node-shaped access (the domain itself, or the per-row shape with the reduce axis
+  // at size 1) spelled over the domain's dims. Size-1 dims never advance: stride 0.
+  std::vector<Expr> domain_strides(const ir::Shape& shape, const std::vector<Expr>& strides) const {
+    INTERNAL_CHECK(shape.size() == domain_.size()) << "lowering: rank " << shape.size() << " in a domain of rank "
+                                                   << domain_.size();
+    std::vector<Expr> out(domain_.size(), Expr(int64_t{0}));
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (!is_one(shape[d])) out[d] = strides[d];
+    return out;
+  }
+
+  int param(NodeId node, bool output) {
+    auto it = params_.find({node, output});
+    if (it != params_.end()) return it->second;
+    out_.kernel.params.push_back(Param{graph_.node(node).dtype, output});
+    out_.param_nodes.push_back(node);
+    const int id = static_cast<int>(out_.kernel.params.size()) - 1;
+    params_[{node, output}] = id;
+    return id;
+  }
+
+  int read(const ir::TensorRef& edge) {
+    if (in_group_.count(edge.node)) return value_of_.at(edge.node);
+    return outside_value(edge);
+  }
+
+  // A value read from outside the group: a load, or an inlined Constant / Iota.
+  int outside_value(const ir::TensorRef& edge) {
+    const ir::Node& producer = graph_.node(edge.node);
+    const Index index{edge.view.offset(), domain_strides(edge.view.shape(), edge.view.strides())};
+    Value v;
+    v.dtype = producer.dtype;
+    if (producer.op == Op::Constant) {
+      v.kind = ValueKind::Literal;
+      v.literal = producer.scalar;
+    } else if (producer.op == Op::Iota) {
+      // The Iota's value at element offset o of its contiguous buffer is (o / stride) % size.
+      v.kind = ValueKind::IotaAt;
+      v.index = index;
+      v.divisor = contiguous_strides(producer.shape)[producer.axis];
+      v.extent = producer.shape[producer.axis];
+    } else {
+      v.kind = ValueKind::Load;
+      v.param = param(edge.node, false);
+      v.index = index;
+    }
+    return out_.kernel.add_value(std::move(v));
+  }
+
+  int lower_node(NodeId id) {
+    const ir::Node& node = graph_.node(id);
+    if (node.op == Op::Constant || node.op == Op::Iota) {
+      // A materialised source: its value over its own contiguous view.
+      return outside_value(ir::TensorRef{id, ir::View::contiguous(node.shape)});
+    }
+    if (ir::op_has(node.op, ir::kReduction)) {
+      INTERNAL_CHECK(node.axis == axis_) << "a reduction over axis " << node.axis << " in a kernel reducing axis " << axis_;
+      Reduction r;
+      r.op = node.op;
+      r.input = read(node.inputs[0]);
+      r.dtype = node.dtype;
+      out_.kernel.reductions.push_back(r);
+      Value v;
+      v.kind = ValueKind::Accumulated;
+      v.dtype = node.dtype;
+      v.args = {static_cast<int>(out_.kernel.reductions.size()) - 1};
+      return out_.kernel.add_value(std::move(v));
+    }
+    if (node.op == Op::Gather) {
+      const ir::View& data = node.inputs[0].view;
+      Value v;
+      v.kind = ValueKind::GatherLoad;
+      v.dtype = node.dtype;
+      v.param = param(node.inputs[0].node, false);
+      std::vector<Expr> strides = data.strides();
+      strides[node.axis] = Expr(int64_t{0});
+      v.index = Index{data.offset(), domain_strides(node.shape, strides)};
+      v.gather_stride = data.strides()[node.axis];
+      v.extent = data.shape()[node.axis];
+      v.args = {read(node.inputs[1])};
+      return out_.kernel.add_value(std::move(v));
+    }
+    INTERNAL_CHECK(ir::op_has(node.op, ir::kElementwise)) << "cannot lower " << ir::op_name(node.op) << " into a loop kernel";
+    Value v;
+    v.kind = ValueKind::Compute;
+    v.op = node.op;
+    v.dtype = node.dtype;
+    for (const ir::TensorRef& in : node.inputs) v.args.push_back(read(in));
+    return out_.kernel.add_value(std::move(v));
+  }
+
+  const ir::Graph& graph_;
+  ir::Shape domain_;
+  int axis_;
+  LoweredKernel out_;
+  std::map<NodeId, bool> in_group_;
+  std::map<NodeId, int> value_of_;
+  std::map<std::pair<NodeId, bool>, int> params_;
+};
+
+}  // namespace
+
+std::vector<Expr> contiguous_strides(const ir::Shape& shape) {
+  std::vector<Expr> strides(shape.size(), Expr(int64_t{1}));
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+LoweredKernel lower_loop_group(const ir::Graph& graph, const std::vector<NodeId>& nodes, const ir::Shape& domain,
+                               int reduce_axis, const std::vector<NodeId>& stored) {
+  return GroupLowering(graph, domain, reduce_axis).run(nodes, stored);
+}
+
+LoweredKernel lower_matmul_loop(const ir::Graph& graph, NodeId id) {
+  const ir::Node& node = graph.node(id);
+  const ir::View& a = node.inputs[0].view;
+  const ir::View& b = node.inputs[1].view;
+  const size_t rank = node.shape.size();
+  const Expr k = a.shape()[rank - 1];
+  // Domain [batch.., M, N, K], reduce K.
+  ir::Shape domain = node.shape;
+  domain.push_back(k);
+  auto zero_unit = [&](std::vector<Expr> strides) {
+    for (size_t d = 0; d < strides.size(); ++d)
+      if (is_one(domain[d])) strides[d] = Expr(int64_t{0});
+    return strides;
+  };
+  std::vector<Expr> a_strides(a.strides().begin(), a.strides().begin() + static_cast<long>(rank - 1));
+  a_strides.push_back(Expr(int64_t{0}));  // N
+  a_strides.push_back(a.strides()[rank - 1]);
+  std::vector<Expr> b_strides(b.strides().begin(), b.strides().begin() + static_cast<long>(rank - 2));
+  b_strides.push_back(Expr(int64_t{0}));  // M
+  b_strides.push_back(b.strides()[rank - 1]);
+  b_strides.push_back(b.strides()[rank - 2]);
+
+  LoweredKernel out;
+  Kernel& kernel = out.kernel;
+  kernel.domain = domain;
+  kernel.reduce_axis = static_cast<int>(rank);
+  kernel.label = "matmul as a row kernel (dot products over K)";
+  const DType dtype = node.dtype;
+  kernel.params = {Param{dtype, false}, Param{dtype, false}, Param{dtype, true}};
+  out.param_nodes = {node.inputs[0].node, node.inputs[1].node, id};
+  Value va{ValueKind::Load, dtype, 0, Index{a.offset(), zero_unit(a_strides)}};
+  Value vb{ValueKind::Load, dtype, 1, Index{b.offset(), zero_unit(b_strides)}};
+  const int ia = kernel.add_value(va);
+  const int ib = kernel.add_value(vb);
+  // Integers multiply and accumulate in int64 and wrap once on store, as the reference does.
+  const DType accumulate = ir::is_floating(dtype) ? dtype : DType::I64;
+  Value product;
+  product.kind = ValueKind::Compute;
+  product.op = Op::Mul;
+  product.dtype = accumulate;
+  product.args = {ia, ib};
+  const int ip = kernel.add_value(product);
+  kernel.reductions.push_back(Reduction{Op::SumReduce, ip, accumulate});
+  Value acc;
+  acc.kind = ValueKind::Accumulated;
+  acc.dtype = accumulate;
+  acc.args = {0};
+  const int iacc = kernel.add_value(acc);
+  std::vector<Expr> out_strides = contiguous_strides(node.shape);
+  out_strides.push_back(Expr(int64_t{0}));
+  kernel.stores.push_back(Store{2, iacc, Index{Expr(int64_t{0}), zero_unit(out_strides)}});
+  return out;
+}
+
+LoweredKernel lower_scatter(const ir::Graph& graph, NodeId id) {
+  const ir::Node& node = graph.node(id);
+  LoweredKernel out;
+  Kernel& k = out.kernel;
+  k.kind = KernelKind::Scatter;
+  k.label = std::string("scatter") + (node.accumulate ? " (accumulate)" : "");
+  k.params = {Param{node.dtype, true}, Param{node.dtype, false}, Param{DType::I64, false}, Param{node.dtype, false}};
+  out.param_nodes = {id, node.inputs[0].node, node.inputs[1].node, node.inputs[2].node};
+  ScatterSpec& s = k.scatter;
+  s.axis = node.axis;
+  s.accumulate = node.accumulate;
+  s.out_shape = node.shape;
+  s.data = Index{node.inputs[0].view.offset(), node.inputs[0].view.strides()};
+  s.index_shape = node.inputs[1].view.shape();
+  s.index = Index{node.inputs[1].view.offset(), node.inputs[1].view.strides()};
+  // src is read at the index's coordinates (src may be larger than the index).
+  s.src = Index{node.inputs[2].view.offset(), node.inputs[2].view.strides()};
+  return out;
+}
+
+}  // namespace luminal::codegen

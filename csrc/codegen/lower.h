@@ -1,0 +1,35 @@
+// Lowering: a group of IR nodes chosen by fusion (passes/fusion) -> one kernel IR loop nest.
+//
+// Needs: the group's nodes in topological order, all elementwise / Gather / reductions over
+// `reduce_axis` of `domain`, with in-group edges that fusion's legality accepted (identity
+// views, or a per-row value broadcast along the reduce axis). Constant and Iota producers are
+// always inlined (as literals / index arithmetic through their view), never loaded.
+// Guarantees: a kernel whose params are the buffers of `param_nodes` (inputs read through
+// their views, outputs written contiguously), computing every node in `stored`.
+#pragma once
+
+#include <vector>
+
+#include "codegen/kernel.h"
+#include "ir/graph.h"
+
+namespace luminal::codegen {
+
+struct LoweredKernel {
+  Kernel kernel;
+  std::vector<ir::NodeId> param_nodes;  // the node whose buffer each param is
+};
+
+LoweredKernel lower_loop_group(const ir::Graph& graph, const std::vector<ir::NodeId>& nodes, const ir::Shape& domain,
+                               int reduce_axis, const std::vector<ir::NodeId>& stored);
+
+// A Matmul as a row kernel over [batch.., M, N, K] reducing K: integer matmuls, and GEMV
+// (M = 1) where a generated dot product per output streams the weight once.
+LoweredKernel lower_matmul_loop(const ir::Graph& graph, ir::NodeId node);
+
+LoweredKernel lower_scatter(const ir::Graph& graph, ir::NodeId node);
+
+// The contiguous strides of a shape.
+std::vector<ir::Expr> contiguous_strides(const ir::Shape& shape);
+
+}  // namespace luminal::codegen

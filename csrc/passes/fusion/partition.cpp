@@ -1,0 +1,128 @@
+#include "passes/fusion/partition.h"
+
+#include <algorithm>
+#include <queue>
+#include <sstream>
+
+namespace luminal::passes {
+
+const char* group_kind_name(GroupKind kind) {
+  switch (kind) {
+    case GroupKind::Source: return "source";
+    case GroupKind::Inlined: return "inlined";
+    case GroupKind::Pointwise: return "pointwise";
+    case GroupKind::Row: return "row";
+    case GroupKind::Matmul: return "matmul";
+    case GroupKind::Scatter: return "scatter";
+  }
+  return "?";
+}
+
+Partition initial_partition(const ir::Graph& graph) {
+  using ir::Op;
+  Partition p;
+  const size_t n = graph.size();
+  p.users.resize(n);
+  p.is_graph_output.assign(n, false);
+  p.group_of.assign(n, -1);
+  std::vector<bool> needs_buffer(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Node& node = graph.node(static_cast<ir::NodeId>(i));
+    for (size_t j = 0; j < node.inputs.size(); ++j) {
+      p.users[node.inputs[j].node].push_back(static_cast<ir::NodeId>(i));
+      const bool operand = node.op == Op::Matmul || node.op == Op::Scatter || (node.op == Op::Gather && j == 0);
+      if (operand) needs_buffer[node.inputs[j].node] = true;
+    }
+  }
+  for (const ir::TensorRef& r : graph.outputs()) {
+    p.is_graph_output[r.node] = true;
+    needs_buffer[r.node] = true;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Node& node = graph.node(static_cast<ir::NodeId>(i));
+    Group g;
+    g.nodes = {static_cast<ir::NodeId>(i)};
+    g.domain = node.shape;
+    switch (node.op) {
+      case Op::Input:
+      case Op::Weight: g.kind = GroupKind::Source; break;
+      case Op::Constant:
+      case Op::Iota:
+        if (!needs_buffer[i]) continue;  // inlined: no group
+        g.kind = GroupKind::Pointwise;
+        break;
+      case Op::Matmul: g.kind = GroupKind::Matmul; break;
+      case Op::Scatter: g.kind = GroupKind::Scatter; break;
+      default:
+        if (ir::op_has(node.op, ir::kReduction)) {
+          g.kind = GroupKind::Row;
+          g.domain = node.inputs[0].view.shape();
+          g.reduce_axis = node.axis;
+        } else {
+          g.kind = GroupKind::Pointwise;
+        }
+    }
+    p.group_of[i] = static_cast<int>(p.groups.size());
+    p.groups.push_back(std::move(g));
+  }
+  return p;
+}
+
+std::vector<int> topological_groups(const ir::Graph& graph, const Partition& p) {
+  const size_t count = p.groups.size();
+  std::vector<std::vector<int>> successors(count);
+  std::vector<int> pending(count, 0);
+  for (size_t g = 0; g < count; ++g) {
+    if (!p.groups[g].alive) continue;
+    std::vector<int> preds;
+    for (ir::NodeId id : p.groups[g].nodes)
+      for (const ir::TensorRef& in : graph.node(id).inputs) {
+        const int pg = p.group_of[in.node];
+        if (pg >= 0 && pg != static_cast<int>(g)) preds.push_back(pg);
+      }
+    std::sort(preds.begin(), preds.end());
+    preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
+    for (int pg : preds) successors[pg].push_back(static_cast<int>(g));
+    pending[g] = static_cast<int>(preds.size());
+  }
+  // Ready groups by their first node, so the order stays close to the graph's.
+  auto later = [&](int a, int b) { return p.groups[a].nodes.front() > p.groups[b].nodes.front(); };
+  std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
+  for (size_t g = 0; g < count; ++g)
+    if (p.groups[g].alive && pending[g] == 0) ready.push(static_cast<int>(g));
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int g = ready.top();
+    ready.pop();
+    order.push_back(g);
+    for (int s : successors[g])
+      if (--pending[s] == 0) ready.push(s);
+  }
+  return order;
+}
+
+std::vector<ir::NodeId> stored_nodes(const ir::Graph& graph, const Partition& p, int group) {
+  std::vector<ir::NodeId> out;
+  for (ir::NodeId id : p.groups[group].nodes) {
+    bool outside = p.is_graph_output[id];
+    for (ir::NodeId user : p.users[id]) outside = outside || p.group_of[user] != group;
+    if (outside) out.push_back(id);
+  }
+  return out;
+}
+
+std::string partition_to_text(const ir::Graph& graph, const Partition& p) {
+  std::ostringstream out;
+  for (int g : topological_groups(graph, p)) {
+    const Group& group = p.groups[g];
+    if (group.kind == GroupKind::Source) continue;
+    out << "group " << g << " " << group_kind_name(group.kind) << " " << ir::shape_to_string(group.domain);
+    if (group.reduce_axis >= 0) out << " reduce axis " << group.reduce_axis;
+    out << ":";
+    for (ir::NodeId id : group.nodes) out << " %" << id << ":" << ir::op_name(graph.node(id).op);
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace luminal::passes

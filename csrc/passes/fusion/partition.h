@@ -1,0 +1,49 @@
+// A partition of the graph's nodes into kernels: what fusion decides and codegen lowers.
+#pragma once
+
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace luminal::passes {
+
+enum class GroupKind {
+  Source,     // Input / Weight: bound by the runtime, no kernel
+  Inlined,    // Constant / Iota folded into every reader: no kernel, no buffer
+  Pointwise,  // elementwise ops (and Gather) over one shape
+  Row,        // reductions over one axis with their elementwise prologue and epilogue
+  Matmul,     // one contraction (BLAS, or a generated GEMV / integer loop)
+  Scatter,
+};
+
+const char* group_kind_name(GroupKind kind);
+
+struct Group {
+  GroupKind kind = GroupKind::Pointwise;
+  std::vector<ir::NodeId> nodes;  // ascending (topological)
+  ir::Shape domain;               // Pointwise: the nodes' shape; Row: the reduced input's shape
+  int reduce_axis = -1;           // Row only
+  bool alive = true;              // false once merged into another group
+};
+
+struct Partition {
+  std::vector<Group> groups;
+  std::vector<int> group_of;  // by node; -1 for Inlined sources
+  // users[n]: the nodes reading node n (a node reading twice appears twice).
+  std::vector<std::vector<ir::NodeId>> users;
+  std::vector<bool> is_graph_output;
+};
+
+// One group per node. Constant/Iota are Inlined unless something needs their buffer (a graph
+// output, a Matmul or Scatter operand, a Gather's data).
+Partition initial_partition(const ir::Graph& graph);
+
+// Live groups in an order where every group follows the groups it reads.
+std::vector<int> topological_groups(const ir::Graph& graph, const Partition& partition);
+
+// Nodes of a group that something outside it reads (another group or a graph output).
+std::vector<ir::NodeId> stored_nodes(const ir::Graph& graph, const Partition& partition, int group);
+
+std::string partition_to_text(const ir::Graph& graph, const Partition& partition);
+
+}  // namespace luminal::passes

@@ -1,0 +1,46 @@
+#include "passes/legalize_matmul.h"
+
+#include <vector>
+
+namespace luminal::passes {
+
+ir::Graph legalize_matmul(ir::Graph graph) {
+  ir::Graph out;
+  std::vector<ir::NodeId> renumber(graph.size(), -1);
+  for (size_t i = 0; i < graph.size(); ++i) {
+    ir::Node node = graph.node(static_cast<ir::NodeId>(i));
+    for (ir::TensorRef& in : node.inputs) in.node = renumber[in.node];
+    if (node.op != ir::Op::Matmul || (node.dtype != ir::DType::F16 && node.dtype != ir::DType::BF16)) {
+      renumber[i] = out.add(std::move(node));
+      continue;
+    }
+    const ir::DType half = node.dtype;
+    auto widen = [&](const ir::TensorRef& in) {
+      ir::Node cast;
+      cast.op = ir::Op::Cast;
+      cast.dtype = ir::DType::F32;
+      cast.shape = in.view.shape();
+      cast.inputs = {in};
+      cast.origin = node.origin;
+      return ir::TensorRef{out.add(std::move(cast)), ir::View::contiguous(in.view.shape())};
+    };
+    ir::Node matmul = node;
+    matmul.dtype = ir::DType::F32;
+    matmul.inputs = {widen(node.inputs[0]), widen(node.inputs[1])};
+    const ir::NodeId product = out.add(std::move(matmul));
+    ir::Node narrow;
+    narrow.op = ir::Op::Cast;
+    narrow.dtype = half;
+    narrow.shape = node.shape;
+    narrow.inputs = {ir::TensorRef{product, ir::View::contiguous(node.shape)}};
+    narrow.origin = node.origin;
+    renumber[i] = out.add(std::move(narrow));
+  }
+  for (ir::TensorRef r : graph.outputs()) {
+    r.node = renumber[r.node];
+    out.outputs().push_back(r);
+  }
+  return out;
+}
+
+}  // namespace luminal::passes

@@ -1,0 +1,17 @@
+// What every pass may read besides the graph: where to dump IR, and the fusion log. Passed
+// explicitly (no ambient state).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace luminal::passes {
+
+struct PassContext {
+  std::string debug_dir;              // when set, the IR after each pass is written here
+  std::vector<std::string> log;       // accept/reject decisions, one line each
+  int fusion_rounds = 16;             // bound on the fusion fixpoint
+  size_t max_group_nodes = 96;        // a fused kernel never grows beyond this many nodes
+};
+
+}  // namespace luminal::passes

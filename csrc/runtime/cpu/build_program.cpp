@@ -1,0 +1,179 @@
+#include "runtime/cpu/build_program.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "codegen/cpp/emit.h"
+#include "codegen/lower.h"
+#include "common/error.h"
+#include "passes/pipeline.h"
+
+namespace luminal::runtime::cpu {
+
+namespace {
+
+using ir::Expr;
+using ir::NodeId;
+using passes::GroupKind;
+
+bool is_one(const Expr& e) { return e.is_constant() && e.constant_value() == 1; }
+
+// A Matmul that a generated dot-product kernel serves better than BLAS: integer types (BLAS
+// has none), and M = 1 with b's K dim contiguous (a decode GEMV through a Linear weight:
+// streaming the weight once at copy bandwidth beats sgemv, research/cpu-baselines.md).
+bool matmul_as_loop(const ir::Graph& graph, NodeId id) {
+  const ir::Node& node = graph.node(id);
+  if (!ir::is_floating(node.dtype)) return true;
+  const size_t rank = node.shape.size();
+  const ir::View& b = node.inputs[1].view;
+  return is_one(node.shape[rank - 2]) && (is_one(b.strides()[rank - 2]) || is_one(b.shape()[rank - 2]));
+}
+
+std::string origin_of(const ir::Graph& graph, const std::vector<NodeId>& nodes) {
+  for (NodeId id : nodes)
+    if (!graph.node(id).origin.empty()) return graph.node(id).origin;
+  return "";
+}
+
+}  // namespace
+
+Program build_program(const ir::Graph& input_graph, const CompileOptions& options) {
+  passes::PassContext cx;
+  cx.debug_dir = options.debug_dir;
+  passes::KernelPlan plan = passes::plan_kernels(input_graph, cx);
+  Program program;
+  program.graph = std::move(plan.graph);
+  const ir::Graph& graph = program.graph;
+  const passes::Partition& partition = plan.partition;
+
+  // Slots: sources first, then one per stored node as steps are created.
+  program.slot_of_node.assign(graph.size(), -1);
+  const std::vector<NodeId> inputs = graph.input_nodes();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    program.slot_of_node[inputs[i]] = static_cast<int>(program.slots.size());
+    program.slots.push_back(Slot{Slot::Kind::Input, inputs[i], static_cast<int>(i), Expr(int64_t{0}), 0, 0});
+  }
+  for (NodeId id : graph.weight_nodes()) {
+    program.slot_of_node[id] = static_cast<int>(program.slots.size());
+    program.slots.push_back(Slot{Slot::Kind::Weight, id, -1, Expr(int64_t{0}), 0, 0});
+  }
+  auto arena_slot = [&](NodeId id) {
+    if (program.slot_of_node[id] >= 0) return program.slot_of_node[id];
+    const ir::Node& node = graph.node(id);
+    program.slot_of_node[id] = static_cast<int>(program.slots.size());
+    program.slots.push_back(Slot{Slot::Kind::Arena, id, -1,
+                                 ir::numel(node.shape) * Expr(static_cast<int64_t>(ir::dtype_size(node.dtype))), 0, 0});
+    return program.slot_of_node[id];
+  };
+
+  // Lower every group, in dependency order.
+  std::vector<std::string> names, sources;
+  std::map<std::string, std::string> source_of_name;
+  for (int g : passes::topological_groups(graph, partition)) {
+    const passes::Group& group = partition.groups[g];
+    if (group.kind == GroupKind::Source) continue;
+    Step step;
+    if (group.kind == GroupKind::Matmul && !matmul_as_loop(graph, group.nodes[0])) {
+      const ir::Node& node = graph.node(group.nodes[0]);
+      step.kind = Step::Kind::Gemm;
+      step.dtype = node.dtype;
+      step.a = node.inputs[0].view;
+      step.b = node.inputs[1].view;
+      step.slots = {program.slot_of_node[node.inputs[0].node], program.slot_of_node[node.inputs[1].node],
+                    arena_slot(group.nodes[0])};
+      step.what = "matmul (BLAS) from " + node.origin;
+      program.steps.push_back(std::move(step));
+      continue;
+    }
+    codegen::LoweredKernel lowered;
+    if (group.kind == GroupKind::Matmul) {
+      lowered = codegen::lower_matmul_loop(graph, group.nodes[0]);
+    } else if (group.kind == GroupKind::Scatter) {
+      lowered = codegen::lower_scatter(graph, group.nodes[0]);
+    } else {
+      lowered = codegen::lower_loop_group(graph, group.nodes, group.domain, group.reduce_axis,
+                                          passes::stored_nodes(graph, partition, g));
+      program.fused_nodes += group.nodes.size();
+    }
+    const std::string placeholder = codegen::cpp::emit_kernel(lowered.kernel, "LUMINAL_KERNEL");
+    const std::string name = "lm_" + content_hash(placeholder).substr(0, 24);
+    if (!source_of_name.count(name)) {
+      std::string source = placeholder;
+      source.replace(source.find("LUMINAL_KERNEL"), 14, name);
+      source_of_name[name] = source;
+      names.push_back(name);
+      sources.push_back(source);
+    }
+    step.kind = Step::Kind::Kernel;
+    step.kernel_name = name;
+    for (size_t i = 0; i < lowered.param_nodes.size(); ++i) {
+      const NodeId node = lowered.param_nodes[i];
+      step.slots.push_back(lowered.kernel.params[i].is_output ? arena_slot(node) : program.slot_of_node[node]);
+      INTERNAL_CHECK(step.slots.back() >= 0) << "kernel reads %" << node << " which has no buffer";
+    }
+    step.symbols = lowered.kernel.symbols();
+    step.items = lowered.kernel.parallel_extent();
+    step.work_per_item = lowered.kernel.inner_extent();
+    step.what = lowered.kernel.label + " from " + origin_of(graph, group.nodes);
+    program.steps.push_back(std::move(step));
+    ++program.kernel_count;
+  }
+  program.unique_kernels = names.size();
+
+  // Liveness of arena slots: from the writing step to the last reading step.
+  std::vector<bool> written(program.slots.size(), false);
+  for (int s = 0; s < static_cast<int>(program.steps.size()); ++s) {
+    const Step& step = program.steps[s];
+    for (int slot : step.slots) {
+      Slot& info = program.slots[slot];
+      if (info.kind != Slot::Kind::Arena) continue;
+      if (!written[slot]) {
+        written[slot] = true;
+        info.first_step = s;
+      }
+      info.last_step = s;
+    }
+  }
+  const int end = static_cast<int>(program.steps.size());
+  std::map<NodeId, int> output_reads;
+  for (const ir::TensorRef& r : graph.outputs()) ++output_reads[r.node];
+  for (const ir::TensorRef& r : graph.outputs()) {
+    const int slot = program.slot_of_node[r.node] >= 0 ? program.slot_of_node[r.node] : arena_slot(r.node);
+    OutputSpec spec{r, false};
+    const Slot& info = program.slots[slot];
+    if (info.kind == Slot::Kind::Arena) {
+      program.slots[slot].last_step = end;
+      spec.direct = output_reads[r.node] == 1 && r.view == ir::View::contiguous(graph.node(r.node).shape);
+    }
+    program.outputs.push_back(spec);
+  }
+
+  // Build the kernels.
+  JitOptions jit;
+  jit.cache_dir = options.cache_dir;
+  jit.debug_dir = options.debug_dir;
+  program.library = build_kernels(names, sources, jit, program.jit);
+  for (Step& step : program.steps)
+    if (step.kind == Step::Kind::Kernel) step.fn = program.library->function(step.kernel_name);
+
+  std::vector<std::string> symbols;
+  for (const ir::Node& node : graph.nodes())
+    for (const Expr& d : node.shape) d.collect_symbols(symbols);
+  std::sort(symbols.begin(), symbols.end());
+  symbols.erase(std::unique(symbols.begin(), symbols.end()), symbols.end());
+  program.symbols = symbols;
+
+  if (!options.debug_dir.empty()) {
+    std::ofstream stats(std::filesystem::path(options.debug_dir) / "cpu_stats.txt");
+    stats << "steps " << program.steps.size() << "\ngenerated kernel launches " << program.kernel_count
+          << "\nunique kernels " << program.unique_kernels << "\nnodes in generated kernels " << program.fused_nodes
+          << "\ntranslation units " << program.jit.translation_units << "\ncompiled now " << program.jit.compiled
+          << "\njit ms " << program.jit.compile_ms << "\n";
+    for (const Step& step : program.steps) stats << (step.kind == Step::Kind::Gemm ? "gemm   " : "kernel ") << step.kernel_name << "  " << step.what << "\n";
+  }
+  return program;
+}
+
+}  // namespace luminal::runtime::cpu

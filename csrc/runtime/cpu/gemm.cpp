@@ -1,0 +1,124 @@
+#include "runtime/cpu/gemm.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "common/error.h"
+
+namespace luminal::runtime::cpu {
+
+namespace {
+
+struct Matrix {
+  int64_t rows, cols, row_stride, col_stride;
+};
+
+struct BlasView {
+  CBLAS_TRANSPOSE transpose;
+  int64_t ld;
+};
+
+std::optional<BlasView> blas_view(const Matrix& m) {
+  const int64_t min_row_ld = std::max<int64_t>(m.cols, 1);
+  const int64_t min_col_ld = std::max<int64_t>(m.rows, 1);
+  if (m.cols <= 1 || m.col_stride == 1) {
+    const int64_t ld = m.rows <= 1 ? min_row_ld : m.row_stride;
+    if (ld >= min_row_ld) return BlasView{CblasNoTrans, ld};
+  }
+  if (m.rows <= 1 || m.row_stride == 1) {
+    const int64_t ld = m.cols <= 1 ? min_col_ld : m.col_stride;
+    if (ld >= min_col_ld) return BlasView{CblasTrans, ld};
+  }
+  return std::nullopt;
+}
+
+template <typename T>
+const T* operand(const T* data, const Matrix& m, std::vector<T>& storage, BlasView& view) {
+  if (auto v = blas_view(m)) {
+    view = *v;
+    return data;
+  }
+  storage.resize(static_cast<size_t>(m.rows * m.cols));
+  for (int64_t r = 0; r < m.rows; ++r)
+    for (int64_t c = 0; c < m.cols; ++c) storage[r * m.cols + c] = data[r * m.row_stride + c * m.col_stride];
+  view = BlasView{CblasNoTrans, std::max<int64_t>(m.cols, 1)};
+  return storage.data();
+}
+
+void gemm(const BlasView& va, const BlasView& vb, int m, int n, int k, const float* a, const float* b, float* c) {
+  cblas_sgemm(CblasRowMajor, va.transpose, vb.transpose, m, n, k, 1.0f, a, static_cast<int>(va.ld), b,
+              static_cast<int>(vb.ld), 0.0f, c, std::max(n, 1));
+}
+void gemm(const BlasView& va, const BlasView& vb, int m, int n, int k, const double* a, const double* b, double* c) {
+  cblas_dgemm(CblasRowMajor, va.transpose, vb.transpose, m, n, k, 1.0, a, static_cast<int>(va.ld), b,
+              static_cast<int>(vb.ld), 0.0, c, std::max(n, 1));
+}
+
+template <typename T>
+void batched(const T* a, const StridedLayout& al, const T* b, const StridedLayout& bl, T* out) {
+  const size_t rank = al.shape.size();
+  const size_t batch_rank = rank - 2;
+  int64_t m = al.shape[rank - 2];
+  const int64_t k = al.shape[rank - 1];
+  const int64_t n = bl.shape[rank - 1];
+  std::vector<int64_t> batch(al.shape.begin(), al.shape.begin() + static_cast<long>(batch_rank));
+  int64_t a_row_stride = al.strides[rank - 2];
+  // Fold batch dims into M where b does not vary over them and a's rows continue across them.
+  while (!batch.empty()) {
+    const size_t d = batch.size() - 1;
+    if (!(bl.strides[d] == 0 || bl.shape[d] == 1)) break;
+    if (batch[d] == 1) {
+    } else if (m == 1) {
+      a_row_stride = al.strides[d];
+      m = batch[d];
+    } else if (al.strides[d] == m * a_row_stride) {
+      m *= batch[d];
+    } else {
+      break;
+    }
+    batch.pop_back();
+  }
+  const size_t folded_rank = batch.size();
+  if (m == 0 || n == 0) return;
+  int64_t count = 1;
+  for (int64_t s : batch) count *= s;
+  if (k == 0) {
+    std::memset(out, 0, static_cast<size_t>(count * m * n) * sizeof(T));
+    return;
+  }
+  USER_CHECK(m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX) << "matmul dims beyond BLAS's 32-bit range";
+  std::vector<int64_t> index(folded_rank, 0);
+  std::vector<T> a_storage, b_storage;
+  for (int64_t e = 0; e < count; ++e) {
+    int64_t ao = al.offset, bo = bl.offset;
+    for (size_t d = 0; d < folded_rank; ++d) {
+      ao += index[d] * al.strides[d];
+      bo += index[d] * bl.strides[d];
+    }
+    const Matrix ma{m, k, a_row_stride, al.strides[rank - 1]};
+    const Matrix mb{k, n, bl.strides[rank - 2], bl.strides[rank - 1]};
+    BlasView va{}, vb{};
+    const T* pa = operand(a + ao, ma, a_storage, va);
+    const T* pb = operand(b + bo, mb, b_storage, vb);
+    gemm(va, vb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), pa, pb, out + e * m * n);
+    for (size_t d = folded_rank; d-- > 0;) {
+      if (++index[d] < batch[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+void blas_matmul(ir::DType dtype, const void* a, const StridedLayout& al, const void* b, const StridedLayout& bl,
+                 void* out) {
+  if (dtype == ir::DType::F32)
+    return batched(static_cast<const float*>(a), al, static_cast<const float*>(b), bl, static_cast<float*>(out));
+  INTERNAL_CHECK(dtype == ir::DType::F64) << "BLAS matmul of " << ir::dtype_name(dtype);
+  batched(static_cast<const double*>(a), al, static_cast<const double*>(b), bl, static_cast<double*>(out));
+}
+
+}  // namespace luminal::runtime::cpu

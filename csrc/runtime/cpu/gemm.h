@@ -1,0 +1,24 @@
+// Batched f32/f64 GEMM through BLAS for the CPU runtime. Operands are read in place when BLAS
+// can express their strides (row- or column-major with a unit stride), packed otherwise; batch
+// dims that only repeat the weight (stride 0 on b, a's rows contiguous across the batch) fold
+// into M, so a [B, S, K] x [K, N] linear layer is one call.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ir/dtype.h"
+
+namespace luminal::runtime::cpu {
+
+struct StridedLayout {
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
+
+// out (contiguous, shape = a's batch dims + [M, N]) = a [.., M, K] x b [.., K, N]; dtype f32 or f64.
+void blas_matmul(ir::DType dtype, const void* a, const StridedLayout& a_layout, const void* b,
+                 const StridedLayout& b_layout, void* out);
+
+}  // namespace luminal::runtime::cpu

@@ -1,0 +1,49 @@
+// C++ kernels -> shared objects -> function pointers, through a content-addressed disk cache.
+//
+// Kernels are batched into a few translation units (g++ start-up dominates small kernels),
+// compiled in parallel, and cached under `cache_dir` by a hash of the source, the compiler's
+// identity, the flags and the CPU: identical kernels (identical layers) share one function,
+// and a second process with the same graph compiles nothing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace luminal::runtime::cpu {
+
+using KernelFn = int64_t (*)(void* const* params, const int64_t* symbols, int64_t begin, int64_t end, int64_t* info);
+
+struct JitOptions {
+  std::string cache_dir;  // empty: $LUMINAL_CACHE_DIR, $XDG_CACHE_HOME/luminal or ~/.cache/luminal
+  int jobs = 0;           // parallel compiler processes; 0: hardware threads
+  std::string debug_dir;  // when set, every translation unit's source is copied here
+};
+
+struct JitStats {
+  int translation_units = 0;
+  int compiled = 0;  // translation units built this time (the rest came from the cache)
+  double compile_ms = 0;
+};
+
+// Owns the loaded shared objects; function pointers stay valid while it lives.
+class KernelLibrary {
+ public:
+  ~KernelLibrary();
+  KernelFn function(const std::string& name) const;
+  std::vector<void*> handles;
+  std::vector<std::pair<std::string, KernelFn>> functions;
+};
+
+// `functions[i]` is the source of one extern "C" function named `names[i]` (names unique).
+std::shared_ptr<KernelLibrary> build_kernels(const std::vector<std::string>& names,
+                                             const std::vector<std::string>& functions, const JitOptions& options,
+                                             JitStats& stats);
+
+// A 128-bit content hash in hex, stable across processes and machines.
+std::string content_hash(const std::string& text);
+
+std::string default_cache_dir();
+
+}  // namespace luminal::runtime::cpu

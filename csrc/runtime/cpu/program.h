@@ -1,0 +1,62 @@
+// What the CPU runtime compiles a graph into: buffers ("slots"), and a list of steps that are
+// either generated kernels or BLAS calls.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/cpu/jit.h"
+
+namespace luminal::runtime::cpu {
+
+// One node's contiguous buffer.
+struct Slot {
+  enum class Kind { Input, Weight, Arena } kind = Kind::Arena;
+  ir::NodeId node = -1;
+  int input_index = -1;  // Input: position in the call's inputs
+  ir::Expr bytes;        // Arena: size
+  int first_step = 0;    // Arena: live from the step writing it ...
+  int last_step = 0;     // ... to the last step reading it (graph outputs: the end)
+};
+
+struct Step {
+  enum class Kind { Kernel, Gemm } kind = Kind::Kernel;
+  std::string what;  // for error messages: the kernel label and the aten op it came from
+  // Kernel
+  std::string kernel_name;
+  KernelFn fn = nullptr;
+  std::vector<int> slots;            // one per kernel param
+  std::vector<std::string> symbols;  // the kernel's symbol arguments, in order
+  ir::Expr items;                    // parallel work items
+  ir::Expr work_per_item;            // elements per item, to decide whether threads pay
+  // Gemm: out = a x b, f32/f64
+  ir::DType dtype = ir::DType::F32;
+  ir::View a, b;
+};
+
+// Where graph output k comes from: a node read through a view; `direct` when the node's
+// producer may write the caller's output buffer itself (identity view, arena node, read by no
+// other output).
+struct OutputSpec {
+  ir::TensorRef ref;
+  bool direct = false;
+};
+
+struct Program {
+  ir::Graph graph;
+  std::vector<Slot> slots;
+  std::vector<int> slot_of_node;  // -1: no buffer (inlined constant)
+  std::vector<Step> steps;
+  std::vector<OutputSpec> outputs;
+  std::shared_ptr<KernelLibrary> library;
+  std::vector<std::string> symbols;  // every symbol of the graph, sorted: the plan cache key
+  // Stats
+  size_t kernel_count = 0;   // generated kernel launches per run
+  size_t unique_kernels = 0;  // distinct generated functions
+  size_t fused_nodes = 0;     // IR nodes computed inside generated kernels
+  JitStats jit;
+};
+
+}  // namespace luminal::runtime::cpu

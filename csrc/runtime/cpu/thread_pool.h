@@ -1,0 +1,44 @@
+// A small pool of worker threads for splitting a kernel's work items. Ours, not OpenMP's:
+// torch bundles its own libgomp and a second OpenMP runtime would oversubscribe the cores.
+// Idle workers spin briefly (a decode step runs hundreds of small kernels back to back) and
+// then sleep, so that a BLAS call's own threads get the cores.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace luminal::runtime::cpu {
+
+class ThreadPool {
+ public:
+  using Task = void (*)(void* context, int64_t begin, int64_t end);
+
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Runs task over [0, items) split into one contiguous chunk per thread, the caller taking the
+  // first; returns when all are done. Only one caller at a time uses the workers: a concurrent
+  // caller runs its whole range itself. `task` must not throw.
+  void parallel_for(int64_t items, Task task, void* context);
+
+ private:
+  void worker_loop(int index);
+
+  std::vector<std::thread> workers_;
+  std::mutex busy_;  // held by the caller that owns the workers
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> remaining_{0};
+  std::atomic<bool> stop_{false};
+  Task task_ = nullptr;
+  void* context_ = nullptr;
+  int64_t items_ = 0;
+};
+
+}  // namespace luminal::runtime::cpu

@@ -1,0 +1,253 @@
+// The optimising CPU runtime against the reference interpreter: every primitive over every
+// dtype it is defined on, strided and broadcast views, odd sizes that defeat vector widths,
+// symbolic shapes, errors, and the kernel cache.
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "cpu_test_util.h"
+
+namespace luminal::testing {
+namespace {
+
+using ir::Expr;
+using ir::View;
+
+const std::vector<DType> kAllDtypes = {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8,
+                                       DType::I16, DType::I32, DType::I64,  DType::U8,  DType::Bool};
+
+bool defined_on(Op op, DType t) {
+  const bool fl = ir::is_floating(t);
+  switch (op) {
+    case Op::Recip: case Op::Sqrt: case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos: case Op::Tanh:
+    case Op::Erf: case Op::Sigmoid: return fl;
+    case Op::Not: case Op::And: case Op::Or: case Op::Xor: return !fl;
+    case Op::Neg: case Op::Abs: case Op::Pow: return t != DType::Bool;
+    default: return true;
+  }
+}
+
+bool needs_positive(Op op) { return op == Op::Log || op == Op::Sqrt || op == Op::Pow || op == Op::Div || op == Op::Mod; }
+
+TEST(CpuRuntime, UnaryOpsAllDtypes) {
+  const std::vector<Op> ops = {Op::Copy, Op::Neg, Op::Abs, Op::Recip, Op::Sqrt, Op::Exp, Op::Log, Op::Sin,
+                               Op::Cos, Op::Tanh, Op::Erf, Op::Sigmoid, Op::Floor, Op::Ceil, Op::Round,
+                               Op::Trunc, Op::Not, Op::IsNan};
+  std::mt19937 rng(1);
+  for (DType t : kAllDtypes) {
+    IrTestBuilder b;
+    auto x = b.input("x", t, {3, 37});
+    int outputs = 0;
+    for (Op op : ops) {
+      if (!defined_on(op, t)) continue;
+      b.output(b.unary(op, x, op == Op::IsNan ? std::optional<DType>(DType::Bool) : std::nullopt));
+      ++outputs;
+    }
+    // Unfused too: each op alone, so one kernel per node is also covered.
+    expect_matches_reference(b.graph, {random_tensor(t, {3, 37}, rng, true)}, std::string("unary ") + ir::dtype_name(t),
+                             t == DType::F32 ? 4e-6 : -1);
+  }
+}
+
+TEST(CpuRuntime, BinaryOpsAllDtypes) {
+  const std::vector<Op> ops = {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Mod, Op::Max, Op::Min, Op::Pow,
+                               Op::Lt, Op::Le, Op::Eq, Op::Ne, Op::And, Op::Or, Op::Xor};
+  std::mt19937 rng(2);
+  for (DType t : kAllDtypes) {
+    for (Op op : ops) {
+      if (!defined_on(op, t)) continue;
+      if ((op == Op::Div || op == Op::Mod) && t == DType::Bool) continue;
+      IrTestBuilder b;
+      auto x = b.input("x", t, {5, 19});
+      auto y = b.input("y", t, {5, 19});
+      b.output(b.binary(op, x, y));
+      const bool pos = needs_positive(op);
+      expect_matches_reference(b.graph, {random_tensor(t, {5, 19}, rng, pos), random_tensor(t, {5, 19}, rng, pos)},
+                               std::string(ir::op_name(op)) + " " + ir::dtype_name(t),
+                               op == Op::Pow && t == DType::F32 ? 1e-5 : -1);
+    }
+  }
+}
+
+TEST(CpuRuntime, CastsBetweenAllDtypes) {
+  std::mt19937 rng(3);
+  for (DType from : kAllDtypes) {
+    IrTestBuilder b;
+    auto x = b.input("x", from, {2, 21});
+    for (DType to : kAllDtypes) b.output(b.unary(Op::Cast, x, to));
+    expect_matches_reference(b.graph, {random_tensor(from, {2, 21}, rng)}, std::string("cast from ") + ir::dtype_name(from));
+  }
+}
+
+TEST(CpuRuntime, WhereConstantIota) {
+  std::mt19937 rng(4);
+  for (DType t : kAllDtypes) {
+    IrTestBuilder b;
+    auto c = b.input("c", DType::Bool, {4, 9});
+    auto x = b.input("x", t, {4, 9});
+    b.output(b.where(c, x, b.constant(ir::Scalar::of_int(3), t, {4, 9})));
+    b.output(b.iota(1, t, {4, 9}));
+    b.output(b.constant(1.5, t, {4, 9}));
+    expect_matches_reference(b.graph, {random_tensor(DType::Bool, {4, 9}, rng), random_tensor(t, {4, 9}, rng)},
+                             std::string("where/iota/constant ") + ir::dtype_name(t));
+  }
+}
+
+TEST(CpuRuntime, ReductionsAllDtypesAndAxes) {
+  std::mt19937 rng(5);
+  for (DType t : kAllDtypes) {
+    for (Op op : {Op::SumReduce, Op::MaxReduce, Op::MinReduce, Op::ProdReduce}) {
+      for (int axis = 0; axis < 3; ++axis) {
+        IrTestBuilder b;
+        auto x = b.input("x", t, {3, 17, 5});
+        b.output(b.reduce(op, x, axis));
+        const double tol = op == Op::ProdReduce && t == DType::BF16 ? 5e-2 : -1;
+        expect_matches_reference(b.graph, {random_tensor(t, {3, 17, 5}, rng, op == Op::ProdReduce)},
+                                 std::string(ir::op_name(op)) + " " + ir::dtype_name(t) + " axis " + std::to_string(axis), tol);
+      }
+    }
+  }
+}
+
+TEST(CpuRuntime, NonContiguousViewsAndOddSizes) {
+  std::mt19937 rng(6);
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {7, 13});
+  auto y = b.input("y", DType::F32, {13});
+  // x^T + broadcast(y) as a column, sliced with step 2.
+  auto xt = viewed(x, x.view.permute({1, 0}));
+  auto yb = viewed(y, y.view.unsqueeze(1).expand({13, 7}));
+  auto sum = b.binary(Op::Add, xt, yb);
+  auto sliced = viewed(sum, sum.view.slice(1, 1, 7, 2));
+  b.output(b.unary(Op::Exp, sliced));
+  b.output(sliced);  // an output through a view
+  expect_matches_reference(b.graph, {random_tensor(DType::F32, {7, 13}, rng), random_tensor(DType::F32, {13}, rng)},
+                           "views", 4e-6);
+}
+
+TEST(CpuRuntime, StridedCallerInputs) {
+  std::mt19937 rng(7);
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {4, 6});
+  b.output(b.unary(Op::Neg, x));
+  expect_matches_reference(b.graph, {random_tensor(DType::F32, {4, 6}, rng, false, {1, 4})}, "strided input");
+}
+
+TEST(CpuRuntime, MatmulAllPaths) {
+  std::mt19937 rng(8);
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::I8}) {
+    for (int64_t m : {1, 5}) {
+      IrTestBuilder b;
+      auto a = b.input("a", t, {2, m, 33});
+      auto w = b.input("w", t, {17, 33});
+      // a @ w^T with w broadcast over the batch: the Linear layout (GEMV when m == 1).
+      auto wt = viewed(w, w.view.permute({1, 0}).unsqueeze(0).expand({2, 33, 17}));
+      b.output(b.matmul(a, wt));
+      auto c = b.input("c", t, {2, 33, 3});
+      b.output(b.matmul(a, c));
+      expect_matches_reference(b.graph,
+                               {random_tensor(t, {2, m, 33}, rng), random_tensor(t, {17, 33}, rng),
+                                random_tensor(t, {2, 33, 3}, rng)},
+                               std::string("matmul ") + ir::dtype_name(t) + " m=" + std::to_string(m),
+                               t == DType::F32 ? 1e-5 : (t == DType::F16 ? 5e-3 : -1));
+    }
+  }
+}
+
+TEST(CpuRuntime, GatherAndScatter) {
+  std::mt19937 rng(9);
+  for (DType t : {DType::F32, DType::I64, DType::BF16, DType::Bool}) {
+    IrTestBuilder b;
+    auto data = b.input("data", t, {6, 5});
+    auto index = b.input("index", DType::I64, {4, 5});
+    b.output(b.gather(data, index, 0));
+    auto src = b.input("src", t, {4, 5});
+    b.output(b.scatter(data, index, src, 0, false));
+    if (t != DType::Bool) b.output(b.scatter(data, index, src, 0, true));
+    std::vector<int64_t> idx;
+    for (int i = 0; i < 20; ++i) idx.push_back(static_cast<int64_t>(rng() % 6));
+    expect_matches_reference(b.graph,
+                             {random_tensor(t, {6, 5}, rng), HostTensor::of<int64_t>(DType::I64, {4, 5}, idx),
+                              random_tensor(t, {4, 5}, rng)},
+                             std::string("gather/scatter ") + ir::dtype_name(t));
+  }
+}
+
+TEST(CpuRuntime, GatherOutOfRangeIsUserError) {
+  IrTestBuilder b;
+  auto data = b.input("data", DType::F32, {3});
+  auto index = b.input("index", DType::I64, {2});
+  b.output(b.gather(data, index, 0));
+  auto exe = compile_cpu(b.graph);
+  std::vector<HostTensor> inputs = {HostTensor::of<float>(DType::F32, {3}, {1, 2, 3}),
+                                    HostTensor::of<int64_t>(DType::I64, {2}, {0, 7})};
+  EXPECT_THROW(run_executable(*exe, b.graph, inputs), UserError);
+}
+
+TEST(CpuRuntime, IntegerDivisionByZeroIsUserError) {
+  IrTestBuilder b;
+  auto x = b.input("x", DType::I32, {2});
+  auto y = b.input("y", DType::I32, {2});
+  b.output(b.binary(Op::Div, x, y));
+  auto exe = compile_cpu(b.graph);
+  std::vector<HostTensor> inputs = {HostTensor::of<int32_t>(DType::I32, {2}, {1, 2}),
+                                    HostTensor::of<int32_t>(DType::I32, {2}, {1, 0})};
+  EXPECT_THROW(run_executable(*exe, b.graph, inputs), UserError);
+}
+
+TEST(CpuRuntime, SymbolicShapesOneCompile) {
+  std::mt19937 rng(10);
+  const Expr s = Expr::symbol("s0");
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {2, s});
+  auto w = b.weight("w", DType::F32, {s});
+  auto e = b.binary(Op::Mul, x, viewed(w, w.view.unsqueeze(0).expand({2, s})));
+  b.output(b.reduce(Op::SumReduce, e, 1));
+  b.output(e);
+  for (int64_t n : {1, 7, 64, 1000}) {
+    HostTensor weight = random_tensor(DType::F32, {n}, rng);
+    std::map<std::string, runtime::BufferRef> weights = {{"w", weight.ref()}};
+    expect_matches_reference(b.graph, {random_tensor(DType::F32, {2, n}, rng)}, "symbolic n=" + std::to_string(n), 1e-5,
+                             weights);
+  }
+}
+
+TEST(CpuRuntime, ScalarGraph) {
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {});
+  b.output(b.binary(Op::Mul, x, x));
+  expect_matches_reference(b.graph, {HostTensor::of<float>(DType::F32, {}, {3.0f})}, "rank 0");
+}
+
+TEST(CpuRuntime, EmptyTensors) {
+  std::mt19937 rng(11);
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {0, 4});
+  b.output(b.unary(Op::Exp, x));
+  b.output(b.reduce(Op::SumReduce, x, 0));
+  expect_matches_reference(b.graph, {random_tensor(DType::F32, {0, 4}, rng)}, "empty");
+}
+
+TEST(CpuRuntime, ConcurrentRuns) {
+  std::mt19937 rng(12);
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {64, 256});
+  auto m = b.reduce(Op::MaxReduce, x, 1);
+  b.output(b.binary(Op::Sub, x, viewed(m, m.view.expand({64, 256}))));
+  auto exe = compile_cpu(b.graph);
+  HostTensor input = random_tensor(DType::F32, {64, 256}, rng);
+  std::vector<HostTensor> ref_inputs = {input};
+  const auto expected = run_reference(b.graph, ref_inputs);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) {
+        std::vector<HostTensor> in = {input};
+        const auto out = run_executable(*exe, b.graph, in);
+        expect_same(out[0], expected[0], 0, "concurrent");
+      }
+    });
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace
+}  // namespace luminal::testing

@@ -1,0 +1,270 @@
+// Fusion: legality decisions, the kernels fusion produces for the patterns that matter
+// (elementwise chains, softmax, rms_norm, GEMV epilogues), the generated source's shape, and
+// the disk cache across processes.
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "codegen/cpp/emit.h"
+#include "codegen/lower.h"
+#include "cpu_test_util.h"
+#include "passes/fusion/fuse.h"
+#include "passes/fusion/legal.h"
+#include "runtime/cpu/cpu_executable.h"
+
+extern char** environ;
+
+namespace luminal::testing {
+namespace {
+
+using ir::Expr;
+
+const runtime::cpu::Program& program_of(const runtime::Executable& e) {
+  return dynamic_cast<const runtime::cpu::CpuExecutable&>(e).program();
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+std::string only_kernel_source(const ir::Graph& graph) {
+  passes::PassContext cx;
+  const passes::Partition p = passes::fuse(graph, cx);
+  std::string source;
+  int kernels = 0;
+  for (int g : passes::topological_groups(graph, p)) {
+    const passes::Group& group = p.groups[g];
+    if (group.kind != passes::GroupKind::Pointwise && group.kind != passes::GroupKind::Row) continue;
+    ++kernels;
+    source = codegen::cpp::emit_kernel(
+        codegen::lower_loop_group(graph, group.nodes, group.domain, group.reduce_axis, passes::stored_nodes(graph, p, g)).kernel,
+        "k");
+  }
+  EXPECT_EQ(kernels, 1) << "expected one fused kernel";
+  return source;
+}
+
+TEST(Fusion, ElementwiseChainIsOneLoop) {
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {8, 1000});
+  auto y = b.input("y", DType::F32, {8, 1000});
+  auto s = b.unary(Op::Sigmoid, b.binary(Op::Add, x, y));
+  b.output(b.binary(Op::Mul, s, b.unary(Op::Exp, x)));
+  const std::string source = only_kernel_source(b.graph);
+  EXPECT_EQ(count(source, "for (int64_t i1"), 1u) << source;
+  EXPECT_EQ(count(source, "p2["), 1u) << "one store, no intermediate buffers:\n" << source;
+  EXPECT_NE(source.find("#pragma omp simd"), std::string::npos) << source;
+  std::mt19937 rng(1);
+  expect_matches_reference(b.graph, {random_tensor(DType::F32, {8, 1000}, rng), random_tensor(DType::F32, {8, 1000}, rng)},
+                           "chain", 1e-5);
+}
+
+// softmax(x) over the last dim the way the translator writes it.
+TensorRef softmax(IrTestBuilder& b, TensorRef x, const ir::Shape& shape) {
+  const int axis = static_cast<int>(shape.size()) - 1;
+  auto m = b.reduce(Op::MaxReduce, x, axis);
+  auto shifted = b.binary(Op::Sub, x, viewed(m, m.view.expand(shape)));
+  auto e = b.unary(Op::Exp, shifted);
+  auto s = b.reduce(Op::SumReduce, e, axis);
+  return b.binary(Op::Div, e, viewed(s, s.view.expand(shape)));
+}
+
+TEST(Fusion, SoftmaxIsOneRowKernel) {
+  IrTestBuilder b;
+  const ir::Shape shape = {6, 333};
+  auto x = b.input("x", DType::F32, shape);
+  b.output(softmax(b, x, shape));
+  const std::string source = only_kernel_source(b.graph);
+  EXPECT_EQ(count(source, "for (int64_t i1"), 3u) << "max pass, sum pass, output pass:\n" << source;
+  std::mt19937 rng(2);
+  expect_matches_reference(b.graph, {random_tensor(DType::F32, {6, 333}, rng)}, "softmax", 1e-5);
+}
+
+TEST(Fusion, RmsNormWithWeightIsOneRowKernel) {
+  IrTestBuilder b;
+  const ir::Shape shape = {5, 257};
+  auto x = b.input("x", DType::F32, shape);
+  auto w = b.weight("w", DType::F32, {257});
+  auto sq = b.binary(Op::Mul, x, x);
+  auto sum = b.reduce(Op::SumReduce, sq, 1);
+  auto mean = b.binary(Op::Mul, sum, b.constant(1.0 / 257, DType::F32, {5, 1}));
+  auto inv = b.unary(Op::Recip, b.unary(Op::Sqrt, b.binary(Op::Add, mean, b.constant(1e-6, DType::F32, {5, 1}))));
+  auto normed = b.binary(Op::Mul, x, viewed(inv, inv.view.expand(shape)));
+  b.output(b.binary(Op::Mul, normed, viewed(w, w.view.unsqueeze(0).expand(shape))));
+  const std::string source = only_kernel_source(b.graph);
+  EXPECT_EQ(count(source, "for (int64_t i1"), 2u) << source;
+  std::mt19937 rng(3);
+  HostTensor weight = random_tensor(DType::F32, {257}, rng);
+  expect_matches_reference(b.graph, {random_tensor(DType::F32, {5, 257}, rng)}, "rms_norm", 1e-5, {{"w", weight.ref()}});
+}
+
+TEST(Fusion, LayerNormFusesBothReductions) {
+  IrTestBuilder b;
+  const ir::Shape shape = {4, 100};
+  auto x = b.input("x", DType::F32, shape);
+  auto mean = b.binary(Op::Mul, b.reduce(Op::SumReduce, x, 1), b.constant(0.01, DType::F32, {4, 1}));
+  auto centred = b.binary(Op::Sub, x, viewed(mean, mean.view.expand(shape)));
+  auto var = b.binary(Op::Mul, b.reduce(Op::SumReduce, b.binary(Op::Mul, centred, centred), 1),
+                      b.constant(0.01, DType::F32, {4, 1}));
+  auto inv = b.unary(Op::Recip, b.unary(Op::Sqrt, var));
+  b.output(b.binary(Op::Mul, centred, viewed(inv, inv.view.expand(shape))));
+  const std::string source = only_kernel_source(b.graph);
+  EXPECT_EQ(count(source, "for (int64_t i1"), 3u) << source;
+  std::mt19937 rng(4);
+  expect_matches_reference(b.graph, {random_tensor(DType::F32, {4, 100}, rng)}, "layer_norm", 1e-5);
+}
+
+// native_layer_norm returns mean and rstd too: per-row outputs stored before a final pass that
+// reads them (regression: rstd was defined after the loop that used it).
+TEST(Fusion, LayerNormWithPerRowOutputs) {
+  IrTestBuilder b;
+  const ir::Shape shape = {2, 9};
+  auto x = b.input("x", DType::F32, shape);
+  auto mean = b.binary(Op::Div, b.reduce(Op::SumReduce, x, 1), b.constant(9.0, DType::F32, {2, 1}));
+  auto centred = b.binary(Op::Sub, x, viewed(mean, mean.view.expand(shape)));
+  auto var = b.binary(Op::Div, b.reduce(Op::SumReduce, b.binary(Op::Mul, centred, centred), 1),
+                      b.constant(9.0, DType::F32, {2, 1}));
+  auto rstd = b.unary(Op::Recip, b.unary(Op::Sqrt, b.binary(Op::Add, var, b.constant(0.5, DType::F32, {2, 1}))));
+  b.output(mean);
+  b.output(rstd);
+  b.output(b.binary(Op::Mul, centred, viewed(rstd, rstd.view.expand(shape))));
+  std::mt19937 rng(8);
+  expect_matches_reference(b.graph, {random_tensor(DType::F32, {2, 9}, rng)}, "layer_norm outputs", 1e-5);
+}
+
+TEST(FusionLegality, PermutedReadIsNotFused) {
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {4, 4});
+  auto e = b.unary(Op::Exp, x);
+  auto t = viewed(e, e.view.permute({1, 0}));
+  b.output(b.unary(Op::Neg, t));
+  const passes::Partition p = passes::initial_partition(b.graph);
+  const passes::MergeDecision d = passes::legal_merge(b.graph, p, p.group_of[e.node], p.group_of[e.node + 1], 96);
+  EXPECT_FALSE(d.legal);
+  EXPECT_NE(d.reason.find("through the view"), std::string::npos) << d.reason;
+}
+
+TEST(FusionLegality, DifferentShapesAndMatmulAreNotFused) {
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {4, 8});
+  auto w = b.input("w", DType::F32, {8, 3});
+  auto e = b.unary(Op::Exp, x);
+  auto m = b.matmul(e, w);
+  b.output(b.unary(Op::Neg, m));
+  const passes::Partition p = passes::initial_partition(b.graph);
+  EXPECT_FALSE(passes::legal_merge(b.graph, p, p.group_of[e.node], p.group_of[m.node], 96).legal);
+  EXPECT_FALSE(passes::legal_merge(b.graph, p, p.group_of[m.node], p.group_of[m.node + 1], 96).legal);
+}
+
+TEST(FusionLegality, NonConvexMergeIsRejected) {
+  // a -> matmul -> c and a -> c: merging a into c would swallow the path through the matmul.
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {4, 4});
+  auto a = b.unary(Op::Exp, x);
+  auto m = b.matmul(a, x);
+  auto c = b.binary(Op::Add, a, m);
+  b.output(c);
+  const passes::Partition p = passes::initial_partition(b.graph);
+  const passes::MergeDecision d = passes::legal_merge(b.graph, p, p.group_of[a.node], p.group_of[c.node], 96);
+  EXPECT_FALSE(d.legal);
+  EXPECT_NE(d.reason.find("convex"), std::string::npos) << d.reason;
+  std::mt19937 rng(5);
+  expect_matches_reference(b.graph, {random_tensor(DType::F32, {4, 4}, rng)}, "non-convex", 1e-5);
+}
+
+TEST(Fusion, GemvEpilogueAndIdenticalLayersShareKernels) {
+  // Two identical "layers": x @ W^T + bias, then silu. The GEMV is generated; both layers use
+  // the same two functions.
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {1, 64});
+  TensorRef h = x;
+  std::map<std::string, runtime::BufferRef> weights;
+  std::vector<HostTensor> storage;
+  std::mt19937 rng(6);
+  storage.reserve(4);
+  for (int layer = 0; layer < 2; ++layer) {
+    auto w = b.weight("w" + std::to_string(layer), DType::F32, {64, 64});
+    auto bias = b.weight("b" + std::to_string(layer), DType::F32, {64});
+    auto y = b.matmul(h, viewed(w, w.view.permute({1, 0})));
+    auto z = b.binary(Op::Add, y, viewed(bias, bias.view.unsqueeze(0)));
+    h = b.binary(Op::Mul, z, b.unary(Op::Sigmoid, z));
+    storage.push_back(random_tensor(DType::F32, {64, 64}, rng));
+    storage.push_back(random_tensor(DType::F32, {64}, rng));
+  }
+  for (int layer = 0; layer < 2; ++layer) {
+    weights["w" + std::to_string(layer)] = storage[2 * layer].ref();
+    weights["b" + std::to_string(layer)] = storage[2 * layer + 1].ref();
+  }
+  b.output(h);
+  auto exe = compile_cpu(b.graph, weights);
+  const auto& program = program_of(*exe);
+  EXPECT_EQ(program.kernel_count, 4u);
+  EXPECT_EQ(program.unique_kernels, 2u);
+  expect_matches_reference(b.graph, {random_tensor(DType::F32, {1, 64}, rng)}, "gemv layers", 2e-4, weights);
+}
+
+ir::Graph cache_test_graph() {
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {3, 77});
+  b.output(b.unary(Op::Tanh, b.binary(Op::Mul, x, b.constant(1.25, DType::F32, {3, 77}))));
+  return b.graph;
+}
+
+// Runs only inside the child process that CpuCache.SecondProcessCompilesNothing starts.
+TEST(CpuCacheChild, CompileInto) {
+  const char* dir = std::getenv("LUMINAL_TEST_CHILD_CACHE");
+  if (dir == nullptr) GTEST_SKIP() << "helper for CpuCache.SecondProcessCompilesNothing";
+  runtime::CompileOptions options;
+  options.cache_dir = dir;
+  auto exe = compile_cpu(cache_test_graph(), {}, options);
+  EXPECT_EQ(program_of(*exe).jit.compiled, 1);
+}
+
+TEST(CpuCache, SecondProcessCompilesNothing) {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("luminal-cache-test-" + std::to_string(getpid()))).string();
+  std::filesystem::remove_all(dir);
+  const std::string env = "LUMINAL_TEST_CHILD_CACHE=" + dir;
+  std::vector<char*> envp;
+  for (char** e = environ; *e; ++e) envp.push_back(*e);
+  envp.push_back(const_cast<char*>(env.c_str()));
+  envp.push_back(nullptr);
+  std::string filter = "--gtest_filter=CpuCacheChild.CompileInto";
+  char self[] = "/proc/self/exe";
+  char* argv[] = {self, filter.data(), nullptr};
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, envp.data()), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child compile failed";
+  runtime::CompileOptions options;
+  options.cache_dir = dir;
+  auto exe = compile_cpu(cache_test_graph(), {}, options);
+  EXPECT_EQ(program_of(*exe).jit.compiled, 0) << "the second process compiled again";
+  std::mt19937 rng(7);
+  std::vector<HostTensor> in = {random_tensor(DType::F32, {3, 77}, rng)};
+  std::vector<HostTensor> ref_in = in;
+  expect_same(run_executable(*exe, cache_test_graph(), in)[0], run_reference(cache_test_graph(), ref_in)[0], 1e-5, "cached");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CpuDebug, DebugDirHasPassesKernelsAndStats) {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("luminal-debug-test-" + std::to_string(getpid()))).string();
+  std::filesystem::remove_all(dir);
+  runtime::CompileOptions options;
+  options.debug_dir = dir;
+  compile_cpu(cache_test_graph(), {}, options);
+  bool kernels = false;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) kernels = kernels || e.path().extension() == ".cpp";
+  EXPECT_TRUE(kernels);
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir) / "3_fuse.txt"));
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir) / "cpu_stats.txt"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace luminal::testing
