@@ -29,6 +29,12 @@ std::vector<std::string> Kernel::symbols() const {
     collect(scatter.index, out);
     collect(scatter.src, out);
   }
+  if (kind == KernelKind::Gemv) {
+    collect(gemv.depth, out);
+    collect(gemv.a, out);
+    collect(gemv.w, out);
+    collect(gemv.out, out);
+  }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -36,6 +42,7 @@ std::vector<std::string> Kernel::symbols() const {
 
 ir::Expr Kernel::parallel_extent() const {
   if (kind == KernelKind::Scatter) return ir::Expr(int64_t{1});
+  if (kind == KernelKind::Gemv) return ir::numel(domain);
   const int inner = reduce_axis >= 0 ? reduce_axis : static_cast<int>(domain.size()) - 1;
   ir::Expr n(int64_t{1});
   for (int d = 0; d < static_cast<int>(domain.size()); ++d)
@@ -45,6 +52,7 @@ ir::Expr Kernel::parallel_extent() const {
 
 ir::Expr Kernel::inner_extent() const {
   if (domain.empty() || kind == KernelKind::Scatter) return ir::Expr(int64_t{1});
+  if (kind == KernelKind::Gemv) return gemv.depth;
   const int inner = reduce_axis >= 0 ? reduce_axis : static_cast<int>(domain.size()) - 1;
   return domain[inner] * ir::Expr(static_cast<int64_t>(std::max<size_t>(1, reductions.size() + 1)));
 }

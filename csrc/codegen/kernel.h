@@ -73,6 +73,20 @@ struct Store {
 enum class KernelKind {
   Loop,     // pointwise or row kernel, as above
   Scatter,  // out = data; out[index along axis] = src (or +=): see ScatterSpec
+  Gemv,     // a decode-time Linear: see GemvSpec
+};
+
+// out[b.., n] = sum_k a[b.., k] * w[b.., n, k] over the domain [batch.., N], k < `depth`:
+// a Matmul with M = 1 whose operands both read K with unit stride. A pattern kernel rather
+// than a row kernel because streaming the weight at copy bandwidth needs several rows'
+// accumulators live at once (one per row is bound by add latency, research/cpu-baselines.md).
+// Accumulates in f32 and rounds once on store, as torch's half-precision matmul does, so
+// bf16/f16 weights are read as they are, never widened into a copy. Params: a (0), w (1), out (2).
+struct GemvSpec {
+  ir::Expr depth;  // K
+  Index a;         // over the domain; stride 0 along N
+  Index w;         // over the domain; the stride along N is the weight's row stride
+  Index out;       // over the domain
 };
 
 // torch.scatter along `axis`: params are out (0), data (1), index (2), src (3).
@@ -95,6 +109,7 @@ struct Kernel {
   std::vector<Reduction> reductions;
   std::vector<Store> stores;
   ScatterSpec scatter;
+  GemvSpec gemv;
   std::string label;  // what it computes, for comments and debug dumps ("softmax row", ...)
 
   int add_value(Value v) {
@@ -104,7 +119,8 @@ struct Kernel {
   // Symbols the kernel's shapes and indices use, sorted: the kernel reads them by position.
   std::vector<std::string> symbols() const;
   // The number of parallel work items: the product of the domain's dims other than the innermost
-  // loop (the reduce axis for row kernels, the last dim otherwise). 1 for Scatter.
+  // loop (the reduce axis for row kernels, the last dim otherwise). 1 for Scatter; every
+  // output element for Gemv.
   ir::Expr parallel_extent() const;
   // Elements touched per work item, for deciding whether splitting across threads pays.
   ir::Expr inner_extent() const;

@@ -209,6 +209,36 @@ LoweredKernel lower_matmul_loop(const ir::Graph& graph, NodeId id) {
   return out;
 }
 
+LoweredKernel lower_gemv(const ir::Graph& graph, NodeId id) {
+  const ir::Node& node = graph.node(id);
+  const ir::View& a = node.inputs[0].view;
+  const ir::View& b = node.inputs[1].view;
+  const size_t rank = node.shape.size();
+  LoweredKernel out;
+  Kernel& kernel = out.kernel;
+  kernel.kind = KernelKind::Gemv;
+  kernel.domain = node.shape;  // [batch.., 1, N]
+  kernel.label = "gemv (M = 1 matmul, weight streamed once)";
+  kernel.params = {Param{node.dtype, false}, Param{node.dtype, false}, Param{node.dtype, true}};
+  out.param_nodes = {node.inputs[0].node, node.inputs[1].node, id};
+  auto over_domain = [&](std::vector<Expr> strides) {
+    for (size_t d = 0; d < strides.size(); ++d)
+      if (is_one(kernel.domain[d])) strides[d] = Expr(int64_t{0});
+    return strides;
+  };
+  std::vector<Expr> a_strides(a.strides().begin(), a.strides().begin() + static_cast<long>(rank - 1));
+  a_strides.push_back(Expr(int64_t{0}));  // N
+  std::vector<Expr> w_strides(b.strides().begin(), b.strides().begin() + static_cast<long>(rank - 2));
+  w_strides.push_back(Expr(int64_t{0}));  // M
+  w_strides.push_back(b.strides()[rank - 1]);
+  GemvSpec& g = kernel.gemv;
+  g.depth = a.shape()[rank - 1];
+  g.a = Index{a.offset(), over_domain(a_strides)};
+  g.w = Index{b.offset(), over_domain(w_strides)};
+  g.out = Index{Expr(int64_t{0}), over_domain(contiguous_strides(node.shape))};
+  return out;
+}
+
 LoweredKernel lower_scatter(const ir::Graph& graph, NodeId id) {
   const ir::Node& node = graph.node(id);
   LoweredKernel out;

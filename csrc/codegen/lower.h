@@ -23,9 +23,12 @@ struct LoweredKernel {
 LoweredKernel lower_loop_group(const ir::Graph& graph, const std::vector<ir::NodeId>& nodes, const ir::Shape& domain,
                                int reduce_axis, const std::vector<ir::NodeId>& stored);
 
-// A Matmul as a row kernel over [batch.., M, N, K] reducing K: integer matmuls, and GEMV
-// (M = 1) where a generated dot product per output streams the weight once.
+// A Matmul as a row kernel over [batch.., M, N, K] reducing K: integer matmuls, and M = 1
+// products whose strides the GEMV pattern kernel does not take.
 LoweredKernel lower_matmul_loop(const ir::Graph& graph, ir::NodeId node);
+
+// A Matmul for which passes::is_gemv holds, as the GEMV pattern kernel.
+LoweredKernel lower_gemv(const ir::Graph& graph, ir::NodeId node);
 
 LoweredKernel lower_scatter(const ir::Graph& graph, ir::NodeId node);
 

@@ -4,13 +4,28 @@
 
 namespace luminal::passes {
 
+namespace {
+bool is_one(const ir::Expr& e) { return e.is_constant() && e.constant_value() == 1; }
+}  // namespace
+
+bool is_gemv(const ir::Node& matmul) {
+  if (matmul.op != ir::Op::Matmul) return false;
+  if (matmul.dtype != ir::DType::F32 && matmul.dtype != ir::DType::F16 && matmul.dtype != ir::DType::BF16)
+    return false;
+  const size_t rank = matmul.shape.size();
+  const ir::View& a = matmul.inputs[0].view;
+  const ir::View& b = matmul.inputs[1].view;
+  const ir::Expr& k = a.shape()[rank - 1];
+  return is_one(matmul.shape[rank - 2]) && (is_one(k) || (is_one(a.strides()[rank - 1]) && is_one(b.strides()[rank - 2])));
+}
+
 ir::Graph legalize_matmul(ir::Graph graph) {
   ir::Graph out;
   std::vector<ir::NodeId> renumber(graph.size(), -1);
   for (size_t i = 0; i < graph.size(); ++i) {
     ir::Node node = graph.node(static_cast<ir::NodeId>(i));
     for (ir::TensorRef& in : node.inputs) in.node = renumber[in.node];
-    if (node.op != ir::Op::Matmul || (node.dtype != ir::DType::F16 && node.dtype != ir::DType::BF16)) {
+    if (node.op != ir::Op::Matmul || (node.dtype != ir::DType::F16 && node.dtype != ir::DType::BF16) || is_gemv(node)) {
       renumber[i] = out.add(std::move(node));
       continue;
     }

@@ -1,12 +1,18 @@
 // f16/bf16 Matmul -> Cast to f32, an f32 Matmul, Cast back: torch's CPU matmul accumulates half
-// types in float and rounds once, and the f32 GEMM paths (BLAS, generated GEMV) are the fast
-// ones. The casts are ordinary elementwise nodes that fusion folds into their neighbours.
-// Needs: a verified graph. Guarantees: every Matmul is f32, f64, an integer type or bool.
+// types in float and rounds once, and BLAS is f32. The casts are ordinary elementwise nodes that
+// fusion folds into their neighbours. GEMVs stay in their dtype: the GEMV pattern kernel
+// widens in registers, where a Cast node would copy the whole weight on every decode step.
+// Needs: a verified graph. Guarantees: every Matmul is f32, f64, an integer type, bool, or an
+// f16/bf16 one for which is_gemv holds.
 #pragma once
 
 #include "ir/graph.h"
 
 namespace luminal::passes {
+
+// A Matmul the GEMV pattern kernel computes (codegen/kernel.h GemvSpec): f32, f16 or bf16,
+// M = 1, and both operands read K with unit stride (a Linear's weight is [N, K] row-major).
+bool is_gemv(const ir::Node& matmul);
 
 ir::Graph legalize_matmul(ir::Graph graph);
 

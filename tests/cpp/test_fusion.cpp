@@ -208,6 +208,26 @@ TEST(Fusion, GemvEpilogueAndIdenticalLayersShareKernels) {
   expect_matches_reference(b.graph, {random_tensor(DType::F32, {1, 64}, rng)}, "gemv layers", 2e-4, weights);
 }
 
+TEST(Fusion, HalfGemvReadsTheWeightInItsOwnDtype) {
+  // A bf16/f16 decode Linear is one GEMV pattern kernel: no Cast kernel widening the weight into
+  // an f32 copy on every call. Sizes that defeat both the 4-row blocks and the vector width.
+  std::mt19937 rng(11);
+  for (DType t : {DType::BF16, DType::F16, DType::F32}) {
+    IrTestBuilder b;
+    auto x = b.input("x", t, {3, 1, 70});
+    auto w = b.weight("w", t, {37, 70});
+    b.output(b.matmul(x, viewed(w, w.view.permute({1, 0}).unsqueeze(0).expand({3, 70, 37}))));
+    HostTensor weight = random_tensor(t, {37, 70}, rng);
+    std::map<std::string, runtime::BufferRef> weights{{"w", weight.ref()}};
+    auto exe = compile_cpu(b.graph, weights);
+    const auto& program = program_of(*exe);
+    ASSERT_EQ(program.steps.size(), 1u) << ir::dtype_name(t);
+    EXPECT_NE(program.steps[0].what.find("gemv"), std::string::npos) << program.steps[0].what;
+    expect_matches_reference(b.graph, {random_tensor(t, {3, 1, 70}, rng)}, std::string("gemv ") + ir::dtype_name(t),
+                             t == DType::F32 ? 1e-5 : 2e-2, weights);
+  }
+}
+
 ir::Graph cache_test_graph() {
   IrTestBuilder b;
   auto x = b.input("x", DType::F32, {3, 77});

@@ -78,6 +78,8 @@ class Emitter {
     out << "  int64_t lm_status = 0;\n  (void)lm_status; (void)lm_info;\n";
     if (k_.kind == KernelKind::Scatter) {
       out << scatter_body();
+    } else if (k_.kind == KernelKind::Gemv) {
+      out << gemv_body();
     } else {
       out << loop_body();
     }
@@ -297,6 +299,42 @@ class Emitter {
     if (!final_body.empty()) out << simd_pragma("") << loop_header("    ") << final_body << "    }\n";
     out << row_stores;
     out << "  }\n";
+    return out.str();
+  }
+
+  // ---- gemv ----
+  // Work items are output elements; an item whose row starts a block of kGemvRows inside this
+  // chunk and inside its batch computes the whole block.
+  std::string gemv_body() const {
+    static constexpr int kGemvRows = 4;
+    const GemvSpec& g = k_.gemv;
+    const DType t = k_.params[2].dtype;
+    const char* element = t == DType::F32 ? "lm_f32" : t == DType::BF16 ? "lm_bf16" : "lm_f16";
+    INTERNAL_CHECK(t == DType::F32 || t == DType::BF16 || t == DType::F16) << "gemv of " << ir::dtype_name(t);
+    const int n_axis = rank_ - 1;
+    const std::string n = expr_text(k_.domain[n_axis]);
+    const std::string rows = std::to_string(kGemvRows);
+    std::ostringstream out;
+    out << "  const int64_t lm_depth = " << expr_text(g.depth) << ";\n";
+    out << "  const int64_t lm_row_stride = " << expr_text(g.w.strides[n_axis]) << ";\n";
+    out << "  const int64_t lm_out_stride = " << expr_text(g.out.strides[n_axis]) << ";\n";
+    out << "  float lm_sums[" << rows << "];\n";
+    out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end;) {\n    int64_t lm_r = lm_p;\n";
+    for (int d = rank_ - 1; d >= 0; --d) {
+      if (d == 0) out << "    const int64_t i0 = lm_r;\n";
+      else out << "    const int64_t i" << d << " = lm_r % " << expr_text(k_.domain[d]) << "; lm_r /= " << expr_text(k_.domain[d]) << ";\n";
+    }
+    out << "    const " << element << "::T* lm_a = p0 + " << index_text(g.a, false) << ";\n";
+    out << "    const " << element << "::T* lm_w = p1 + " << index_text(g.w, false) << ";\n";
+    out << "    const int64_t lm_o = " << index_text(g.out, false) << ";\n";
+    out << "    const int lm_rows = (i" << n_axis << " + " << rows << " <= " << n << " && lm_p + " << rows
+        << " <= lm_end) ? " << rows << " : 1;\n";
+    out << "    if (lm_rows == " << rows << ") lm_gemv_rows<" << element << ", " << rows
+        << ">(lm_a, lm_w, lm_row_stride, lm_depth, lm_sums);\n";
+    out << "    else lm_gemv_rows<" << element << ", 1>(lm_a, lm_w, lm_row_stride, lm_depth, lm_sums);\n";
+    out << "    for (int lm_u = 0; lm_u < lm_rows; ++lm_u) p2[lm_o + lm_u * lm_out_stride] = "
+        << table_.store(t, "lm_sums[lm_u]") << ";\n";
+    out << "    lm_p += lm_rows;\n  }\n";
     return out.str();
   }
 

@@ -88,6 +88,85 @@ inline int64_t lm_floordiv(int64_t a, int64_t b) {
 inline int64_t lm_floormod(int64_t a, int64_t b) { return a - lm_floordiv(a, b) * b; }
 inline int64_t lm_imax(int64_t a, int64_t b) { return a < b ? b : a; }
 inline int64_t lm_imin(int64_t a, int64_t b) { return b < a ? b : a; }
+
+// The GEMV pattern kernel (codegen/kernel.h GemvSpec): R weight rows per pass over `a`, so
+// that R independent sums are in flight, in eight f32 lanes. Each element type E reads `a`
+// once per step into E::X and multiply-adds one row's E::kLanes weights.
+typedef float lm_f32x8 __attribute__((vector_size(32)));
+typedef uint32_t lm_u32x8 __attribute__((vector_size(32)));
+typedef short lm_i16x8 __attribute__((vector_size(16)));
+struct lm_f32 {
+  typedef float T;
+  typedef lm_f32x8 X;
+  typedef lm_f32x8 Acc;
+  static constexpr int kLanes = 8;
+  static X load_x(const float* p) { X v; __builtin_memcpy(&v, p, sizeof v); return v; }
+  static void madd(Acc& acc, const X& x, const float* w) { acc += x * load_x(w); }
+  static lm_f32x8 fold(const Acc& acc) { return acc; }
+  static float load1(const float* p) { return *p; }
+};
+// bf16 is the top half of an f32, so 16 weights widen with a shift (even elements) and a mask
+// (odd elements): no shuffles. The dot product does not care which lane a pair lands in; even
+// and odd sums are separate chains so that adds do not wait on each other.
+struct lm_bf16 {
+  typedef uint16_t T;
+  struct X { lm_f32x8 even, odd; };
+  typedef X Acc;
+  static constexpr int kLanes = 16;
+  static X load_x(const uint16_t* p) {
+    lm_u32x8 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return X{(lm_f32x8)(v << 16), (lm_f32x8)(v & 0xffff0000u)};
+  }
+  static void madd(Acc& acc, const X& x, const uint16_t* w) {
+    const X v = load_x(w);
+    acc.even += x.even * v.even;
+    acc.odd += x.odd * v.odd;
+  }
+  static lm_f32x8 fold(const Acc& acc) { return acc.even + acc.odd; }
+  static float load1(const uint16_t* p) { return lm_bf2f(*p); }
+};
+struct lm_f16 {
+  typedef uint16_t T;
+  typedef lm_f32x8 X;
+  typedef lm_f32x8 Acc;
+  static constexpr int kLanes = 8;
+  static X load_x(const uint16_t* p) {
+#if defined(__F16C__) && defined(__AVX__)
+    lm_i16x8 h;
+    __builtin_memcpy(&h, p, sizeof h);
+    return __builtin_ia32_vcvtph2ps256(h);
+#else
+    X v;
+    for (int i = 0; i < 8; ++i) v[i] = lm_h2f(p[i]);
+    return v;
+#endif
+  }
+  static void madd(Acc& acc, const X& x, const uint16_t* w) { acc += x * load_x(w); }
+  static lm_f32x8 fold(const Acc& acc) { return acc; }
+  static float load1(const uint16_t* p) { return lm_h2f(*p); }
+};
+inline float lm_sum8(lm_f32x8 v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
+template <class E, int R>
+inline void lm_gemv_rows(const typename E::T* a, const typename E::T* w, int64_t row_stride, int64_t depth,
+                         float* sums) {
+  typename E::Acc acc[R] = {};
+  int64_t k = 0;
+  for (; k + E::kLanes <= depth; k += E::kLanes) {
+    const typename E::X x = E::load_x(a + k);
+    for (int r = 0; r < R; ++r) {
+      // The next block's rows: short row streams (2 KiB for a bf16 row of 1024) end before the
+      // hardware prefetcher ramps up. Prefetches past the weight's end do not fault.
+      __builtin_prefetch(w + (R + r) * row_stride + k);
+      E::madd(acc[r], x, w + r * row_stride + k);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float t = lm_sum8(E::fold(acc[r]));
+    for (int64_t j = k; j < depth; ++j) t += E::load1(a + j) * E::load1(w + r * row_stride + j);
+    sums[r] = t;
+  }
+}
 }  // namespace
 )LUMINAL";
 

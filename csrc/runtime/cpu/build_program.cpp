@@ -8,6 +8,7 @@
 #include "codegen/cpp/emit.h"
 #include "codegen/lower.h"
 #include "common/error.h"
+#include "passes/legalize_matmul.h"
 #include "passes/pipeline.h"
 
 namespace luminal::runtime::cpu {
@@ -20,12 +21,13 @@ using passes::GroupKind;
 
 bool is_one(const Expr& e) { return e.is_constant() && e.constant_value() == 1; }
 
-// A Matmul that a generated dot-product kernel serves better than BLAS: integer types (BLAS
-// has none), and M = 1 with b's K dim contiguous (a decode GEMV through a Linear weight:
-// streaming the weight once at copy bandwidth beats sgemv, research/cpu-baselines.md).
+// A Matmul that generated code serves better than BLAS: integer types (BLAS has none), and
+// M = 1 with b's K dim contiguous (a decode GEMV through a Linear weight: streaming the weight
+// once at copy bandwidth beats sgemv, research/cpu-baselines.md). GEMVs whose operands both
+// read K with unit stride get the pattern kernel (passes::is_gemv), the rest a row kernel.
 bool matmul_as_loop(const ir::Graph& graph, NodeId id) {
   const ir::Node& node = graph.node(id);
-  if (!ir::is_floating(node.dtype)) return true;
+  if (!ir::is_floating(node.dtype) || passes::is_gemv(node)) return true;
   const size_t rank = node.shape.size();
   const ir::View& b = node.inputs[1].view;
   return is_one(node.shape[rank - 2]) && (is_one(b.strides()[rank - 2]) || is_one(b.shape()[rank - 2]));
@@ -89,7 +91,8 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     }
     codegen::LoweredKernel lowered;
     if (group.kind == GroupKind::Matmul) {
-      lowered = codegen::lower_matmul_loop(graph, group.nodes[0]);
+      lowered = passes::is_gemv(graph.node(group.nodes[0])) ? codegen::lower_gemv(graph, group.nodes[0])
+                                                            : codegen::lower_matmul_loop(graph, group.nodes[0]);
     } else if (group.kind == GroupKind::Scatter) {
       lowered = codegen::lower_scatter(graph, group.nodes[0]);
     } else {
