@@ -30,14 +30,20 @@ ir::Graph legalize_matmul(ir::Graph graph) {
       continue;
     }
     const ir::DType half = node.dtype;
+    // A view that reads as many elements as its source holds (a Linear's transposed weight) is
+    // widened in the source's own order and read through the same view: casting it through the
+    // view instead would be a strided transpose, the slowest pass of a bf16 prefill.
     auto widen = [&](const ir::TensorRef& in) {
+      const ir::Shape& source_shape = out.node(in.node).shape;
+      const bool whole_source = ir::numel(source_shape) == ir::numel(in.view.shape());
       ir::Node cast;
       cast.op = ir::Op::Cast;
       cast.dtype = ir::DType::F32;
-      cast.shape = in.view.shape();
-      cast.inputs = {in};
+      cast.shape = whole_source ? source_shape : in.view.shape();
+      cast.inputs = {whole_source ? ir::TensorRef{in.node, ir::View::contiguous(source_shape)} : in};
       cast.origin = node.origin;
-      return ir::TensorRef{out.add(std::move(cast)), ir::View::contiguous(in.view.shape())};
+      const ir::NodeId widened = out.add(std::move(cast));
+      return ir::TensorRef{widened, whole_source ? in.view : ir::View::contiguous(in.view.shape())};
     };
     ir::Node matmul = node;
     matmul.dtype = ir::DType::F32;

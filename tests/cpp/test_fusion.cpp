@@ -13,6 +13,7 @@
 #include "cpu_test_util.h"
 #include "passes/fusion/fuse.h"
 #include "passes/fusion/legal.h"
+#include "passes/legalize_matmul.h"
 #include "runtime/cpu/cpu_executable.h"
 
 extern char** environ;
@@ -226,6 +227,28 @@ TEST(Fusion, HalfGemvReadsTheWeightInItsOwnDtype) {
     expect_matches_reference(b.graph, {random_tensor(t, {3, 1, 70}, rng)}, std::string("gemv ") + ir::dtype_name(t),
                              t == DType::F32 ? 1e-5 : 2e-2, weights);
   }
+}
+
+TEST(Fusion, HalfGemmWidensTheWeightInStorageOrder) {
+  // A bf16 prefill Linear (M > 1) goes through f32 BLAS; the weight is widened in its own
+  // row-major order and read transposed by BLAS, not transposed by a strided Cast kernel.
+  IrTestBuilder b;
+  auto x = b.input("x", DType::BF16, {5, 64});
+  auto w = b.weight("w", DType::BF16, {48, 64});
+  b.output(b.matmul(x, viewed(w, w.view.permute({1, 0}))));
+  const ir::Graph legal = passes::legalize_matmul(b.graph);
+  int casts = 0;
+  for (size_t i = 0; i < legal.size(); ++i) {
+    const ir::Node& node = legal.node(static_cast<ir::NodeId>(i));
+    if (node.op != ir::Op::Cast || legal.node(node.inputs[0].node).op != ir::Op::Weight) continue;
+    ++casts;
+    EXPECT_TRUE(node.inputs[0].view.is_contiguous());
+    EXPECT_EQ(node.shape, (ir::Shape{Expr(int64_t{48}), Expr(int64_t{64})}));
+  }
+  EXPECT_EQ(casts, 1);
+  std::mt19937 rng(12);
+  HostTensor weight = random_tensor(DType::BF16, {48, 64}, rng);
+  expect_matches_reference(b.graph, {random_tensor(DType::BF16, {5, 64}, rng)}, "bf16 gemm", -1, {{"w", weight.ref()}});
 }
 
 ir::Graph cache_test_graph() {
