@@ -1,5 +1,6 @@
 #include "runtime/cpu/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 
 #if defined(__x86_64__)
@@ -16,10 +17,14 @@ inline void cpu_relax() {
 }
 // How long an idle worker spins before sleeping.
 constexpr auto kSpin = std::chrono::microseconds(50);
+// Chunks per thread: enough that a late or slow thread's share is picked up by the others.
+constexpr int64_t kChunksPerThread = 4;
+constexpr uint64_t kClosed = uint64_t{1} << 31;
+constexpr uint64_t kJoinedMask = kClosed - 1;
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -32,6 +37,11 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
+void ThreadPool::run_chunks() {
+  for (int64_t begin; (begin = next_.fetch_add(chunk_, std::memory_order_relaxed)) < items_;)
+    task_(context_, begin, std::min(items_, begin + chunk_));
+}
+
 void ThreadPool::parallel_for(int64_t items, Task task, void* context) {
   const int n = threads();
   std::unique_lock<std::mutex> owner(busy_, std::try_to_lock);
@@ -42,23 +52,27 @@ void ThreadPool::parallel_for(int64_t items, Task task, void* context) {
   task_ = task;
   context_ = context;
   items_ = items;
-  remaining_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  const int64_t chunks = static_cast<int64_t>(n) * kChunksPerThread;
+  chunk_ = std::max<int64_t>(1, (items + chunks - 1) / chunks);
+  next_.store(0, std::memory_order_relaxed);
+  finished_.store(0, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(sleep_mutex_);
-    generation_.fetch_add(1, std::memory_order_release);
+    const uint64_t generation = generation_.load(std::memory_order_relaxed) + 1;
+    admission_.store(generation << 32, std::memory_order_release);
+    generation_.store(generation, std::memory_order_release);
   }
   wake_.notify_all();
-  const int64_t chunk = (items + n - 1) / n;
-  task(context, 0, std::min(items, chunk));
-  // Spin, but yield once the workers are late: on an oversubscribed machine a worker may not
-  // be scheduled while we burn its core.
-  for (int spins = 0; remaining_.load(std::memory_order_acquire) != 0; ++spins) {
+  run_chunks();
+  // Close the job: a worker that wakes from now on finds nothing to do and is not waited for.
+  const int joined = static_cast<int>(admission_.fetch_or(kClosed, std::memory_order_acq_rel) & kJoinedMask);
+  for (int spins = 0; finished_.load(std::memory_order_acquire) != joined; ++spins) {
     if (spins < 2000) cpu_relax();
     else std::this_thread::yield();
   }
 }
 
-void ThreadPool::worker_loop(int index) {
+void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   while (true) {
     // Spin for a while, then sleep until the generation changes.
@@ -71,12 +85,15 @@ void ThreadPool::worker_loop(int index) {
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_) return;
-    const int n = threads();
-    const int64_t chunk = (items_ + n - 1) / n;
-    const int64_t begin = std::min(items_, chunk * index);
-    const int64_t end = std::min(items_, begin + chunk);
-    if (begin < end) task_(context_, begin, end);
-    remaining_.fetch_sub(1, std::memory_order_acq_rel);
+    // Join the job unless it is closed or already superseded by the next one.
+    uint64_t admission = admission_.load(std::memory_order_acquire);
+    bool joined = false;
+    while (!joined && (admission >> 32) == (seen & 0xffffffffu) && !(admission & kClosed))
+      joined = admission_.compare_exchange_weak(admission, admission + 1, std::memory_order_acq_rel,
+                                                std::memory_order_acquire);
+    if (!joined) continue;
+    run_chunks();
+    finished_.fetch_add(1, std::memory_order_release);
   }
 }
 

@@ -1,7 +1,10 @@
 // A small pool of worker threads for splitting a kernel's work items. Ours, not OpenMP's:
 // torch bundles its own libgomp and a second OpenMP runtime would oversubscribe the cores.
 // Idle workers spin briefly (a decode step runs hundreds of small kernels back to back) and
-// then sleep, so that a BLAS call's own threads get the cores.
+// then sleep, so that a BLAS call's own threads get the cores. Work is handed out in chunks
+// that threads claim as they arrive, and the caller never waits for a worker that has not
+// started: on a machine shared with other processes a descheduled worker would otherwise hold
+// up every kernel (a loaded 2-core box made decode several times slower that way).
 #pragma once
 
 #include <atomic>
@@ -21,24 +24,29 @@ class ThreadPool {
   ~ThreadPool();
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Runs task over [0, items) split into one contiguous chunk per thread, the caller taking the
-  // first; returns when all are done. Only one caller at a time uses the workers: a concurrent
-  // caller runs its whole range itself. `task` must not throw.
+  // Runs task over [0, items) in contiguous chunks (a few per thread) claimed by the caller and
+  // whichever workers join in time; returns when all are done. Only one caller at a time uses
+  // the workers: a concurrent caller runs its whole range itself. `task` must not throw.
   void parallel_for(int64_t items, Task task, void* context);
 
  private:
-  void worker_loop(int index);
+  void worker_loop();
+  void run_chunks();
 
   std::vector<std::thread> workers_;
   std::mutex busy_;  // held by the caller that owns the workers
   std::mutex sleep_mutex_;
   std::condition_variable wake_;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> remaining_{0};
+  std::atomic<uint64_t> generation_{0};  // one per job; workers wake when it changes
+  // The job's generation (high 32 bits), a closed flag, and how many workers joined it.
+  std::atomic<uint64_t> admission_{0};
+  std::atomic<int> finished_{0};  // joined workers done with the job
+  std::atomic<int64_t> next_{0};  // the first unclaimed item
   std::atomic<bool> stop_{false};
   Task task_ = nullptr;
   void* context_ = nullptr;
   int64_t items_ = 0;
+  int64_t chunk_ = 1;
 };
 
 }  // namespace luminal::runtime::cpu
