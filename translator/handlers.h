@@ -158,6 +158,16 @@ void translate_softmax(NodeArgs& args);
 // ---- attention.cpp ----
 void translate_scaled_dot_product_attention(NodeArgs& args);
 
+// ---- sorting.cpp ----
+void translate_sort(NodeArgs& args);
+void translate_sort_stable(NodeArgs& args);
+void translate_topk(NodeArgs& args);
+
+// ---- moe.cpp ----
+void translate_grouped_mm(NodeArgs& args);
+void translate_grouped_mm_fallback(NodeArgs& args);
+void translate_histc(NodeArgs& args);
+
 // ---- creation.cpp ----
 void translate_arange(NodeArgs& args);
 void translate_arange_start(NodeArgs& args);
@@ -176,6 +186,8 @@ void translate_zeros_like(NodeArgs& args);
 void translate_assert_tensor_metadata(NodeArgs& args);
 void translate_sym_add(NodeArgs& args);
 void translate_sym_floordiv(NodeArgs& args);
+void translate_sym_max(NodeArgs& args);
+void translate_sym_min(NodeArgs& args);
 void translate_sym_mod(NodeArgs& args);
 void translate_sym_mul(NodeArgs& args);
 void translate_sym_size_int(NodeArgs& args);

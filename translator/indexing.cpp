@@ -115,7 +115,14 @@ void translate_index_select(NodeArgs& args) {
 
 void translate_gather(NodeArgs& args) {
   Tensor self = args.tensor("self");
-  args.set_output(0, gather(args.cx(), self, wrap_dim(args.integer("dim"), self.rank()), args.tensor("index")));
+  Tensor index = args.tensor("index");
+  const int dim = wrap_dim(args.integer("dim"), self.rank());
+  if (self.rank() == 0 && index.rank() == 0) {
+    // A 0-d tensor gathers as a 1-element vector (x.gather(-1, topk indices) of a 0-d x).
+    Tensor out = gather(args.cx(), unsqueeze(self, 0), 0, unsqueeze(index, 0));
+    return args.set_output(0, squeeze(out, 0));
+  }
+  args.set_output(0, gather(args.cx(), self, dim, index));
 }
 
 // x[..., i, j, ...] (transformers' mask functions index with broadcast aranges). The indexed dims

@@ -25,5 +25,10 @@ void translate_sym_sub(NodeArgs& args) { args.set_sym_output(0, args.sym_int("a"
 void translate_sym_mul(NodeArgs& args) { args.set_sym_output(0, args.sym_int("a") * args.sym_int("b")); }
 void translate_sym_floordiv(NodeArgs& args) { args.set_sym_output(0, floordiv(args.sym_int("a"), args.sym_int("b"))); }
 void translate_sym_mod(NodeArgs& args) { args.set_sym_output(0, mod(args.sym_int("a"), args.sym_int("b"))); }
+// torch.sym_max / sym_min: Python's max()/min() on SymInts (Gemma-3's sliding-window cache
+// computes its mask offset as max(cumulative_length - window + 1, 0) on a Python int that dynamo
+// turns into a SymInt after its first change).
+void translate_sym_max(NodeArgs& args) { args.set_sym_output(0, max(args.sym_int("a"), args.sym_int("b"))); }
+void translate_sym_min(NodeArgs& args) { args.set_sym_output(0, min(args.sym_int("a"), args.sym_int("b"))); }
 
 }  // namespace luminal::translator

@@ -16,6 +16,7 @@ constexpr std::pair<const char*, OpHandler> kHandlers[] = {
     {"_operator::mul", translate_sym_mul},
     {"_operator::sub", translate_sym_sub},
     {"aten::_assert_tensor_metadata.default", translate_assert_tensor_metadata},
+    {"aten::_grouped_mm.default", translate_grouped_mm},
     {"aten::_log_softmax.default", translate_log_softmax},
     {"aten::_native_batch_norm_legit_no_training.default", translate_native_batch_norm_legit_no_training},
     {"aten::_softmax.default", translate_softmax},
@@ -92,6 +93,7 @@ constexpr std::pair<const char*, OpHandler> kHandlers[] = {
     {"aten::gt.Scalar", translate_gt},
     {"aten::gt.Tensor", translate_gt},
     {"aten::hardtanh.default", translate_hardtanh},
+    {"aten::histc.default", translate_histc},
     {"aten::index.Tensor", translate_index_tensor},
     {"aten::index_put.default", translate_index_put},
     {"aten::index_select.default", translate_index_select},
@@ -158,6 +160,8 @@ constexpr std::pair<const char*, OpHandler> kHandlers[] = {
     {"aten::sinh.default", translate_sinh},
     {"aten::slice.Tensor", translate_slice_tensor},
     {"aten::slice_scatter.default", translate_slice_scatter},
+    {"aten::sort.default", translate_sort},
+    {"aten::sort.stable", translate_sort_stable},
     {"aten::split.Tensor", translate_split_tensor},
     {"aten::split_with_sizes.default", translate_split_with_sizes},
     {"aten::sqrt.default", translate_sqrt},
@@ -172,6 +176,7 @@ constexpr std::pair<const char*, OpHandler> kHandlers[] = {
     {"aten::t.default", translate_t},
     {"aten::tan.default", translate_tan},
     {"aten::tanh.default", translate_tanh},
+    {"aten::topk.default", translate_topk},
     {"aten::transpose.int", translate_transpose_int},
     {"aten::trunc.default", translate_trunc},
     {"aten::unsqueeze.default", translate_unsqueeze},
@@ -182,6 +187,9 @@ constexpr std::pair<const char*, OpHandler> kHandlers[] = {
     {"aten::where.self", translate_where_self},
     {"aten::zeros.default", translate_zeros},
     {"aten::zeros_like.default", translate_zeros_like},
+    {"torch.sym_max", translate_sym_max},
+    {"torch.sym_min", translate_sym_min},
+    {"transformers::grouped_mm_fallback.default", translate_grouped_mm_fallback},
 };
 
 }  // namespace

@@ -9,10 +9,12 @@ target_sources(luminal_core PRIVATE
   translator/indexing.cpp
   translator/linalg.cpp
   translator/meta.cpp
+  translator/moe.cpp
   translator/movement.cpp
   translator/nn.cpp
   translator/reduction.cpp
   translator/registry.cpp
+  translator/sorting.cpp
   translator/sym_expr.cpp
   translator/tensor_ops.cpp
   translator/translate.cpp

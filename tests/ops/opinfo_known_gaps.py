@@ -16,4 +16,14 @@ OP_GAPS: dict[str, str] = {
 }
 
 # (OpInfo full name, dtype name) -> reason: only that dtype is expected to fail.
-DTYPE_GAPS: dict[tuple[str, str], str] = {}
+# topk and sort: their samples repeat values, and among equal values torch's CPU kernels pick an
+# unspecified order (topk: nth_element; sort: stable only up to 16 elements), while luminal always
+# gives a stable sort's (lower index first). Values match; only such indices differ. Tested
+# instead in test_sorting.py: exact on inputs without ties and on stable sorts.
+_TIES = "indices among equal values: torch's CPU order is unspecified, luminal's is the stable order"
+DTYPE_GAPS: dict[tuple[str, str], str] = {
+    ("sort", "bfloat16"): _TIES,
+    ("sort", "bool"): _TIES,
+    ("topk", "bfloat16"): _TIES,
+    ("topk", "int64"): _TIES,
+}

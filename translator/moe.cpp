@@ -1,0 +1,190 @@
+// Mixture-of-experts ops: histc (tokens per expert) and grouped matmul (each token's rows times
+// its expert's weight). transformers 5's grouped experts (Qwen3-MoE, Mixtral) sort the routed
+// token-expert pairs by expert id, count them per expert with histc, turn the counts into
+// offsets with cumsum, and multiply with grouped_mm: `aten::_grouped_mm` where torch has a kernel,
+// else its own custom op `transformers::grouped_mm_fallback` (a loop of mm over the groups).
+#include <cmath>
+
+#include "common/error.h"
+#include "translator/handlers.h"
+
+namespace luminal::translator {
+
+using ir::DType;
+using ir::Expr;
+using ir::Op;
+
+namespace {
+
+Tensor scalar_constant(TranslationContext& cx, double value, DType dtype) {
+  return constant(cx, ir::Scalar::of_float(value), dtype);
+}
+
+// Row r of a matrix grouped by `offs` (ascending ends of the groups) belongs to group
+// #{g : offs[g] <= r}. Rows at or past offs[-1] belong to no group; their group id is clamped
+// to the last group so that every weight read stays in bounds whatever offs holds, and
+// `in_group` tells them apart (upstream luminal needed the same clamp: the all-ones offs of its
+// profiler's dummy inputs pushed ids to G).
+struct RowGroups {
+  Tensor group;     // i64 [rows], in [0, G)
+  Tensor in_group;  // bool [rows]
+};
+
+RowGroups row_groups(TranslationContext& cx, const Expr& rows, const Tensor& offs_arg, const std::string& op) {
+  USER_CHECK(offs_arg.rank() == 1) << op << ": offs must be 1-d, got shape " << shape_to_string(offs_arg.shape());
+  USER_CHECK(ir::is_integral(offs_arg.dtype) && !ir::is_bool(offs_arg.dtype))
+      << op << ": offs must be an integer tensor, got " << ir::dtype_name(offs_arg.dtype);
+  Tensor offs = cast(cx, offs_arg, DType::I64);
+  const Expr groups = offs.shape()[0];
+  USER_CHECK(!(groups.is_constant() && groups.constant_value() == 0)) << op << ": offs is empty (no groups)";
+  Tensor r = unsqueeze(iota(cx, rows, DType::I64), 1);                          // [rows, 1]
+  Tensor ended = cast(cx, binary(cx, Op::Le, unsqueeze(offs, 0), r), DType::I64);  // [rows, G]
+  Tensor group = reduce(cx, Op::SumReduce, ended, {1}, /*keepdim=*/false);
+  Tensor group_count = size_value(cx, groups, DType::I64);
+  Tensor last_group = binary(cx, Op::Sub, group_count, constant(cx, ir::Scalar::of_int(1), DType::I64));
+  Tensor in_group = binary(cx, Op::Lt, group, group_count);
+  return {binary(cx, Op::Min, group, last_group), in_group};
+}
+
+// input [S, K] x weight [G, K, N] grouped along S by offs -> [S, N]. Gather-then-matmul: each
+// row reads only its own expert's [K, N] slice (in the weight's dtype, never a cast copy of all
+// experts: upstream luminal's first version cast every expert's weights to f32 and ran out of
+// memory on Qwen3-30B-A3B), then a batched [1, K] x [K, N] product per row. offs stays a
+// runtime tensor, so one compile serves every routing. Rows past offs[-1] are zero (the
+// fallback's zero-filled output; torch's kernel leaves them unwritten).
+Tensor grouped_rows_matmul(TranslationContext& cx, const Tensor& input, const Tensor& weight, const Tensor& offs,
+                           const std::string& op) {
+  const Expr rows = input.shape()[0];
+  USER_CHECK(offs.rank() == 1 && (offs.shape()[0] == weight.shape()[0] ||
+                                  !(offs.shape()[0].is_constant() && weight.shape()[0].is_constant())))
+      << op << ": offs of shape " << shape_to_string(offs.shape()) << " for " << weight.shape()[0].to_string()
+      << " groups";
+  RowGroups groups = row_groups(cx, rows, offs, op);
+  const Expr k = weight.shape()[1], n = weight.shape()[2];
+  Tensor index = expand(unsqueeze(unsqueeze(groups.group, 1), 2), {rows, k, n});
+  Tensor expert_weights = gather(cx, weight, 0, index);                       // [S, K, N]
+  Tensor product = matmul(cx, unsqueeze(input, 1), expert_weights);           // [S, 1, N]
+  Tensor out = squeeze(product, 1);
+  Tensor zero = constant(cx, ir::Scalar::of_int(0), out.dtype);
+  return where(cx, unsqueeze(groups.in_group, 1), out, zero);
+}
+
+void check_same_dtype(const Tensor& a, const Tensor& b, const std::string& op) {
+  USER_CHECK(a.dtype == b.dtype) << op << ": operands of dtypes " << ir::dtype_name(a.dtype) << " and "
+                                 << ir::dtype_name(b.dtype);
+}
+
+void check_inner_dims(const Expr& a, const Expr& b, const std::string& op, const Tensor& x, const Tensor& w) {
+  USER_CHECK(a == b || !(a.is_constant() && b.is_constant()))
+      << op << ": shapes " << shape_to_string(x.shape()) << " and " << shape_to_string(w.shape())
+      << " cannot be multiplied";
+}
+
+}  // namespace
+
+// histc(self, bins=100, min=0, max=0): counts of the elements of any rank in `bins` equal-width
+// bins over [min, max], in self's dtype. As torch's CPU kernel: min == max means the data's own
+// min and max (widened by 1 each way when they are equal too); an element x lands in bin
+// trunc((x - min) * bins / (max - min)) computed in self's dtype (so f16/bf16 round where torch
+// rounds), the last bin includes its right edge, and elements outside [min, max] (NaN among
+// them) are not counted. torch rejects a data range that is not finite at run time; here such
+// data gives meaningless counts.
+void translate_histc(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor self = args.tensor("self");
+  USER_CHECK(ir::is_floating(self.dtype)) << "histc of a " << ir::dtype_name(self.dtype)
+                                          << " tensor: torch supports floating inputs only";
+  const DType dt = self.dtype;
+  const int64_t bins = args.integer("bins");
+  USER_CHECK(bins > 0) << "histc: bins must be > 0, got " << bins;
+  const double min = args.floating("min"), max = args.floating("max");
+  Tensor flat = reshape(cx, self, {Expr(int64_t{-1})});
+  const Expr count = flat.shape()[0];
+  const bool empty = count.is_constant() && count.constant_value() == 0;
+  Tensor lo, hi;
+  if (min != max || empty) {
+    double l = min, h = max;
+    if (l == h) l -= 1, h += 1;
+    USER_CHECK(std::isfinite(l) && std::isfinite(h)) << "histc: range [" << l << ", " << h << "] is not finite";
+    USER_CHECK(l < h) << "histc: max must be larger than min, got min " << min << " and max " << max;
+    lo = scalar_constant(cx, l, dt);
+    hi = scalar_constant(cx, h, dt);
+  } else {
+    lo = reduce(cx, Op::MinReduce, flat, {0}, /*keepdim=*/false);
+    hi = reduce(cx, Op::MaxReduce, flat, {0}, /*keepdim=*/false);
+    Tensor same = binary(cx, Op::Eq, lo, hi);
+    Tensor one = scalar_constant(cx, 1.0, dt);
+    lo = where(cx, same, binary(cx, Op::Sub, lo, one), lo);
+    hi = where(cx, same, binary(cx, Op::Add, hi, one), hi);
+  }
+  Tensor inside = binary(cx, Op::And, binary(cx, Op::Le, lo, flat), binary(cx, Op::Le, flat, hi));
+  Tensor bin_count = scalar_constant(cx, static_cast<double>(bins), dt);
+  Tensor scaled = binary(cx, Op::Mul, binary(cx, Op::Sub, flat, lo), bin_count);
+  Tensor position = cast(cx, binary(cx, Op::Div, scaled, binary(cx, Op::Sub, hi, lo)), DType::I64);
+  // x == max lands at `bins`: the last bin includes its right edge.
+  position = binary(cx, Op::Min, position, constant(cx, ir::Scalar::of_int(bins - 1), DType::I64));
+  Tensor bin = unsqueeze(iota(cx, Expr(bins), DType::I64), 0);                              // [1, bins]
+  Tensor hit = binary(cx, Op::And, unsqueeze(inside, 1), binary(cx, Op::Eq, unsqueeze(position, 1), bin));  // [N, bins]
+  Tensor counts = reduce(cx, Op::SumReduce, cast(cx, hit, compute_dtype(dt)), {0}, /*keepdim=*/false);
+  args.set_output(0, cast(cx, counts, dt));
+}
+
+// transformers::grouped_mm_fallback(input [S, K], weight [G, K, N], offs [G]) -> [S, N].
+void translate_grouped_mm_fallback(NodeArgs& args) {
+  const std::string op = "grouped_mm_fallback";
+  Tensor input = args.tensor("input"), weight = args.tensor("weight"), offs = args.tensor("offs");
+  USER_CHECK(input.rank() == 2 && weight.rank() == 3)
+      << op << ": expects input [S, K] and weight [G, K, N], got " << shape_to_string(input.shape()) << " and "
+      << shape_to_string(weight.shape());
+  check_same_dtype(input, weight, op);
+  check_inner_dims(input.shape()[1], weight.shape()[1], op, input, weight);
+  args.set_output(0, grouped_rows_matmul(args.cx(), input, weight, offs, op));
+}
+
+// _grouped_mm(self, mat2, offs=None, bias=None, out_dtype=None). The forms:
+//   [S, K] x [G, K, N] with offs: rows grouped (MoE experts) -> [S, N];
+//   [G, M, K] x [G, K, N] without offs: a batched matmul -> [G, M, N];
+//   [M, K] x [K, N] with offs: K grouped (weight gradients) -> [G, M, N];
+//   [G, M, K] x [K, N] with offs: columns of mat2 grouped -> [M, N].
+// Where offs leaves rows, columns or K positions in no group, the result there is zero (torch's
+// kernel leaves it unwritten). torch has no bias yet and requires out_dtype == the operands'.
+void translate_grouped_mm(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  const std::string op = "_grouped_mm";
+  Tensor a = args.tensor("self"), b = args.tensor("mat2");
+  check_same_dtype(a, b, op);
+  UNSUPPORTED_CHECK(args.is_none("bias")) << op << " with a bias";
+  const DType out_dtype = args.dtype("out_dtype").value_or(a.dtype);
+  USER_CHECK(out_dtype == a.dtype) << op << ": out_dtype " << ir::dtype_name(out_dtype) << " differs from the "
+                                   << "operands' " << ir::dtype_name(a.dtype) << " (torch requires them equal)";
+  std::optional<Tensor> offs = args.optional_tensor("offs");
+  USER_CHECK((a.rank() == 2 || a.rank() == 3) && (b.rank() == 2 || b.rank() == 3))
+      << op << ": operands must be 2-d or 3-d, got " << shape_to_string(a.shape()) << " and "
+      << shape_to_string(b.shape());
+  check_inner_dims(a.shape().back(), b.shape()[b.rank() - 2], op, a, b);
+  if (a.rank() == 3 && b.rank() == 3) {
+    USER_CHECK(!offs.has_value()) << op << ": offs given for two 3-d operands";
+    return args.set_output(0, matmul(cx, a, b));
+  }
+  USER_CHECK(offs.has_value()) << op << ": a 2-d operand needs offs";
+  if (a.rank() == 2 && b.rank() == 3) return args.set_output(0, grouped_rows_matmul(cx, a, b, *offs, op));
+  if (a.rank() == 2 && b.rank() == 2) {
+    // Group g multiplies the K slice [offs[g-1], offs[g]): mask the other columns of a per group.
+    RowGroups k_groups = row_groups(cx, a.shape()[1], *offs, op);
+    Tensor g = unsqueeze(iota(cx, offs->shape()[0], DType::I64), 1);                // [G, 1]
+    Tensor mine = binary(cx, Op::And, binary(cx, Op::Eq, unsqueeze(k_groups.group, 0), g),
+                         unsqueeze(k_groups.in_group, 0));                          // [G, K]
+    Tensor masked = where(cx, unsqueeze(mine, 1), unsqueeze(a, 0), constant(cx, ir::Scalar::of_int(0), a.dtype));
+    return args.set_output(0, matmul(cx, masked, b));                               // [G, M, N]
+  }
+  // a [G, M, K] x b [K, N]: column j of the result uses a[group of j].
+  RowGroups n_groups = row_groups(cx, b.shape()[1], *offs, op);
+  Tensor all = matmul(cx, a, b);                                                    // [G, M, N]
+  const Expr m = a.shape()[1], n = b.shape()[1];
+  Tensor index = expand(unsqueeze(unsqueeze(n_groups.group, 0), 0), {Expr(int64_t{1}), m, n});
+  Tensor picked = squeeze(gather(cx, all, 0, index), 0);                            // [M, N]
+  Tensor zero = constant(cx, ir::Scalar::of_int(0), picked.dtype);
+  args.set_output(0, where(cx, unsqueeze(n_groups.in_group, 0), picked, zero));
+}
+
+}  // namespace luminal::translator
