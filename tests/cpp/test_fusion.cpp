@@ -5,6 +5,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -249,6 +250,19 @@ TEST(Fusion, HalfGemmWidensTheWeightInStorageOrder) {
   std::mt19937 rng(12);
   HostTensor weight = random_tensor(DType::BF16, {48, 64}, rng);
   expect_matches_reference(b.graph, {random_tensor(DType::BF16, {5, 64}, rng)}, "bf16 gemm", -1, {{"w", weight.ref()}});
+}
+
+TEST(Fusion, ExpOfMinusInfinityStaysOnTheVectorPath) {
+  // A causal softmax exponentiates -inf for every masked score; the kernel calls lm_expf, whose
+  // -inf lanes never reach libmvec's scalar fallback, and the values match the reference.
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {4, 37});
+  b.output(b.unary(Op::Exp, x));
+  EXPECT_NE(only_kernel_source(b.graph).find("lm_expf("), std::string::npos);
+  const float specials[] = {-INFINITY, -1e30f, -104.5f, -103.9f, -90.f, -87.4f, -87.f, -1.f, 0.f, 3.f, 88.7f, INFINITY, NAN};
+  std::vector<float> values(4 * 37);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = specials[i % 13];
+  expect_matches_reference(b.graph, {HostTensor::of(DType::F32, {4, 37}, values)}, "exp specials");
 }
 
 ir::Graph cache_test_graph() {

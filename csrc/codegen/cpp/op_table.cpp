@@ -140,7 +140,7 @@ std::string CppOpTable::op(Op op, DType in, DType out, const std::vector<std::st
       break;
     case Op::Recip: if (!fl) return unsupported(); e = single ? "(1.0f / " + a[0] + ")" : "(1.0 / " + a[0] + ")"; break;
     case Op::Sqrt: if (!fl) return unsupported(); e = call(single ? "__builtin_sqrtf" : "__builtin_sqrt", a); break;
-    case Op::Exp: if (!fl) return unsupported(); e = fn("exp"); break;
+    case Op::Exp: if (!fl) return unsupported(); e = call(single ? "lm_expf" : "exp", a); break;
     case Op::Log: if (!fl) return unsupported(); e = fn("log"); break;
     case Op::Sin: if (!fl) return unsupported(); e = fn("sin"); break;
     case Op::Cos: if (!fl) return unsupported(); e = fn("cos"); break;

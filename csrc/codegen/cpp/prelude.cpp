@@ -77,7 +77,22 @@ inline int64_t lm_ipow(int64_t base, int64_t exponent) {
 // torch.maximum / minimum propagate NaN.
 template <class T> inline T lm_fmax(T a, T b) { return (a != a || b != b) ? a + b : (a < b ? b : a); }
 template <class T> inline T lm_fmin(T a, T b) { return (a != a || b != b) ? a + b : (b < a ? b : a); }
-inline float lm_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+// expf on libmvec's vector path for -inf: a lane below ln(FLT_MIN) ~ -87.34 sends the whole
+// vector to a scalar fallback 15x slower per element, and every masked score of a causal
+// softmax is -inf. Below -104 expf is exactly 0, so those lanes compute expf(0) and select 0.
+// The lanes' input goes through bit operations because GCC splits a select feeding the call
+// into two calls, one of them on the raw input.
+inline float lm_expf(float x) {
+  const bool vanish = x < -104.0f;
+  uint32_t bits;
+  __builtin_memcpy(&bits, &x, sizeof bits);
+  bits &= vanish ? 0u : ~0u;
+  float y;
+  __builtin_memcpy(&y, &bits, sizeof y);
+  const float e = expf(y);
+  return vanish ? 0.0f : e;
+}
+inline float lm_sigmoid(float x) { return 1.0f / (1.0f + lm_expf(-x)); }
 inline double lm_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 // Python floor division and modulo, for symbolic index expressions.
 inline int64_t lm_floordiv(int64_t a, int64_t b) {
