@@ -1,5 +1,6 @@
 # Sources of csrc/runtime, sorted.
 target_sources(luminal_core PRIVATE
+  csrc/runtime/buffer_layout.cpp
   csrc/runtime/cpu_factory.cpp
   csrc/runtime/reference/constant_iota.cpp
   csrc/runtime/reference/elementwise.cpp

@@ -7,6 +7,7 @@
 #include "codegen/cpp/emit.h"
 #include "common/error.h"
 #include "ir/bind_symbols.h"
+#include "runtime/buffer_layout.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/memory_plan.h"
 
@@ -18,35 +19,6 @@ constexpr size_t kAlignment = 64;
 // Below this many elements per call a kernel runs on the calling thread: waking a worker costs
 // more than it saves.
 constexpr int64_t kParallelThreshold = 32768;
-
-std::string sizes_text(const std::vector<int64_t>& sizes) {
-  std::string text = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
-  return text + "]";
-}
-
-int64_t element_count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return n;
-}
-
-bool is_dense(const BufferRef& buffer) {
-  int64_t expected = 1;
-  for (size_t d = buffer.sizes.size(); d > 0; --d) {
-    if (buffer.sizes[d - 1] != 1 && buffer.strides[d - 1] != expected) return element_count(buffer.sizes) == 0;
-    expected *= buffer.sizes[d - 1];
-  }
-  return true;
-}
-
-void check_buffer(const char* kind, const std::string& name, const BufferRef& buffer, ir::DType dtype) {
-  USER_CHECK(buffer.dtype == dtype) << kind << " '" << name << "' is " << ir::dtype_name(buffer.dtype)
-                                    << " but the compiled graph expects " << ir::dtype_name(dtype);
-  USER_CHECK(buffer.strides.size() == buffer.sizes.size())
-      << kind << " '" << name << "' has " << buffer.sizes.size() << " sizes but " << buffer.strides.size() << " strides";
-  USER_CHECK(buffer.data != nullptr || element_count(buffer.sizes) == 0) << kind << " '" << name << "' has no data";
-}
 
 // Copies `count` elements addressed by (shape, strides, offset) from src to a contiguous dst.
 void strided_copy(const std::byte* src, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
@@ -69,22 +41,6 @@ void strided_copy(const std::byte* src, const std::vector<int64_t>& shape, const
       index[d] = 0;
     }
   }
-}
-
-bool overlaps(const void* a, int64_t a_bytes, const void* b, int64_t b_bytes) {
-  const auto x = reinterpret_cast<uintptr_t>(a);
-  const auto y = reinterpret_cast<uintptr_t>(b);
-  return a_bytes > 0 && b_bytes > 0 && x < y + static_cast<uintptr_t>(b_bytes) && y < x + static_cast<uintptr_t>(a_bytes);
-}
-
-int64_t buffer_bytes(const BufferRef& b) {
-  // The span a strided buffer covers, in bytes.
-  int64_t hi = 1;
-  for (size_t d = 0; d < b.sizes.size(); ++d) {
-    if (b.sizes[d] == 0) return 0;
-    hi += (b.sizes[d] - 1) * std::abs(b.strides[d]);
-  }
-  return hi * static_cast<int64_t>(ir::dtype_size(b.dtype));
 }
 
 struct KernelTask {
@@ -112,13 +68,48 @@ void run_kernel_chunk(void* context, int64_t begin, int64_t end) {
 
 }  // namespace
 
+// Steps run in program order, so a reader of the old value scheduled before the Scatter is
+// harmless however the graph numbers the two.
+std::vector<InPlaceScatter> in_place_scatters(const Program& program) {
+  const ir::Graph& graph = program.graph;
+  std::vector<InPlaceScatter> found;
+  for (int s = 0; s < static_cast<int>(program.steps.size()); ++s) {
+    const Step& step = program.steps[s];
+    if (step.scatter < 0) continue;
+    const ir::Node& node = graph.node(step.scatter);
+    const ir::NodeId data = node.inputs[0].node;
+    const int data_slot = program.slot_of_node[data];
+    if (!node.inputs[0].view.is_contiguous() || data_slot < 0 || program.slots[data_slot].kind == Slot::Kind::Arena)
+      continue;
+    bool old_value_read_later = step.slots[2] == data_slot || step.slots[3] == data_slot;
+    for (size_t later = s + 1; later < program.steps.size() && !old_value_read_later; ++later) {
+      const std::vector<int>& slots = program.steps[later].slots;
+      old_value_read_later = std::find(slots.begin(), slots.end(), data_slot) != slots.end();
+    }
+    int output = -1;
+    for (size_t k = 0; k < program.outputs.size(); ++k) {
+      const ir::TensorRef& ref = program.outputs[k].ref;
+      if (ref.node == data) old_value_read_later = true;
+      if (output < 0 && ref.node == step.scatter && ref.view.is_contiguous()) output = static_cast<int>(k);
+    }
+    if (old_value_read_later || output < 0) continue;
+    found.push_back({output, data_slot, step.slots[0]});
+  }
+  return found;
+}
+
 struct CpuExecutable::CallPlan {
   MemoryPlan memory;
-  std::vector<int64_t> slot_bytes;
+  // The arena when every in-place Scatter writes into the caller's buffer: their results take
+  // no arena space (a decode step's caches would otherwise be reserved twice over).
+  MemoryPlan memory_in_place;
   std::vector<std::vector<int64_t>> step_symbols;
   std::vector<int64_t> step_items;
   std::vector<bool> step_parallel;
   std::vector<StridedLayout> gemm_a, gemm_b;
+  // Scatter steps updating a caller's buffer: the bytes of the copy of that buffer (none when
+  // in place) and of the elements written.
+  std::vector<int64_t> scatter_copy_bytes, scatter_write_bytes;
   std::vector<std::vector<int64_t>> output_shapes;
   std::vector<StridedLayout> output_layouts;  // the output's view of its node's buffer
 };
@@ -147,13 +138,9 @@ CpuExecutable::CpuExecutable(Program program, std::map<std::string, BufferRef> w
     auto it = weights_.find(node.name);
     USER_CHECK(it != weights_.end()) << "node %" << slot.node << " Weight '" << node.name
                                      << "': no buffer is bound to this weight";
-    check_buffer("weight", node.name, it->second, node.dtype);
-    if (ir::is_static(node.shape)) {
-      const std::vector<int64_t> expected = ir::evaluate_shape(node.shape, {});
-      USER_CHECK(it->second.sizes == expected) << "weight '" << node.name << "' has shape " << sizes_text(it->second.sizes)
-                                               << " but the compiled graph expects " << sizes_text(expected);
-    }
+    check_weight(node, it->second);
   }
+  in_place_ = in_place_scatters(program_);
 }
 
 CpuExecutable::~CpuExecutable() = default;
@@ -172,12 +159,7 @@ void CpuExecutable::rebind_weight(const std::string& name, const BufferRef& buff
   for (ir::NodeId id : program_.graph.weight_nodes()) {
     const ir::Node& node = program_.graph.node(id);
     if (node.name != name) continue;
-    check_buffer("weight", name, buffer, node.dtype);
-    if (ir::is_static(node.shape)) {
-      USER_CHECK(buffer.sizes == ir::evaluate_shape(node.shape, {}))
-          << "weight '" << name << "' has shape " << sizes_text(buffer.sizes) << " but the compiled graph expects "
-          << ir::shape_to_string(node.shape);
-    }
+    check_weight(node, buffer);
     found = true;
   }
   USER_CHECK(found) << "the compiled graph has no weight named '" << name << "'";
@@ -196,18 +178,28 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::plan_for(const ir:
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
   }
+  const ir::Graph& graph = program_.graph;
   auto plan = std::make_shared<CallPlan>();
   std::vector<MemoryRequest> requests;
   for (const Slot& slot : program_.slots) {
-    const int64_t bytes = slot.kind == Slot::Kind::Arena ? slot.bytes.evaluate(bindings) : 0;
-    plan->slot_bytes.push_back(bytes);
-    requests.push_back(MemoryRequest{slot.kind == Slot::Kind::Arena ? bytes : -1, slot.first_step, slot.last_step});
+    const int64_t bytes = slot.kind == Slot::Kind::Arena ? slot.bytes.evaluate(bindings) : -1;
+    requests.push_back(MemoryRequest{bytes, slot.first_step, slot.last_step});
   }
   plan->memory = plan_memory(requests, kAlignment);
+  for (const InPlaceScatter& scatter : in_place_) requests[scatter.out_slot].bytes = -1;
+  plan->memory_in_place = in_place_.empty() ? plan->memory : plan_memory(requests, kAlignment);
   for (const Step& step : program_.steps) {
     std::vector<int64_t> values;
     for (const std::string& s : step.symbols) values.push_back(bindings.at(s));
     plan->step_symbols.push_back(values);
+    int64_t copy_bytes = 0, write_bytes = 0;
+    if (step.scatter >= 0 && program_.slots[step.slots[1]].kind != Slot::Kind::Arena) {
+      const ir::Node& node = graph.node(step.scatter);
+      copy_bytes = byte_count(ir::evaluate_shape(node.shape, bindings), node.dtype);
+      write_bytes = byte_count(ir::evaluate_shape(node.inputs[1].view.shape(), bindings), node.dtype);
+    }
+    plan->scatter_copy_bytes.push_back(copy_bytes);
+    plan->scatter_write_bytes.push_back(write_bytes);
     if (step.kind == Step::Kind::Kernel) {
       const int64_t items = step.items.evaluate(bindings);
       plan->step_items.push_back(items);
@@ -264,28 +256,20 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
   const ir::SymbolBindings bindings = ir::bind_symbols(graph, input_sizes);
   const std::shared_ptr<const CallPlan> plan = plan_for(bindings);
 
-  USER_CHECK(outputs.size() == program_.outputs.size())
-      << "the compiled graph has " << program_.outputs.size() << " outputs but " << outputs.size() << " were passed";
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    check_buffer("output", std::to_string(k), outputs[k], graph.node(program_.outputs[k].ref.node).dtype);
-    USER_CHECK(outputs[k].sizes == plan->output_shapes[k])
-        << "output " << k << " has shape " << sizes_text(outputs[k].sizes) << " but this call produces "
-        << sizes_text(plan->output_shapes[k]);
-    USER_CHECK(is_dense(outputs[k])) << "output " << k << " must be a contiguous buffer";
-  }
+  check_outputs(graph, outputs, plan->output_shapes);
 
-  std::unique_ptr<Arena> arena = take_arena(plan->memory.total_bytes);
-  std::vector<void*>& ptr = arena->pointers;
-  ptr.assign(program_.slots.size(), nullptr);
+  int64_t bytes_copied = 0;
+  std::vector<void*> ptr(program_.slots.size(), nullptr);
+  std::vector<const BufferRef*> caller_buffer(program_.slots.size(), nullptr);  // Input and Weight slots
   std::vector<std::vector<std::byte>> dense_copies;  // non-contiguous caller buffers (rare)
   auto source = [&](const BufferRef& b) -> void* {
     if (is_dense(b)) return b.data;
     const size_t element = ir::dtype_size(b.dtype);
     dense_copies.emplace_back(static_cast<size_t>(element_count(b.sizes)) * element);
     strided_copy(static_cast<const std::byte*>(b.data), b.sizes, b.strides, 0, element, dense_copies.back().data());
+    bytes_copied += static_cast<int64_t>(dense_copies.back().size());
     return dense_copies.back().data();
   };
-  std::vector<const BufferRef*> caller_buffers;
   {
     std::unique_lock<std::mutex> lock(mutex_);  // weights_ may be rebound concurrently
     for (size_t s = 0; s < program_.slots.size(); ++s) {
@@ -293,29 +277,47 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
       const ir::Node& node = graph.node(slot.node);
       if (slot.kind == Slot::Kind::Input) {
         check_buffer("input", node.name, inputs[slot.input_index], node.dtype);
-        ptr[s] = source(inputs[slot.input_index]);
-        caller_buffers.push_back(&inputs[slot.input_index]);
+        caller_buffer[s] = &inputs[slot.input_index];
       } else if (slot.kind == Slot::Kind::Weight) {
         const BufferRef& w = weights_.at(node.name);
-        USER_CHECK(w.sizes == ir::evaluate_shape(node.shape, bindings))
-            << "weight '" << node.name << "' has shape " << sizes_text(w.sizes) << " but this call expects "
-            << ir::shape_to_string(node.shape);
-        ptr[s] = source(w);
-        caller_buffers.push_back(&w);
-      } else {
-        ptr[s] = arena->data + plan->memory.offsets[s];
+        check_weight_shape(node, w, ir::evaluate_shape(node.shape, bindings));
+        caller_buffer[s] = &w;
       }
+      if (caller_buffer[s] != nullptr) ptr[s] = source(*caller_buffer[s]);
     }
   }
-  // Outputs the producing kernel writes in place, when the caller's buffer aliases nothing.
+  // An in-place Scatter writes into output k's buffer when the caller passed exactly the dense
+  // buffer its data operand reads (the cache tensor as its own mutation's output) and that
+  // buffer overlaps no other input, weight or output; otherwise it scatters into the arena.
   std::vector<bool> written_directly(outputs.size(), false);
+  size_t in_place_count = 0;
+  for (const InPlaceScatter& scatter : in_place_) {
+    const BufferRef& destination = outputs[scatter.output];
+    const BufferRef& updated = *caller_buffer[scatter.data_slot];
+    if (ptr[scatter.data_slot] != destination.data || !is_dense(updated) ||
+        byte_count(updated.sizes, updated.dtype) != byte_count(destination.sizes, destination.dtype))
+      continue;
+    bool shared = false;
+    for (size_t s = 0; s < caller_buffer.size() && !shared; ++s)
+      shared = caller_buffer[s] != nullptr && static_cast<int>(s) != scatter.data_slot &&
+               overlaps(*caller_buffer[s], destination);
+    for (size_t j = 0; j < outputs.size() && !shared; ++j)
+      shared = static_cast<int>(j) != scatter.output && overlaps(outputs[j], destination);
+    if (shared) continue;
+    ptr[scatter.out_slot] = destination.data;  // later steps read the updated cache from there
+    written_directly[scatter.output] = true;
+    ++in_place_count;
+  }
+  const MemoryPlan& memory = in_place_count == in_place_.size() ? plan->memory_in_place : plan->memory;
+  std::unique_ptr<Arena> arena = take_arena(memory.total_bytes);
+  for (size_t s = 0; s < program_.slots.size(); ++s)
+    if (ptr[s] == nullptr && memory.offsets[s] >= 0) ptr[s] = arena->data + memory.offsets[s];
+  // Outputs the producing kernel writes in place, when the caller's buffer aliases nothing.
   for (size_t k = 0; k < outputs.size(); ++k) {
-    if (!program_.outputs[k].direct) continue;
-    const int64_t bytes = buffer_bytes(outputs[k]);
+    if (!program_.outputs[k].direct || written_directly[k]) continue;
     bool alias = false;
-    for (const BufferRef* b : caller_buffers) alias = alias || overlaps(outputs[k].data, bytes, b->data, buffer_bytes(*b));
-    for (size_t j = 0; j < outputs.size(); ++j)
-      if (j != k) alias = alias || overlaps(outputs[k].data, bytes, outputs[j].data, buffer_bytes(outputs[j]));
+    for (const BufferRef* b : caller_buffer) alias = alias || (b != nullptr && overlaps(outputs[k], *b));
+    for (size_t j = 0; j < outputs.size(); ++j) alias = alias || (j != k && overlaps(outputs[k], outputs[j]));
     if (alias) continue;
     ptr[program_.slot_of_node[program_.outputs[k].ref.node]] = outputs[k].data;
     written_directly[k] = true;
@@ -327,6 +329,9 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
       blas_matmul(step.dtype, ptr[step.slots[0]], plan->gemm_a[s], ptr[step.slots[1]], plan->gemm_b[s], ptr[step.slots[2]]);
       continue;
     }
+    // A Scatter copies its data into its result first, unless they are one buffer (in place).
+    if (step.scatter >= 0 && ptr[step.slots[0]] != ptr[step.slots[1]]) bytes_copied += plan->scatter_copy_bytes[s];
+    bytes_copied += plan->scatter_write_bytes[s];
     std::vector<void*>& params = arena->params;
     params.clear();
     for (int slot : step.slots) params.push_back(ptr[slot]);
@@ -356,7 +361,8 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
   }
 
   // Copy the remaining outputs. A source that is caller memory (an input returned as is) may be
-  // overwritten by another output: snapshot such sources first.
+  // overwritten by another output: snapshot such sources first. Outputs already written are
+  // not written again, so they clobber nothing.
   std::vector<const void*> sources(outputs.size(), nullptr);
   std::vector<std::vector<std::byte>> snapshots;
   for (size_t k = 0; k < outputs.size(); ++k) {
@@ -365,12 +371,12 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
     const int slot = program_.slot_of_node[node];
     sources[k] = ptr[slot];
     if (program_.slots[slot].kind == Slot::Kind::Arena) continue;
-    const int64_t bytes = element_count(ir::evaluate_shape(graph.node(node).shape, bindings)) *
-                          static_cast<int64_t>(ir::dtype_size(graph.node(node).dtype));
-    for (const BufferRef& destination : outputs) {
-      if (!overlaps(sources[k], bytes, destination.data, buffer_bytes(destination))) continue;
+    const int64_t bytes = byte_count(ir::evaluate_shape(graph.node(node).shape, bindings), graph.node(node).dtype);
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      if (written_directly[j] || !overlaps(sources[k], bytes, outputs[j].data, span_bytes(outputs[j]))) continue;
       snapshots.emplace_back(static_cast<size_t>(bytes));
       std::memcpy(snapshots.back().data(), sources[k], static_cast<size_t>(bytes));
+      bytes_copied += bytes;
       sources[k] = snapshots.back().data();
       break;
     }
@@ -380,8 +386,10 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
     const StridedLayout& l = plan->output_layouts[k];
     strided_copy(static_cast<const std::byte*>(sources[k]), l.shape, l.strides, l.offset,
                  ir::dtype_size(outputs[k].dtype), static_cast<std::byte*>(outputs[k].data));
+    bytes_copied += byte_count(outputs[k].sizes, outputs[k].dtype);
   }
   give_back(std::move(arena));
+  last_bytes_copied_.store(bytes_copied);
 }
 
 }  // namespace luminal::runtime::cpu

@@ -3,8 +3,14 @@
 // Per distinct set of symbol values a CallPlan is computed once (buffer offsets from liveness,
 // kernel symbol arguments, work sizes) and cached; arenas are pooled, so a steady-state call
 // (a decode step) allocates no tensor memory. Concurrent run() calls each take their own arena.
+//
+// A KV-cache update is written in place: a Scatter whose data is a caller's input, whose result
+// is returned as that input's mutation, and whose old value no later step reads, writes the new
+// rows straight into the caller's buffer when the caller passes that buffer as the output. Only
+// the rows are written; the cache is never copied.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,6 +23,19 @@
 
 namespace luminal::runtime::cpu {
 
+// A Scatter step that may write into the caller's buffer it updates (StaticCache's index_copy_
+// of the new K/V rows); whether it does is decided per run, from the buffers passed.
+struct InPlaceScatter {
+  int output = -1;     // the graph output returning its result
+  int data_slot = -1;  // the Input or Weight slot it updates
+  int out_slot = -1;   // its result's slot
+};
+
+// The Scatter steps of `program` that may update a caller's buffer in place: the data operand
+// is a whole Input or Weight read contiguously, the result is returned contiguously as a graph
+// output, and no step after it, no other operand of it and no graph output reads the old value.
+std::vector<InPlaceScatter> in_place_scatters(const Program& program);
+
 class CpuExecutable final : public Executable {
  public:
   CpuExecutable(Program program, std::map<std::string, BufferRef> weights, int threads);
@@ -25,6 +44,7 @@ class CpuExecutable final : public Executable {
   std::vector<std::vector<int64_t>> output_shapes(const std::vector<BufferRef>& inputs) const override;
   void run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs) const override;
   void rebind_weight(const std::string& name, const BufferRef& buffer) override;
+  RunStats last_run_stats() const override { return RunStats{last_bytes_copied_.load()}; }
 
   const Program& program() const { return program_; }
 
@@ -38,11 +58,12 @@ class CpuExecutable final : public Executable {
 
   Program program_;
   std::map<std::string, BufferRef> weights_;
-  std::vector<ir::NodeId> weight_slot_nodes_;
+  std::vector<InPlaceScatter> in_place_;
   mutable ThreadPool pool_;
   mutable std::mutex mutex_;  // guards plans_ and arenas_
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const CallPlan>> plans_;
   mutable std::vector<std::unique_ptr<Arena>> arenas_;
+  mutable std::atomic<int64_t> last_bytes_copied_{0};
 };
 
 }  // namespace luminal::runtime::cpu

@@ -31,6 +31,8 @@ struct Step {
   std::vector<std::string> symbols;  // the kernel's symbol arguments, in order
   ir::Expr items;                    // parallel work items
   ir::Expr work_per_item;            // elements per item, to decide whether threads pay
+  // A scatter kernel (params: out, data, index, src): the Scatter node it computes; else -1.
+  ir::NodeId scatter = -1;
   // Gemm: out = a x b, f32/f64
   ir::DType dtype = ir::DType::F32;
   ir::View a, b;

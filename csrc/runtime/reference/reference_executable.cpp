@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "ir/bind_symbols.h"
+#include "runtime/buffer_layout.h"
 #include "runtime/reference/aligned_buffer.h"
 #include "runtime/reference/strided.h"
 
@@ -33,43 +34,6 @@ std::string describe(ir::NodeId id, const ir::Node& node) {
   return text;
 }
 
-std::string sizes_text(const std::vector<int64_t>& sizes) {
-  std::string text = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
-  return text + "]";
-}
-
-int64_t byte_count(const std::vector<int64_t>& shape, ir::DType dtype) {
-  return element_count(shape) * static_cast<int64_t>(ir::dtype_size(dtype));
-}
-
-// A caller's buffer as the interpreter needs it: its dtype and layout agree with the node.
-void check_buffer(const char* kind, const std::string& name, const BufferRef& buffer, ir::DType dtype) {
-  USER_CHECK(buffer.dtype == dtype) << kind << " '" << name << "' is " << ir::dtype_name(buffer.dtype)
-                                    << " but the compiled graph expects " << ir::dtype_name(dtype);
-  USER_CHECK(buffer.strides.size() == buffer.sizes.size())
-      << kind << " '" << name << "' has " << buffer.sizes.size() << " sizes but " << buffer.strides.size() << " strides";
-  USER_CHECK(buffer.data != nullptr || element_count(buffer.sizes) == 0) << kind << " '" << name << "' has no data";
-}
-
-void check_weight(const ir::Node& node, const BufferRef& buffer) {
-  check_buffer("weight", node.name, buffer, node.dtype);
-  if (!ir::is_static(node.shape)) return;  // a symbolic weight shape is checked per run
-  const std::vector<int64_t> expected = ir::evaluate_shape(node.shape, {});
-  USER_CHECK(buffer.sizes == expected) << "weight '" << node.name << "' has shape " << sizes_text(buffer.sizes)
-                                       << " but the compiled graph expects " << sizes_text(expected);
-}
-
-// Row-major and dense, ignoring the strides of size-1 dims (which never advance).
-bool is_dense(const BufferRef& buffer) {
-  int64_t expected = 1;
-  for (size_t d = buffer.sizes.size(); d > 0; --d) {
-    if (buffer.sizes[d - 1] != 1 && buffer.strides[d - 1] != expected) return element_count(buffer.sizes) == 0;
-    expected *= buffer.sizes[d - 1];
-  }
-  return true;
-}
-
 // Nodes read their producers as contiguous buffers, so a strided caller buffer is copied once.
 const std::byte* contiguous_source(const BufferRef& buffer, AlignedBuffer& owned) {
   const auto* data = static_cast<const std::byte*>(buffer.data);
@@ -78,28 +42,6 @@ const std::byte* contiguous_source(const BufferRef& buffer, AlignedBuffer& owned
   owned = AlignedBuffer(static_cast<size_t>(element_count(buffer.sizes)) * element_size);
   copy_to_contiguous(data, Layout{buffer.sizes, buffer.strides, 0}, element_size, owned.data());
   return owned.data();
-}
-
-// The caller's output buffers: contiguous, of the dtypes and shapes this call produces.
-void check_outputs(const ir::Graph& graph, const std::vector<BufferRef>& outputs, const ir::SymbolBindings& bindings) {
-  USER_CHECK(outputs.size() == graph.outputs().size())
-      << "the compiled graph has " << graph.outputs().size() << " outputs but " << outputs.size() << " were passed";
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    const ir::TensorRef& output = graph.outputs()[k];
-    check_buffer("output", std::to_string(k), outputs[k], graph.node(output.node).dtype);
-    const std::vector<int64_t> expected = ir::evaluate_shape(output.view.shape(), bindings);
-    USER_CHECK(outputs[k].sizes == expected)
-        << "output " << k << " has shape " << sizes_text(outputs[k].sizes) << " but this call produces "
-        << sizes_text(expected);
-    USER_CHECK(is_dense(outputs[k])) << "output " << k << " must be a contiguous buffer";
-  }
-}
-
-bool overlaps(const std::byte* a, int64_t a_bytes, const std::byte* b, int64_t b_bytes) {
-  const auto a_begin = reinterpret_cast<uintptr_t>(a);
-  const auto b_begin = reinterpret_cast<uintptr_t>(b);
-  return a_bytes > 0 && b_bytes > 0 && a_begin < b_begin + static_cast<uintptr_t>(b_bytes) &&
-         b_begin < a_begin + static_cast<uintptr_t>(a_bytes);
 }
 
 std::vector<std::vector<int64_t>> input_sizes(const std::vector<BufferRef>& inputs) {
@@ -187,7 +129,10 @@ std::vector<std::vector<int64_t>> ReferenceExecutable::output_shapes(const std::
 void ReferenceExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs) const {
   RunState state(graph_.size());
   bind_sources(inputs, state);
-  check_outputs(graph_, outputs, state.bindings);
+  std::vector<std::vector<int64_t>> produced;
+  for (const ir::TensorRef& output : graph_.outputs())
+    produced.push_back(ir::evaluate_shape(output.view.shape(), state.bindings));
+  check_outputs(graph_, outputs, produced);
   choose_in_place(outputs, state);
   for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(graph_.size()); ++id) {
     if (kernels_[id]) compute_node(id, state);
@@ -252,8 +197,7 @@ void ReferenceExecutable::bind_sources(const std::vector<BufferRef>& inputs, Run
   for (ir::NodeId id : graph_.weight_nodes()) {
     const ir::Node& node = graph_.node(id);
     const BufferRef& weight = weights_.at(node.name);
-    USER_CHECK(weight.sizes == state.shapes[id]) << "weight '" << node.name << "' has shape " << sizes_text(weight.sizes)
-                                                 << " but this call expects " << sizes_text(state.shapes[id]);
+    check_weight_shape(node, weight, state.shapes[id]);
     state.data[id] = contiguous_source(weight, state.owned[id]);
     if (state.owned[id].data() != nullptr) state.bytes_copied += byte_count(weight.sizes, node.dtype);
   }

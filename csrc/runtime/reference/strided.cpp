@@ -18,12 +18,6 @@ Layout contiguous_layout(const std::vector<int64_t>& shape) {
   return layout;
 }
 
-int64_t element_count(const std::vector<int64_t>& shape) {
-  int64_t count = 1;
-  for (int64_t size : shape) count *= size;
-  return count;
-}
-
 bool addresses_within(const Layout& layout, int64_t count) {
   if (element_count(layout.shape) == 0) return true;
   int64_t lowest = layout.offset;

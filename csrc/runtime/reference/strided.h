@@ -13,6 +13,7 @@
 
 #include "ir/expr.h"
 #include "ir/view.h"
+#include "runtime/buffer_layout.h"
 
 namespace luminal::runtime::reference {
 
@@ -24,7 +25,6 @@ struct Layout {
 
 Layout evaluate_layout(const ir::View& view, const ir::SymbolBindings& bindings);
 Layout contiguous_layout(const std::vector<int64_t>& shape);
-int64_t element_count(const std::vector<int64_t>& shape);
 // True when every element the layout addresses lies in [0, count): a malformed view must raise
 // an error, not read outside its producer's buffer.
 bool addresses_within(const Layout& layout, int64_t count);
