@@ -38,6 +38,13 @@ void define_runtime_factory(py::module_& m) {
       },
       "The built-in CPU runtime factory, as a PyCapsule named 'luminal.runtime_factory'.");
   m.def(
+      "reference_factory_capsule",
+      [] {
+        return py::capsule(const_cast<LuminalRuntimeFactory*>(runtime::reference_runtime_factory()),
+                           LUMINAL_RUNTIME_FACTORY_CAPSULE_NAME);
+      },
+      "The reference interpreter (slow, the test oracle), as a runtime factory capsule.");
+  m.def(
       "factory_info",
       [](const py::object& capsule) {
         RuntimeHandle handle = runtime_from_capsule(capsule);

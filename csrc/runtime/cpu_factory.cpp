@@ -1,7 +1,5 @@
 #include "runtime/cpu_factory.h"
 
-#include <cstdlib>
-#include <cstring>
 #include <new>
 
 #include "runtime/cpu/cpu_runtime.h"
@@ -11,14 +9,10 @@ namespace luminal::runtime {
 
 namespace {
 
-// Nothing may unwind across the C ABI: a failure is reported as null.
-// LUMINAL_CPU_RUNTIME=reference switches the "cpu" factory to the interpreter, for bisecting
-// a wrong answer to the generated kernels without touching the model code.
+// Nothing may unwind across the C ABI: a failure is reported as null. The interpreter is its
+// own factory, chosen with options={"runtime": "reference"}, never by the environment.
 void* create_cpu_runtime() noexcept {
   try {
-    const char* choice = std::getenv("LUMINAL_CPU_RUNTIME");
-    if (choice != nullptr && std::strcmp(choice, "reference") == 0)
-      return static_cast<Runtime*>(new reference::ReferenceRuntime());
     return static_cast<Runtime*>(new cpu::CpuRuntime());
   } catch (...) {
     return nullptr;

@@ -14,7 +14,7 @@ from . import _C
 from .compiled_model import BoundProgram, CompiledModel
 from .errors import UserError
 from .export import export_graph, quiet_torch_internals
-from .options import core_options, validate_options
+from .options import check_runtime, core_options, validate_options
 
 log = logging.getLogger("luminal")
 
@@ -35,10 +35,9 @@ def _first_tensor_device(example_inputs: list[Any]) -> torch.device:
 def default_factory(example_inputs: list[Any], runtime: str | None = None) -> Any:
     """The runtime factory capsule for the inputs' device. Never falls back to another device."""
     device = _first_tensor_device(example_inputs)
-    if runtime not in (None, "cpu"):
-        raise UserError(f"unknown luminal runtime {runtime!r}; available: 'cpu'")
+    check_runtime(runtime)
     if device.type == "cpu":
-        return _C.cpu_factory_capsule()
+        return _C.reference_factory_capsule() if runtime == "reference" else _C.cpu_factory_capsule()
     if device.type == "cuda":
         raise UserError(
             "the model's tensors are on CUDA but this luminal build has no CUDA runtime "
@@ -68,6 +67,7 @@ def compile_graph(
             exported.weights,
             {"export_ms": export_ms, "archive_bytes": len(exported.archive)},
             frozenset(exported.size_carrier_positions),
+            exported.sym_outputs,
         )
         stats = program.stats
         log.info(

@@ -24,6 +24,8 @@ class BoundProgram:
     python_stats: dict[str, Any] = field(default_factory=dict)
     # Positions of SymInt arguments passed to the program as an empty [value, 0] tensor.
     size_carrier_positions: frozenset[int] = frozenset()
+    # Symbolic-int outputs, computed in Python from the call's arguments: (position, graph).
+    sym_outputs: list[tuple[int, torch.fx.GraphModule]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.weight_ptrs = {name: t.data_ptr() for name, t in self.weights.items()}
@@ -68,7 +70,12 @@ class CompiledModel:
                 bound.weight_ptrs[name] = tensor.data_ptr()
         carriers = bound.size_carrier_positions
         inputs = [size_carrier(args[p]) if p in carriers else args[p] for p in bound.user_input_positions]
-        return bound.program.run(inputs)
+        outputs = bound.program.run(inputs)
+        if bound.sym_outputs:
+            outputs = list(outputs)
+            for position, scalar_program in bound.sym_outputs:
+                outputs.insert(position, scalar_program(*args))
+        return outputs
 
     @property
     def is_compiled(self) -> bool:
@@ -76,8 +83,9 @@ class CompiledModel:
 
     @property
     def stats(self) -> dict[str, Any]:
-        """Compile time per phase (ms), node and kernel counts, and the ops run through a fallback.
-        Empty until the first call has compiled the model."""
+        """Compile time per phase (ms), node and kernel counts, the ops run through a fallback, the
+        runtime's name and the bytes the last call copied. Empty until the first call has compiled
+        the model."""
         if self._bound is None:
             return {}
         return {**self._bound.python_stats, **self._bound.program.stats}

@@ -32,6 +32,10 @@ class ExportedGraph:
     # each call passes them as the dim 0 of an empty [value, 0] tensor, so the core binds the
     # symbol from an input shape like any other. Also listed in user_input_positions.
     size_carrier_positions: list[int] = field(default_factory=list)
+    # Graph outputs that are symbolic ints (a StaticSlidingWindowLayer's Python-int length after
+    # `+= 1`): (output position, a graph that computes it from the call's arguments). The core
+    # returns tensors only; the compiled callable computes these and puts them back in place.
+    sym_outputs: list[tuple[int, torch.fx.GraphModule]] = field(default_factory=list)
 
 
 @contextlib.contextmanager
@@ -157,6 +161,59 @@ def _internalise(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[E
     return result, user_inputs
 
 
+def _scalar_program(gm: torch.fx.GraphModule, root: torch.fx.Node, position: int) -> torch.fx.GraphModule:
+    """A graph over all of gm's placeholders that computes the symbolic int `root`: only the
+    SymInt arithmetic and size queries it needs, never a tensor op (nor a mutation)."""
+    needed: set[torch.fx.Node] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node in needed:
+            continue
+        needed.add(node)
+        if node.op == "placeholder":
+            continue
+        if node.op != "call_function" or isinstance(node.meta.get("example_value"), torch.Tensor):
+            raise UnsupportedError(
+                f"graph output {position} is a symbolic int computed from tensor values (node {node.name!r}); "
+                "luminal returns symbolic ints only when they follow from the inputs' sizes and ints"
+            )
+        stack.extend(node.all_input_nodes)
+    graph = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            env[node] = graph.placeholder(node.name)
+        elif node in needed:
+            env[node] = graph.node_copy(node, lambda n: env[n])
+    graph.output(env[root])
+    return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+
+def _split_sym_outputs(gm: torch.fx.GraphModule) -> list[tuple[int, torch.fx.GraphModule]]:
+    """Removes the symbolic-int outputs from gm (export and the core take tensors) and returns
+    how to compute each one from the call's arguments."""
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    values = output.args[0]
+    if not isinstance(values, (tuple, list)):
+        return []
+    programs, kept = [], []
+    for position, value in enumerate(values):
+        if isinstance(value, torch.fx.Node) and _is_sym_scalar(value.meta.get("example_value")):
+            programs.append((position, _scalar_program(gm, value, position)))
+        else:
+            kept.append(value)
+    if programs:
+        output.args = (type(values)(kept),)
+        # Drop the SymInt arithmetic nothing reads any more. Not eliminate_dead_code(): it also
+        # drops dynamo's in-place method calls (cache.index_copy_), which have no users either.
+        for node in reversed(list(gm.graph.nodes)):
+            if node.op == "call_function" and not node.users and _is_sym_scalar(node.meta.get("example_value")):
+                gm.graph.erase_node(node)
+        gm.recompile()
+    return programs
+
+
 def _dynamic_shapes(gm: torch.fx.GraphModule) -> tuple[tuple[dict[int, Any], ...]] | None:
     """Dim.AUTO for every dim dynamo made symbolic, so one compile serves all its values.
 
@@ -212,7 +269,9 @@ def export_graph(gm: torch.fx.GraphModule, args: list[Any]) -> ExportedGraph:
 
     `args` are real values for every placeholder (the first call's arguments); `gm` is edited."""
     gm.eval()
+    sym_outputs = _split_sym_outputs(gm)
     exported, user_inputs = _internalise(gm, args)
+    exported.sym_outputs = sym_outputs
     dynamic_shapes = _dynamic_shapes(gm)
     try:
         ep = torch.export.export(gm, tuple(user_inputs), dynamic_shapes=dynamic_shapes, **_export_kwargs())

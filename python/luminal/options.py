@@ -13,10 +13,19 @@ KNOWN_OPTIONS: dict[str, tuple[type, str]] = {
     "fallback": (str, "what an op with no native translation does: 'error'"),
     "debug_dir": (str, "write the IR and compile stats to this directory"),
     "cache_dir": (str, "where generated kernels are cached"),
-    "runtime": (str, "'cpu' (default for CPU tensors)"),
+    "runtime": (str, "'cpu' (default for CPU tensors: generated kernels) or 'reference' (the interpreter)"),
 }
 
 FALLBACK_POLICIES = ("error",)
+# The built-in runtimes for CPU tensors: the optimising one (the default) and the interpreter
+# the tests compare against, which is also how to bisect a wrong answer to the generated kernels.
+RUNTIMES = ("cpu", "reference")
+
+
+def check_runtime(runtime: str | None) -> None:
+    if runtime is not None and runtime not in RUNTIMES:
+        valid = ", ".join(repr(r) for r in RUNTIMES)
+        raise UserError(f"unknown luminal runtime {runtime!r}; valid runtimes are: {valid}")
 
 
 def validate_options(options: dict[str, Any] | None) -> dict[str, Any]:
@@ -34,6 +43,7 @@ def validate_options(options: dict[str, Any] | None) -> dict[str, Any]:
             f"luminal option 'fallback' must be one of {FALLBACK_POLICIES}, got {options['fallback']!r}: "
             "the ATen fallback is not built yet, so ops without a translation raise UnsupportedError"
         )
+    check_runtime(options.get("runtime"))
     if options.get("num_threads", 0) < 0 or options.get("search_iterations", 0) < 0:
         raise UserError("luminal options 'num_threads' and 'search_iterations' must be >= 0")
     return options

@@ -1,5 +1,6 @@
 """Whole models through torch.compile(backend=luminal) against eager: an MLP, a tiny GPT-2 and a
-tiny Llama (no KV cache), in f32 and bf16, each called three times with different inputs."""
+tiny Llama, and the Gemma-3 and MoE families (no KV cache), in f32 and bf16, each called three
+times with different inputs."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import torch
 import transformers
 
 from conftest import CountingBackend, assert_close
+from families import DECODERS, MOE, build
 
 DTYPES = [torch.float32, torch.bfloat16]
 
@@ -75,3 +77,42 @@ def test_language_model(build, dtype):
         return {"input_ids": ids}
 
     _check_three_calls(model, make_input, dtype)
+
+
+# MoE in bf16 is not compared over whole prompts: a router's choice is discontinuous, and with
+# bf16 router logits 48 token-expert picks per layer meet exact ties (which torch's CPU topk breaks
+# in an unspecified order) and near-ties that one ulp of matmul rounding flips, each moving that
+# token's logits by ~3e-2 (eager's own bf16 differs from its f32 by as much). The bf16 decode test
+# in test_static_cache.py covers the MoE ops in bf16.
+WHOLE_PROMPT_CASES = [("gemma3", torch.float32), ("gemma3", torch.bfloat16)]
+WHOLE_PROMPT_CASES += [(family, torch.float32) for family in sorted(MOE)]
+
+
+@pytest.mark.parametrize(("family", "dtype"), WHOLE_PROMPT_CASES, ids=lambda v: str(v))
+def test_family_whole_prompt(family, dtype):
+    """A 2 x 12 prompt without a cache: Gemma-3 merges sliding and full masks; the MoE families
+    route 48 token-expert pairs through topk, a sort with repeated expert ids, histc and
+    grouped_mm, with every routing served by the one compile."""
+    model = build({**DECODERS, **MOE}[family], dtype)
+
+    def make_input(seed):
+        ids = torch.randint(0, 256, (2, 12), generator=torch.Generator().manual_seed(seed))
+        return {"input_ids": ids, "use_cache": False}
+
+    _check_three_calls(model, make_input, dtype)
+
+
+@pytest.mark.parametrize("family", sorted(MOE))
+def test_moe_prompt_lengths_compile_once(family):
+    """A symbolic prompt length: the sort over tokens * top_k expert ids, histc over them and the
+    grouped_mm rows are all symbolic, so prompts of 5, 17 and 64 tokens share one compile."""
+    model = build(MOE[family], torch.float32)
+    backend = CountingBackend()
+    compiled = torch.compile(model, backend=backend)
+    with torch.no_grad():
+        for length in (5, 17, 64):
+            ids = torch.randint(0, 256, (1, length), generator=torch.Generator().manual_seed(length))
+            torch._dynamo.mark_dynamic(ids, 1)
+            expected = model(input_ids=ids, use_cache=False).logits
+            assert_close(compiled(input_ids=ids, use_cache=False).logits, expected)
+    assert len(backend.compiled) == 1

@@ -130,3 +130,33 @@ def test_tensor_on_another_device_is_rejected_by_the_core():
 def _inner(error: BaseException) -> BaseException:
     """dynamo wraps backend errors in BackendCompilerFailed; the cause is ours."""
     return getattr(error, "inner_exception", error)
+
+
+@pytest.mark.parametrize("runtime", [None, "cpu", "reference"])
+def test_runtime_option_selects_the_runtime(runtime):
+    torch.manual_seed(0)
+    model = MLP().eval()
+    x = torch.randn(4, 16)
+    backend = CountingBackend(options={} if runtime is None else {"runtime": runtime})
+    assert_close(torch.compile(model, backend=backend)(x), model(x))
+    assert backend.compiled[0].stats["runtime"] == (runtime or "cpu")
+
+
+def test_reference_runtime_for_the_aot_path():
+    torch.manual_seed(0)
+    model = MLP().eval()
+    x = torch.randn(4, 16)
+    compiled = luminal.compile(torch.export.export(model, (x,)), options={"runtime": "reference"})
+    assert_close(compiled(x)[0], model(x))
+    assert compiled.stats["runtime"] == "reference"
+
+
+def test_unknown_runtime_lists_the_valid_ones():
+    model = MLP().eval()
+    compiled = torch.compile(model, backend="luminal", options={"runtime": "gpu"})
+    with pytest.raises(Exception) as info:
+        compiled(torch.randn(2, 16))
+    assert isinstance(_inner(info.value), luminal.UserError)
+    assert "unknown luminal runtime 'gpu'; valid runtimes are: 'cpu', 'reference'" in str(info.value)
+    with pytest.raises(luminal.UserError, match="valid runtimes are: 'cpu', 'reference'"):
+        luminal.compile(torch.export.export(model, (torch.randn(2, 16),)), options={"runtime": "interpreter"})
