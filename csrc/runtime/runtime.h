@@ -34,8 +34,8 @@ struct CompileOptions {
 // run (a KV-cache step copies a row, not the cache).
 struct RunStats {
   // Bytes the runtime copied rather than computed: strided caller buffers materialised, a
-  // Scatter's copy of the caller buffer it updates plus the elements it writes, results written
-  // into the caller's output buffers.
+  // Scatter's copy of the caller buffer it updates plus the elements it writes, results copied
+  // into the caller's output buffers (a kernel computing straight into one copies nothing).
   int64_t bytes_copied = 0;
 };
 
