@@ -3,6 +3,7 @@
 // cache. Every case where the old value is still needed must take the copy path and stay right.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "cpu_test_util.h"
@@ -64,7 +65,9 @@ TEST(CpuInPlace, ScatterWritesTheRowIntoTheCallersCache) {
   for (int64_t position : {2, 5}) {
     HostTensor index = HostTensor::of<int64_t>(DType::I64, {1, kWidth}, std::vector<int64_t>(kWidth, position));
     HostTensor row = HostTensor::of<float>(DType::F32, {1, kWidth}, std::vector<float>(kWidth, -1.0f));
-    cache = cache_tensor();
+    // Reset the cache's values in its own memory: a new HostTensor would be a new allocation.
+    const HostTensor fresh = cache_tensor();
+    std::copy(fresh.bytes.begin(), fresh.bytes.end(), cache.bytes.begin());
     executable->run({cache.ref(), index.ref(), row.ref()}, {cache.ref(), sums.ref()});
     EXPECT_EQ(cache.values<float>(), updated(position, -1.0f));
     EXPECT_EQ(sums.values<float>(), column_sums(updated(position, -1.0f)));
