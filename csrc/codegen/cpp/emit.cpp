@@ -202,6 +202,20 @@ class Emitter {
     return indent + "for (int64_t " + var + " = 0; " + var + " < " + expr_text(k_.domain[inner_]) + "; ++" + var + ") {\n";
   }
 
+  // Declares the loop variables of `dims` (outermost first) from the work item lm_p.
+  std::string item_indices(const std::vector<int>& dims) const {
+    if (dims.empty()) return "    (void)lm_p;\n";
+    std::string out = "    int64_t lm_r = lm_p;\n";
+    for (int j = static_cast<int>(dims.size()) - 1; j >= 0; --j) {
+      const std::string var = "    const int64_t i" + std::to_string(dims[j]) + " = ";
+      const std::string extent = expr_text(k_.domain[dims[j]]);
+      if (j == 0) out += var + "lm_r;\n";
+      else if (is_one(k_.domain[dims[j]])) out += var + "0;\n";
+      else out += var + "lm_r % " + extent + "; lm_r /= " + extent + ";\n";
+    }
+    return out;
+  }
+
   std::string loop_body() {
     std::ostringstream out;
     if (row_) {
@@ -213,23 +227,10 @@ class Emitter {
       }
     }
     out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end; ++lm_p) {\n";
-    // Decompose the work item into the outer loop variables.
     std::vector<int> outer;
     for (int d = 0; d < rank_; ++d)
       if (d != inner_) outer.push_back(d);
-    if (!outer.empty()) out << "    int64_t lm_r = lm_p;\n";
-    for (int j = static_cast<int>(outer.size()) - 1; j >= 0; --j) {
-      const int d = outer[j];
-      const std::string extent = expr_text(k_.domain[d]);
-      if (j == 0) {
-        out << "    const int64_t i" << d << " = lm_r;\n";
-      } else if (is_one(k_.domain[d])) {
-        out << "    const int64_t i" << d << " = 0;\n";
-      } else {
-        out << "    const int64_t i" << d << " = lm_r % " << extent << "; lm_r /= " << extent << ";\n";
-      }
-    }
-    if (outer.empty()) out << "    (void)lm_p;\n";
+    out << item_indices(outer);
 
     if (!row_) {
       if (inner_ < 0) {  // rank 0: one element
@@ -319,11 +320,10 @@ class Emitter {
     out << "  const int64_t lm_row_stride = " << expr_text(g.w.strides[n_axis]) << ";\n";
     out << "  const int64_t lm_out_stride = " << expr_text(g.out.strides[n_axis]) << ";\n";
     out << "  float lm_sums[" << rows << "];\n";
-    out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end;) {\n    int64_t lm_r = lm_p;\n";
-    for (int d = rank_ - 1; d >= 0; --d) {
-      if (d == 0) out << "    const int64_t i0 = lm_r;\n";
-      else out << "    const int64_t i" << d << " = lm_r % " << expr_text(k_.domain[d]) << "; lm_r /= " << expr_text(k_.domain[d]) << ";\n";
-    }
+    out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end;) {\n";
+    std::vector<int> dims;
+    for (int d = 0; d < rank_; ++d) dims.push_back(d);
+    out << item_indices(dims);
     out << "    const " << element << "::T* lm_a = p0 + " << index_text(g.a, false) << ";\n";
     out << "    const " << element << "::T* lm_w = p1 + " << index_text(g.w, false) << ";\n";
     out << "    const int64_t lm_o = " << index_text(g.out, false) << ";\n";
