@@ -191,6 +191,9 @@ void translate_sym_min(NodeArgs& args);
 void translate_sym_mod(NodeArgs& args);
 void translate_sym_mul(NodeArgs& args);
 void translate_sym_size_int(NodeArgs& args);
+void translate_sym_numel(NodeArgs& args);
+void translate_sym_stride_int(NodeArgs& args);
+void translate_sym_storage_offset(NodeArgs& args);
 void translate_sym_sub(NodeArgs& args);
 
 }  // namespace luminal::translator

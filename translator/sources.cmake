@@ -1,6 +1,7 @@
 # Sources of translator, sorted.
 target_sources(luminal_core PRIVATE
   translator/args.cpp
+  translator/aten_fallback.cpp
   translator/attention.cpp
   translator/context.cpp
   translator/creation.cpp

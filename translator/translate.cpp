@@ -1,8 +1,10 @@
 #include "translator/translate.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "common/error.h"
+#include "translator/aten_fallback.h"
 #include "translator/registry.h"
 #include "translator/sym_expr.h"
 
@@ -69,17 +71,27 @@ std::string source_hint(const pt2::Node& node) {
   return ", at " + frame + (code.empty() ? "" : ": " + code);
 }
 
-void translate_node(TranslationContext& cx, const pt2::Node& node) {
+void translate_node(TranslationContext& cx, const pt2::Node& node, const TranslateOptions& options,
+                    TranslatedProgram& out) {
   const std::string key = overload_key(node.target);
   OpHandler handler = find_handler(key);
-  UNSUPPORTED_CHECK(handler != nullptr)
-      << key << " has no translation (node '" << node.name << "'" << source_hint(node)
-      << "); run with options={'fallback': 'aten'} once the ATen fallback lands or file an issue";
+  UNSUPPORTED_CHECK(handler != nullptr || options.aten_fallback)
+      << key << " has no native translation (node '" << node.name << "'" << source_hint(node)
+      << ") and options={'fallback': 'error'} forbids running it through the ATen fallback; use "
+      << "fallback='aten' or file an issue asking for a native translation";
   const std::string frame = "node '" + node.name + "' (" + key + ")";
   cx.set_origin(key + " " + node.name);
   try {
     NodeArgs args(cx, node, key);
-    handler(args);
+    if (handler == nullptr) {
+      // Symbolic-int arithmetic is always translated natively; only kernels fall back.
+      UNSUPPORTED_CHECK(key.rfind("_operator::", 0) != 0) << key << " has no translation";
+      translate_aten_fallback(cx, node, key);
+      if (std::find(out.aten_fallback_ops.begin(), out.aten_fallback_ops.end(), key) == out.aten_fallback_ops.end())
+        out.aten_fallback_ops.push_back(key);
+    } else {
+      handler(args);
+    }
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       const std::string name = args.output_name(i);
       INTERNAL_CHECK(node.outputs[i].kind != pt2::Argument::Kind::Tensor || cx.has_tensor(name))
@@ -144,7 +156,7 @@ void bind_outputs(TranslationContext& cx, TranslatedProgram& out) {
 
 }  // namespace
 
-TranslatedProgram translate(const pt2::Pt2Program& archive) {
+TranslatedProgram translate(const pt2::Pt2Program& archive, const TranslateOptions& options) {
   const pt2::ExportedProgram& program = archive.program;
   TranslationContext cx(program);
   TranslatedProgram out;
@@ -157,7 +169,7 @@ TranslatedProgram translate(const pt2::Pt2Program& archive) {
     }
   }
   bind_inputs(cx, out);
-  for (const pt2::Node& node : program.graph.nodes) translate_node(cx, node);
+  for (const pt2::Node& node : program.graph.nodes) translate_node(cx, node, options, out);
   bind_outputs(cx, out);
   out.graph = cx.take_graph();
   ir::verify(out.graph);

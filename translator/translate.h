@@ -32,10 +32,16 @@ struct TranslatedProgram {
   std::vector<std::string> input_names;  // tensor user inputs, in call order
   std::vector<WeightSpec> weights;
   std::vector<ProgramOutput> outputs;    // parallel to graph.outputs()
-  // Targets ("aten::foo.bar") seen with no translation; empty unless translation was lenient.
-  std::vector<std::string> unsupported_ops;
+  // Overloads ("aten::foo.bar") with no native translation, run through the ATen fallback;
+  // each listed once, in program order.
+  std::vector<std::string> aten_fallback_ops;
 };
 
-TranslatedProgram translate(const pt2::Pt2Program& program);
+struct TranslateOptions {
+  // An op with no native translation becomes AtenCall nodes (true) or an UnsupportedError.
+  bool aten_fallback = false;
+};
+
+TranslatedProgram translate(const pt2::Pt2Program& program, const TranslateOptions& options = {});
 
 }  // namespace luminal::translator

@@ -3,6 +3,7 @@
 
 #include "bindings/py_errors.h"
 #include "bindings/py_runtime_factory.h"
+#include "runtime/aten_fallback/c10_dispatch.h"
 
 namespace luminal::bindings {
 void define_compiled_program(pybind11::module_& m);
@@ -15,5 +16,6 @@ PYBIND11_MODULE(_C, m) {
   luminal::bindings::define_runtime_factory(m);
   luminal::bindings::define_compiled_program(m);
   luminal::bindings::define_schema(m);
+  luminal::runtime::aten_fallback::install_c10_dispatch_executor();
   m.attr("has_cuda") = false;
 }

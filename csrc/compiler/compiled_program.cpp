@@ -42,7 +42,10 @@ std::unique_ptr<CompiledProgram> compile_program(pt2::Pt2Program program, const 
   compiled->stats.runtime_name = runtime.name();
 
   auto start = std::chrono::steady_clock::now();
-  compiled->program = translator::translate(program);
+  translator::TranslateOptions translate_options;
+  translate_options.aten_fallback = options.fallback == "aten";
+  compiled->program = translator::translate(program, translate_options);
+  compiled->stats.fallback_ops = compiled->program.aten_fallback_ops;
   compiled->stats.translate_ms = elapsed_ms(start);
   compiled->stats.ir_node_count = compiled->program.graph.size();
 

@@ -8,7 +8,7 @@ namespace luminal {
 struct CompileOptions {
   int num_threads = 0;       // 0: the runtime's default
   int search_iterations = 0;  // bound on schedule search; the reference runtime does none
-  std::string fallback = "error";  // what an op with no translation does
+  std::string fallback = "aten";  // an op with no native translation: "aten" runs it through ATen, "error" raises
   std::string debug_dir;     // when set: IR text and stats are written here
   std::string cache_dir;     // kernel cache (used by generating runtimes)
 };

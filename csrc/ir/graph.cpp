@@ -45,6 +45,7 @@ std::string to_text(const Graph& graph) {
     if (n.axis >= 0) out << " axis=" << n.axis;
     if (n.accumulate) out << " accumulate";
     if (n.op == Op::Constant) out << " value=" << n.scalar.to_string();
+    if (n.aten_call) out << " call=" << n.aten_call->full_name() << "[" << n.aten_call->output_index << "]";
     if (!n.name.empty()) out << " name=" << n.name;
     if (!n.inputs.empty()) {
       out << " (";
@@ -63,7 +64,7 @@ std::string to_text(const Graph& graph) {
 namespace {
 void verify_node(const Graph& graph, NodeId id) {
   const Node& n = graph.node(id);
-  INTERNAL_CHECK(static_cast<int>(n.inputs.size()) == op_arity(n.op))
+  INTERNAL_CHECK(op_arity(n.op) == kVariadic || static_cast<int>(n.inputs.size()) == op_arity(n.op))
       << op_name(n.op) << " has " << n.inputs.size() << " inputs, expected " << op_arity(n.op);
   for (const TensorRef& in : n.inputs) {
     INTERNAL_CHECK(in.node >= 0 && in.node < id) << "input %" << in.node << " does not precede its user";
@@ -107,6 +108,9 @@ void verify_node(const Graph& graph, NodeId id) {
   if (n.op == Op::Gather || n.op == Op::Scatter) {
     INTERNAL_CHECK(input_dtype(1) == DType::I64) << "index must be i64";
     INTERNAL_CHECK(n.axis >= 0 && n.axis < static_cast<int>(n.inputs[0].view.rank())) << "indexing axis " << n.axis;
+  }
+  if (n.op == Op::AtenCall) {
+    INTERNAL_CHECK(n.aten_call != nullptr) << "AtenCall without its call";
   }
   if (n.op == Op::Iota) {
     INTERNAL_CHECK(n.axis >= 0 && n.axis < static_cast<int>(n.shape.size())) << "iota axis";

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "ir/aten_call.h"
 #include "ir/dtype.h"
 #include "ir/expr.h"
 #include "ir/ops.h"
@@ -43,6 +45,7 @@ struct Node {
   Scalar scalar;            // Constant
   std::string name;         // Input: graph input name; Weight: FQN
   std::string origin;       // the aten node this came from, for messages and debug dumps
+  std::shared_ptr<const AtenCall> aten_call;  // AtenCall
 };
 
 class Graph {

@@ -16,7 +16,11 @@ enum OpTrait : uint32_t {
   kReduction = 1u << 7,
   kContraction = 1u << 8,
   kIndexing = 1u << 9,
+  kExternal = 1u << 10,
 };
+
+// The arity of an op that takes any number of inputs (AtenCall).
+constexpr int kVariadic = -1;
 
 enum class Op {
 #define LUMINAL_OP(name, arity, traits) name,

@@ -23,6 +23,16 @@ std::string sizes_text(const std::vector<int64_t>& sizes) {
   return text + "]";
 }
 
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d > 0; --d) {
+    strides[d - 1] = stride;
+    stride *= shape[d - 1];
+  }
+  return strides;
+}
+
 bool is_dense(const BufferRef& buffer) {
   int64_t expected = 1;
   for (size_t d = buffer.sizes.size(); d > 0; --d) {

@@ -16,6 +16,8 @@ namespace luminal::runtime {
 
 int64_t element_count(const std::vector<int64_t>& shape);
 int64_t byte_count(const std::vector<int64_t>& shape, ir::DType dtype);
+// Row-major strides (in elements) of a dense buffer of this shape.
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape);
 // "[2, 3]", for error messages.
 std::string sizes_text(const std::vector<int64_t>& sizes);
 

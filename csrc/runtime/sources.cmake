@@ -1,7 +1,9 @@
 # Sources of csrc/runtime, sorted.
 target_sources(luminal_core PRIVATE
+  csrc/runtime/aten_fallback.cpp
   csrc/runtime/buffer_layout.cpp
   csrc/runtime/cpu_factory.cpp
+  csrc/runtime/reference/aten_call.cpp
   csrc/runtime/reference/constant_iota.cpp
   csrc/runtime/reference/elementwise.cpp
   csrc/runtime/reference/indexing.cpp

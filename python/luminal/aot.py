@@ -7,7 +7,7 @@ import os
 import torch
 
 from . import _C
-from .backend import default_factory
+from .backend import default_factory, log_fallbacks
 from .compiled_model import BoundProgram, CompiledModel
 from .decompositions import decomposition_table
 from .errors import UserError
@@ -39,5 +39,6 @@ def compile(program: torch.export.ExportedProgram | str | os.PathLike, options: 
         weights = {name: t.detach() for name, t in tensors.items()}
         archive = serialize(ep, set(weights))
     compiled = _C.compile_pt2(archive, factory, core_options(options), weights)
+    log_fallbacks(compiled.stats)
     positions = list(range(len(compiled.input_names)))
     return CompiledModel.of(BoundProgram(compiled, positions, {}, weights))

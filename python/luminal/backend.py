@@ -46,6 +46,18 @@ def default_factory(example_inputs: list[Any], runtime: str | None = None) -> An
     raise UserError(f"luminal has no runtime for device {device.type!r}; available: cpu")
 
 
+def log_fallbacks(stats: dict[str, Any]) -> None:
+    """Says once per compile which ops run through the ATen fallback: they are correct but
+    unfused, and each is a partition boundary, so users should know where their speed goes."""
+    if stats["fallback_ops"]:
+        log.warning(
+            "luminal runs %d op(s) through the ATen fallback (no native translation yet): %s; "
+            "options={'fallback': 'error'} makes this an error",
+            len(stats["fallback_ops"]),
+            ", ".join(stats["fallback_ops"]),
+        )
+
+
 def compile_graph(
     gm: torch.fx.GraphModule, example_inputs: list[Any], factory: Any, options: dict[str, Any]
 ) -> CompiledModel:
@@ -70,6 +82,7 @@ def compile_graph(
             exported.sym_outputs,
         )
         stats = program.stats
+        log_fallbacks(stats)
         log.info(
             "luminal compiled %d aten nodes into %d IR nodes in %.0f ms (export %.0f ms)",
             stats["aten_node_count"],

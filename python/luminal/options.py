@@ -10,13 +10,15 @@ from .errors import UserError
 KNOWN_OPTIONS: dict[str, tuple[type, str]] = {
     "num_threads": (int, "threads the runtime may use; 0 = the runtime's default"),
     "search_iterations": (int, "bound on the schedule search; 0 = heuristics only"),
-    "fallback": (str, "what an op with no native translation does: 'error'"),
+    "fallback": (str, "an op with no native translation: 'aten' (run it through ATen, logged) or 'error'"),
     "debug_dir": (str, "write the IR and compile stats to this directory"),
     "cache_dir": (str, "where generated kernels are cached"),
     "runtime": (str, "'cpu' (default for CPU tensors: generated kernels) or 'reference' (the interpreter)"),
 }
 
-FALLBACK_POLICIES = ("error",)
+# 'aten' (the default) runs an op luminal does not translate through torch's own kernel, at a
+# partition boundary, and logs it; 'error' raises UnsupportedError naming the op instead.
+FALLBACK_POLICIES = ("aten", "error")
 # The built-in runtimes for CPU tensors: the optimising one (the default) and the interpreter
 # the tests compare against, which is also how to bisect a wrong answer to the generated kernels.
 RUNTIMES = ("cpu", "reference")
@@ -38,11 +40,8 @@ def validate_options(options: dict[str, Any] | None) -> dict[str, Any]:
         expected, _ = KNOWN_OPTIONS[name]
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             raise UserError(f"luminal option {name!r} must be {expected.__name__}, got {type(value).__name__}")
-    if options.get("fallback", "error") not in FALLBACK_POLICIES:
-        raise UserError(
-            f"luminal option 'fallback' must be one of {FALLBACK_POLICIES}, got {options['fallback']!r}: "
-            "the ATen fallback is not built yet, so ops without a translation raise UnsupportedError"
-        )
+    if options.get("fallback", "aten") not in FALLBACK_POLICIES:
+        raise UserError(f"luminal option 'fallback' must be one of {FALLBACK_POLICIES}, got {options['fallback']!r}")
     check_runtime(options.get("runtime"))
     if options.get("num_threads", 0) < 0 or options.get("search_iterations", 0) < 0:
         raise UserError("luminal options 'num_threads' and 'search_iterations' must be >= 0")

@@ -278,11 +278,62 @@ TEST(TranslateErrors, WrongArgumentKindNamesTheArgument) {
 TEST(TranslateErrors, UnknownOpNamesNodeAndSource) {
   auto p = one_node_program("torch.ops.aten.foo.bar", "foo_1", {{"self", tensor_arg("x"), pt2::ArgumentKind::Positional}});
   const std::string m = message_of<UnsupportedError>(p);
-  EXPECT_EQ(m.rfind("aten::foo.bar has no translation (node 'foo_1', at File \"model.py\", line 17, in forward: "
-                    "return torch.foo(x)); run with options={'fallback': 'aten'}",
+  EXPECT_EQ(m.rfind("aten::foo.bar has no native translation (node 'foo_1', at File \"model.py\", line 17, in "
+                    "forward: return torch.foo(x)) and options={'fallback': 'error'} forbids",
                     0),
             0u)
       << m;
+}
+
+TEST(TranslateFallback, UntranslatedOpBecomesAnAtenCall) {
+  // aten::foo.bar(x, dim=1, approximate="tanh"): the call keeps every argument by name, its tensor
+  // operands as node inputs, and the result's dtype and shape from the program.
+  pt2::Argument dim;
+  dim.kind = pt2::Argument::Kind::Int;
+  dim.ints = {1};
+  pt2::Argument approximate;
+  approximate.kind = pt2::Argument::Kind::String;
+  approximate.strings = {"tanh"};
+  auto p = one_node_program("torch.ops.aten.foo.bar", "foo_1",
+                            {{"self", tensor_arg("x"), pt2::ArgumentKind::Positional},
+                             {"dim", dim, pt2::ArgumentKind::Positional},
+                             {"approximate", approximate, pt2::ArgumentKind::Keyword}});
+  TranslateOptions options;
+  options.aten_fallback = true;
+  TranslatedProgram t = translate(p, options);
+  EXPECT_EQ(t.aten_fallback_ops, std::vector<std::string>{"aten::foo.bar"});
+  const ir::Node& call = t.graph.node(t.graph.outputs()[0].node);
+  ASSERT_EQ(call.op, Op::AtenCall);
+  EXPECT_EQ(call.aten_call->op, "aten::foo");
+  EXPECT_EQ(call.aten_call->overload, "bar");
+  EXPECT_EQ(call.aten_call->output_index, 0);
+  EXPECT_EQ(call.dtype, DType::F32);
+  EXPECT_EQ(call.shape, (ir::Shape{Expr(int64_t{2})}));
+  ASSERT_EQ(call.inputs.size(), 1u);
+  EXPECT_EQ(t.graph.node(call.inputs[0].node).op, Op::Input);
+  ASSERT_EQ(call.aten_call->args.size(), 3u);
+  EXPECT_EQ(call.aten_call->args[0].kind, ir::AtenArg::Kind::Tensor);
+  EXPECT_EQ(call.aten_call->args[0].tensors, std::vector<int>{0});
+  EXPECT_EQ(call.aten_call->args[1].kind, ir::AtenArg::Kind::Int);
+  EXPECT_EQ(call.aten_call->args[1].ints.at(0), Expr(int64_t{1}));
+  EXPECT_EQ(call.aten_call->args[2].name, "approximate");
+  EXPECT_EQ(call.aten_call->args[2].text, "tanh");
+}
+
+TEST(TranslateFallback, DataDependentResultShapeIsUnsupported) {
+  auto p = one_node_program("torch.ops.aten.nonzero.default", "nonzero",
+                            {{"self", tensor_arg("x"), pt2::ArgumentKind::Positional}});
+  pt2::SymInt unbacked;
+  unbacked.expr = pt2::SymExpr{"Symbol('u0', integer=True)", std::nullopt};
+  p.program.graph.tensor_values["nonzero"].sizes = {unbacked};
+  TranslateOptions options;
+  options.aten_fallback = true;
+  try {
+    translate(p, options);
+    FAIL() << "expected UnsupportedError";
+  } catch (const UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("depends on the data (u0)"), std::string::npos) << e.what();
+  }
 }
 
 TEST(TranslateErrors, DefaultsFillOmittedArguments) {
@@ -463,6 +514,59 @@ TEST(TranslateFixtures, LlamaTranslatesVerifiesAndRuns) {
   double abs_sum = 0;
   for (float v : logits) abs_sum += std::fabs(v);
   EXPECT_NEAR(abs_sum, 64.761589, 1e-3);
+}
+
+}  // namespace
+}  // namespace luminal::translator
+
+namespace luminal::translator {
+namespace {
+
+// sym_numel / sym_stride / sym_storage_offset: export usually folds them, but a program that
+// keeps them gets the values eager computes: the numel of the shape, the program's own strides
+// and storage offset (IR values have no storage of their own).
+TEST(TranslateSymQueries, NumelStrideAndStorageOffsetComeFromTheProgram) {
+  pt2::ExportedProgram program;
+  pt2::TensorMeta meta;
+  meta.dtype = pt2::ScalarType::Float;
+  pt2::SymInt rows, three, one, five;
+  rows.expr = pt2::SymExpr{"Symbol('s0', positive=True, integer=True)", 4};
+  three.value = 3;
+  one.value = 1;
+  five.value = 5;
+  meta.sizes = {rows, three};
+  meta.strides = {three, one};
+  meta.storage_offset = five;
+  program.graph.tensor_values["x"] = meta;
+  TranslationContext cx(program);
+  ir::Node input;
+  input.op = Op::Input;
+  input.name = "x";
+  input.shape = {Expr::symbol("s0"), Expr(int64_t{3})};
+  cx.bind_tensor("x", cx.add(input));
+
+  auto query = [&](const std::string& overload, std::vector<pt2::NamedArgument> extra) {
+    pt2::Node node;
+    node.name = "q";
+    pt2::Argument self;
+    self.kind = pt2::Argument::Kind::Tensor;
+    self.tensors = {"x"};
+    node.inputs = {{"self", self, pt2::ArgumentKind::Positional}};
+    for (auto& a : extra) node.inputs.push_back(a);
+    pt2::Argument out;
+    out.kind = pt2::Argument::Kind::SymInt;
+    out.syms = {pt2::SymArgument{std::string("result_") + std::to_string(node.inputs.size()) + overload}};
+    node.outputs = {out};
+    NodeArgs args(cx, node, overload);
+    find_handler(overload)(args);
+    return cx.sym_int(*out.syms[0].name);
+  };
+  pt2::Argument dim0;
+  dim0.kind = pt2::Argument::Kind::Int;
+  dim0.ints = {-2};
+  EXPECT_EQ(query("aten::sym_numel.default", {}), Expr::symbol("s0") * Expr(int64_t{3}));
+  EXPECT_EQ(query("aten::sym_stride.int", {{"dim", dim0, pt2::ArgumentKind::Positional}}), Expr(int64_t{3}));
+  EXPECT_EQ(query("aten::sym_storage_offset.default", {}), Expr(int64_t{5}));
 }
 
 }  // namespace

@@ -196,13 +196,14 @@ def _record_targets(archive: bytes, into: set[str]) -> None:
 
 
 def compile_and_run(fn: Callable[..., Any], flat_inputs: list[torch.Tensor], targets: set[str]) -> tuple[Any, int]:
-    """fn(*flat_inputs) through torch.compile(backend=luminal); returns (outputs, compiles)."""
-    backend = CountingBackend()
+    """fn(*flat_inputs) through torch.compile(backend=luminal); returns (outputs, compiles).
+    fallback='error': an op test proves a native translation, never the ATen fallback's."""
+    backend = CountingBackend({"fallback": "error"})
     compiled = torch.compile(fn, backend=backend, fullgraph=True, dynamic=False)
     real_export = luminal.backend.export_graph
 
-    def recording_export(gm, args):
-        exported = real_export(gm, args)
+    def recording_export(gm, args, *rest):
+        exported = real_export(gm, args, *rest)
         _record_targets(exported.archive, targets)
         return exported
 

@@ -1,5 +1,6 @@
-"""An op with no translation raises luminal.UnsupportedError naming the overload, the node and the
-model's source line: never a crash, never a silent fallback."""
+"""With options={'fallback': 'error'}, an op with no native translation raises
+luminal.UnsupportedError naming the overload, the node and the model's source line: never a
+crash, never a silent fallback."""
 
 from __future__ import annotations
 
@@ -11,16 +12,21 @@ from conftest import CountingBackend
 
 
 def test_untranslated_op_names_overload_node_and_source_line():
-    weight = torch.randn(2, 3, 3)
+    def model(x, y):
+        z = x * 2
+        return torch.cdist(z, y)  # the line the error must point at
 
-    def model(x):
-        y = x * 2
-        return torch.nn.functional.conv1d(y, weight)  # the line the error must point at
-
-    compiled = torch.compile(model, backend=CountingBackend(), fullgraph=True)
+    compiled = torch.compile(model, backend=CountingBackend({"fallback": "error"}), fullgraph=True)
     with pytest.raises(luminal.UnsupportedError) as info:
-        compiled(torch.randn(1, 3, 8))
+        compiled(torch.randn(4, 3), torch.randn(5, 3))
     message = str(info.value)
-    assert "aten::convolution.default has no translation" in message
-    assert "node 'convolution" in message
-    assert "test_unsupported.py" in message and "conv1d(y, weight)" in message
+    assert "aten::_cdist_forward.default has no native translation" in message
+    assert "node '_cdist_forward" in message
+    assert "test_unsupported.py" in message and "torch.cdist(z, y)" in message
+    assert "fallback='aten'" in message
+
+
+def test_unknown_fallback_policy_is_a_user_error():
+    program = torch.export.export(torch.nn.ReLU(), (torch.ones(2),))
+    with pytest.raises(luminal.UserError, match="'fallback' must be one of \\('aten', 'error'\\), got 'python'"):
+        luminal.compile(program, options={"fallback": "python"})

@@ -91,8 +91,19 @@ def test_unsupported_op_names_op_and_node():
 
     x = torch.randn(4)
     ep = torch.export.export(Bessel(), (x,))
-    with pytest.raises(luminal.UnsupportedError, match=r"aten::i0.default has no translation \(node 'i0'"):
-        luminal.compile(ep)
+    with pytest.raises(luminal.UnsupportedError, match=r"aten::i0.default has no native translation \(node 'i0'"):
+        luminal.compile(ep, options={"fallback": "error"})
+
+
+def test_untranslated_op_runs_through_the_aten_fallback_by_default():
+    class Bessel(torch.nn.Module):
+        def forward(self, x):
+            return torch.special.i0(x) * 2
+
+    x = torch.randn(4)
+    compiled = luminal.compile(torch.export.export(Bessel(), (x,)))
+    assert torch.equal(compiled(x)[0], Bessel()(x))
+    assert compiled.stats["fallback_ops"] == ["aten::i0.default"]
 
 
 def test_archive_round_trip_through_bytes():

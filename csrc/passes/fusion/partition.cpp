@@ -14,6 +14,7 @@ const char* group_kind_name(GroupKind kind) {
     case GroupKind::Row: return "row";
     case GroupKind::Matmul: return "matmul";
     case GroupKind::Scatter: return "scatter";
+    case GroupKind::AtenCall: return "aten call";
   }
   return "?";
 }
@@ -30,7 +31,8 @@ Partition initial_partition(const ir::Graph& graph) {
     const ir::Node& node = graph.node(static_cast<ir::NodeId>(i));
     for (size_t j = 0; j < node.inputs.size(); ++j) {
       p.users[node.inputs[j].node].push_back(static_cast<ir::NodeId>(i));
-      const bool operand = node.op == Op::Matmul || node.op == Op::Scatter || (node.op == Op::Gather && j == 0);
+      const bool operand = node.op == Op::Matmul || node.op == Op::Scatter || node.op == Op::AtenCall ||
+                           (node.op == Op::Gather && j == 0);
       if (operand) needs_buffer[node.inputs[j].node] = true;
     }
   }
@@ -53,6 +55,7 @@ Partition initial_partition(const ir::Graph& graph) {
         break;
       case Op::Matmul: g.kind = GroupKind::Matmul; break;
       case Op::Scatter: g.kind = GroupKind::Scatter; break;
+      case Op::AtenCall: g.kind = GroupKind::AtenCall; break;
       default:
         if (ir::op_has(node.op, ir::kReduction)) {
           g.kind = GroupKind::Row;

@@ -14,6 +14,7 @@ enum class GroupKind {
   Row,        // reductions over one axis with their elementwise prologue and epilogue
   Matmul,     // one contraction (BLAS, or a generated GEMV / integer loop)
   Scatter,
+  AtenCall,   // one op through the ATen fallback: never fused (a partition boundary)
 };
 
 const char* group_kind_name(GroupKind kind);

@@ -77,6 +77,20 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     const passes::Group& group = partition.groups[g];
     if (group.kind == GroupKind::Source) continue;
     Step step;
+    if (group.kind == GroupKind::AtenCall) {
+      const ir::Node& node = graph.node(group.nodes[0]);
+      step.kind = Step::Kind::AtenCall;
+      step.aten_call = group.nodes[0];
+      for (const ir::TensorRef& input : node.inputs) {
+        step.slots.push_back(program.slot_of_node[input.node]);
+        INTERNAL_CHECK(step.slots.back() >= 0) << "the ATen call reads %" << input.node << " which has no buffer";
+      }
+      step.slots.push_back(arena_slot(group.nodes[0]));
+      step.what = node.aten_call->full_name() + " (ATen fallback) from " + node.origin;
+      program.steps.push_back(std::move(step));
+      ++program.aten_calls;
+      continue;
+    }
     if (group.kind == GroupKind::Matmul && !matmul_as_loop(graph, group.nodes[0])) {
       const ir::Node& node = graph.node(group.nodes[0]);
       step.kind = Step::Kind::Gemm;
@@ -175,7 +189,10 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
           << "\nunique kernels " << program.unique_kernels << "\nnodes in generated kernels " << program.fused_nodes
           << "\ntranslation units " << program.jit.translation_units << "\ncompiled now " << program.jit.compiled
           << "\njit ms " << program.jit.compile_ms << "\n";
-    for (const Step& step : program.steps) stats << (step.kind == Step::Kind::Gemm ? "gemm   " : "kernel ") << step.kernel_name << "  " << step.what << "\n";
+    for (const Step& step : program.steps) {
+      const char* kind = step.kind == Step::Kind::Gemm ? "gemm   " : step.kind == Step::Kind::AtenCall ? "aten   " : "kernel ";
+      stats << kind << step.kernel_name << "  " << step.what << "\n";
+    }
   }
   return program;
 }

@@ -7,6 +7,7 @@
 #include "codegen/cpp/emit.h"
 #include "common/error.h"
 #include "ir/bind_symbols.h"
+#include "runtime/aten_fallback.h"
 #include "runtime/buffer_layout.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/memory_plan.h"
@@ -41,6 +42,29 @@ void strided_copy(const std::byte* src, const std::vector<int64_t>& shape, const
       index[d] = 0;
     }
   }
+}
+
+// Runs an AtenCall step: its inputs are its producers' buffers read through the edges' views,
+// its output its own contiguous slot.
+void run_aten_call_step(const ir::Graph& graph, const ir::Node& node, const Step& step, const std::vector<void*>& ptr,
+                        const ir::SymbolBindings& bindings) {
+  std::vector<BufferRef> inputs;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const ir::View& view = node.inputs[i].view;
+    BufferRef input;
+    input.dtype = graph.node(node.inputs[i].node).dtype;
+    input.data = static_cast<std::byte*>(ptr[step.slots[i]]) +
+                 view.offset().evaluate(bindings) * static_cast<int64_t>(ir::dtype_size(input.dtype));
+    input.sizes = ir::evaluate_shape(view.shape(), bindings);
+    input.strides = ir::evaluate_shape(view.strides(), bindings);
+    inputs.push_back(std::move(input));
+  }
+  BufferRef output;
+  output.dtype = node.dtype;
+  output.data = ptr[step.slots.back()];
+  output.sizes = ir::evaluate_shape(node.shape, bindings);
+  output.strides = contiguous_strides(output.sizes);
+  run_aten_call(*node.aten_call, inputs, bindings, output);
 }
 
 struct KernelTask {
@@ -206,6 +230,11 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::plan_for(const ir:
       plan->step_parallel.push_back(items > 1 && items * step.work_per_item.evaluate(bindings) >= kParallelThreshold);
       plan->gemm_a.emplace_back();
       plan->gemm_b.emplace_back();
+    } else if (step.kind == Step::Kind::AtenCall) {
+      plan->step_items.push_back(0);
+      plan->step_parallel.push_back(false);
+      plan->gemm_a.emplace_back();
+      plan->gemm_b.emplace_back();
     } else {
       plan->step_items.push_back(0);
       plan->step_parallel.push_back(false);
@@ -327,6 +356,15 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
     const Step& step = program_.steps[s];
     if (step.kind == Step::Kind::Gemm) {
       blas_matmul(step.dtype, ptr[step.slots[0]], plan->gemm_a[s], ptr[step.slots[1]], plan->gemm_b[s], ptr[step.slots[2]]);
+      continue;
+    }
+    if (step.kind == Step::Kind::AtenCall) {
+      try {
+        run_aten_call_step(graph, graph.node(step.aten_call), step, ptr, bindings);
+      } catch (...) {
+        give_back(std::move(arena));
+        throw;
+      }
       continue;
     }
     // A Scatter copies its data into its result first, unless they are one buffer (in place).

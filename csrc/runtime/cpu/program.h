@@ -22,7 +22,7 @@ struct Slot {
 };
 
 struct Step {
-  enum class Kind { Kernel, Gemm } kind = Kind::Kernel;
+  enum class Kind { Kernel, Gemm, AtenCall } kind = Kind::Kernel;
   std::string what;  // for error messages: the kernel label and the aten op it came from
   // Kernel
   std::string kernel_name;
@@ -36,6 +36,8 @@ struct Step {
   // Gemm: out = a x b, f32/f64
   ir::DType dtype = ir::DType::F32;
   ir::View a, b;
+  // AtenCall: the node run through the ATen fallback; slots are its inputs' then its own.
+  ir::NodeId aten_call = -1;
 };
 
 // Where graph output k comes from: a node read through a view; `direct` when the node's
@@ -58,6 +60,7 @@ struct Program {
   size_t kernel_count = 0;   // generated kernel launches per run
   size_t unique_kernels = 0;  // distinct generated functions
   size_t fused_nodes = 0;     // IR nodes computed inside generated kernels
+  size_t aten_calls = 0;      // steps run through the ATen fallback
   JitStats jit;
 };
 

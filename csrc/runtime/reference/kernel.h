@@ -24,6 +24,7 @@ struct KernelCall {
   std::vector<int64_t> shape;    // the node's shape for this run
   std::vector<Operand> inputs;   // in the order of Node::inputs
   std::byte* output = nullptr;   // contiguous, of the node's dtype and shape
+  const ir::SymbolBindings* bindings = nullptr;  // this run's symbol values (AtenCall's SymInt args)
 };
 
 using Kernel = std::function<void(const KernelCall&)>;
@@ -39,5 +40,6 @@ Kernel reduce_kernel(const ir::Graph& graph, const ir::Node& node);
 Kernel matmul_kernel(const ir::Graph& graph, const ir::Node& node);
 Kernel gather_kernel(const ir::Graph& graph, const ir::Node& node);
 Kernel scatter_kernel(const ir::Graph& graph, const ir::Node& node);
+Kernel aten_call_kernel(const ir::Graph& graph, const ir::Node& node);  // through the ATen fallback
 
 }  // namespace luminal::runtime::reference

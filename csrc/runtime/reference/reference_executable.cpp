@@ -206,7 +206,7 @@ void ReferenceExecutable::bind_sources(const std::vector<BufferRef>& inputs, Run
 void ReferenceExecutable::compute_node(ir::NodeId id, RunState& state) const {
   const ir::Node& node = graph_.node(id);
   try {
-    KernelCall call{node, state.shapes[id], {}, nullptr};
+    KernelCall call{node, state.shapes[id], {}, nullptr, &state.bindings};
     for (const ir::TensorRef& edge : node.inputs) {
       Layout layout = evaluate_layout(edge.view, state.bindings);
       INTERNAL_CHECK(addresses_within(layout, element_count(state.shapes[edge.node])))

@@ -13,6 +13,7 @@ Kernel select_kernel(const ir::Graph& graph, const ir::Node& node) {
     case Op::Matmul: return matmul_kernel(graph, node);
     case Op::Gather: return gather_kernel(graph, node);
     case Op::Scatter: return scatter_kernel(graph, node);
+    case Op::AtenCall: return aten_call_kernel(graph, node);
     default: break;
   }
   if (ir::op_has(node.op, ir::kElementwise)) return elementwise_kernel(graph, node);

@@ -1,0 +1,26 @@
+#include "runtime/aten_fallback.h"
+
+#include <atomic>
+
+#include "common/error.h"
+
+namespace luminal::runtime {
+
+namespace {
+std::atomic<const AtenCallExecutor*> g_executor{nullptr};
+}  // namespace
+
+void set_aten_call_executor(const AtenCallExecutor* executor) { g_executor.store(executor); }
+
+bool has_aten_call_executor() { return g_executor.load() != nullptr; }
+
+void run_aten_call(const ir::AtenCall& call, const std::vector<BufferRef>& inputs, const ir::SymbolBindings& bindings,
+                   const BufferRef& output) {
+  const AtenCallExecutor* executor = g_executor.load();
+  UNSUPPORTED_CHECK(executor != nullptr)
+      << call.full_name() << " runs through the ATen fallback, which needs the luminal Python module (luminal._C) "
+      << "loaded in this process";
+  executor->run(call, inputs, bindings, output);
+}
+
+}  // namespace luminal::runtime

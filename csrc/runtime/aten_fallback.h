@@ -1,0 +1,34 @@
+// The ATen fallback's seam: runtimes run an AtenCall node through an executor that the Python
+// module registers, so the core never includes torch.
+//
+// Needs: a registered executor (luminal._C registers the c10-dispatcher one when imported).
+// Guarantees: run_aten_call writes the node's result into `output` or throws a luminal Error
+// naming the op; with no executor registered (a C++ program without the Python module) it
+// throws UnsupportedError saying so.
+#pragma once
+
+#include <vector>
+
+#include "ir/aten_call.h"
+#include "ir/expr.h"
+#include "runtime/runtime.h"
+
+namespace luminal::runtime {
+
+class AtenCallExecutor {
+ public:
+  virtual ~AtenCallExecutor() = default;
+  // `inputs` parallel Node::inputs (strided views of their producers' buffers); `output` is
+  // contiguous, of the node's dtype and of the shape the program declared for this result.
+  virtual void run(const ir::AtenCall& call, const std::vector<BufferRef>& inputs, const ir::SymbolBindings& bindings,
+                   const BufferRef& output) const = 0;
+};
+
+// Installs the process-wide executor (not owned; it must outlive every compiled model).
+void set_aten_call_executor(const AtenCallExecutor* executor);
+bool has_aten_call_executor();
+
+void run_aten_call(const ir::AtenCall& call, const std::vector<BufferRef>& inputs, const ir::SymbolBindings& bindings,
+                   const BufferRef& output);
+
+}  // namespace luminal::runtime

@@ -1,0 +1,152 @@
+#include "runtime/aten_fallback/c10_dispatch.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/from_blob.h>
+#include <c10/core/InferenceMode.h>
+
+#include "bindings/tensor_buffer.h"
+#include "common/error.h"
+#include "runtime/aten_fallback.h"
+
+namespace luminal::runtime::aten_fallback {
+namespace {
+
+using ir::AtenArg;
+
+at::Tensor tensor_of(const BufferRef& buffer) {
+  return at::from_blob(buffer.data, buffer.sizes, buffer.strides,
+                       at::TensorOptions().dtype(bindings::to_torch_dtype(buffer.dtype)));
+}
+
+c10::MemoryFormat memory_format_of(AtenArg::MemoryFormat format) {
+  switch (format) {
+    case AtenArg::MemoryFormat::Contiguous: return c10::MemoryFormat::Contiguous;
+    case AtenArg::MemoryFormat::ChannelsLast: return c10::MemoryFormat::ChannelsLast;
+    case AtenArg::MemoryFormat::ChannelsLast3d: return c10::MemoryFormat::ChannelsLast3d;
+    case AtenArg::MemoryFormat::Preserve: return c10::MemoryFormat::Preserve;
+  }
+  return c10::MemoryFormat::Contiguous;
+}
+
+c10::IValue value_of(const AtenArg& arg, const std::vector<at::Tensor>& tensors, const ir::SymbolBindings& bindings) {
+  switch (arg.kind) {
+    case AtenArg::Kind::None: return {};
+    case AtenArg::Kind::Tensor: return tensors.at(static_cast<size_t>(arg.tensors.at(0)));
+    case AtenArg::Kind::Tensors: {
+      c10::List<at::Tensor> list;
+      for (int t : arg.tensors) list.push_back(tensors.at(static_cast<size_t>(t)));
+      return list;
+    }
+    case AtenArg::Kind::OptionalTensors: {
+      c10::List<std::optional<at::Tensor>> list;
+      for (int t : arg.tensors)
+        list.push_back(t < 0 ? std::optional<at::Tensor>() : std::optional<at::Tensor>(tensors.at(static_cast<size_t>(t))));
+      return list;
+    }
+    case AtenArg::Kind::Int: return arg.ints.at(0).evaluate(bindings);
+    case AtenArg::Kind::Ints: {
+      std::vector<int64_t> values;
+      for (const ir::Expr& e : arg.ints) values.push_back(e.evaluate(bindings));
+      return values;
+    }
+    case AtenArg::Kind::Float: return arg.floats.at(0);
+    case AtenArg::Kind::Floats: return arg.floats;
+    case AtenArg::Kind::Bool: return static_cast<bool>(arg.bools.at(0));
+    case AtenArg::Kind::Bools: {
+      c10::List<bool> list;
+      for (bool b : arg.bools) list.push_back(b);
+      return list;
+    }
+    case AtenArg::Kind::String: return arg.text;
+    case AtenArg::Kind::ScalarType: return bindings::to_torch_dtype(arg.dtype);
+    case AtenArg::Kind::Layout: return c10::kStrided;
+    case AtenArg::Kind::MemoryFormat: return memory_format_of(arg.memory_format);
+    case AtenArg::Kind::Device: return c10::Device(arg.text);
+  }
+  return {};
+}
+
+// The call's stack in schema order: the program's arguments by name, schema defaults for the
+// ones export left out.
+torch::jit::Stack build_stack(const ir::AtenCall& call, const c10::FunctionSchema& schema,
+                              const std::vector<at::Tensor>& tensors, const ir::SymbolBindings& bindings) {
+  torch::jit::Stack stack;
+  for (const c10::Argument& parameter : schema.arguments()) {
+    const AtenArg* given = nullptr;
+    for (const AtenArg& arg : call.args)
+      if (arg.name == parameter.name()) given = &arg;
+    if (given != nullptr) {
+      stack.push_back(value_of(*given, tensors, bindings));
+    } else {
+      USER_CHECK(parameter.default_value().has_value())
+          << "the program passes no value for argument '" << parameter.name() << "', which has no default";
+      stack.push_back(*parameter.default_value());
+    }
+  }
+  return stack;
+}
+
+// The op's tensor results in order, a returned Tensor[] element by element (AtenCall's
+// output_index counts the same way).
+std::vector<at::Tensor> flat_results(const torch::jit::Stack& stack) {
+  std::vector<at::Tensor> results;
+  for (const c10::IValue& value : stack) {
+    if (value.isTensorList()) {
+      for (const at::Tensor& t : value.toTensorList()) results.push_back(t);
+    } else if (value.isTensor()) {
+      results.push_back(value.toTensor());
+    } else {
+      results.emplace_back();  // None or a number: counted, never bound
+    }
+  }
+  return results;
+}
+
+class C10DispatchExecutor final : public AtenCallExecutor {
+ public:
+  void run(const ir::AtenCall& call, const std::vector<BufferRef>& inputs, const ir::SymbolBindings& bindings,
+           const BufferRef& output) const override {
+    const std::string overload = call.overload == "default" ? "" : call.overload;
+    try {
+      // Inference mode: no autograd bookkeeping for tensors that only live through the call.
+      c10::InferenceMode inference;
+      const std::optional<c10::OperatorHandle> op = c10::Dispatcher::singleton().findSchema({call.op, overload});
+      UNSUPPORTED_CHECK(op.has_value()) << "no operator " << call.full_name()
+                                        << " is registered with the dispatcher in this process (a custom op whose "
+                                           "library is not loaded?)";
+      std::vector<at::Tensor> tensors;
+      for (const BufferRef& input : inputs) tensors.push_back(tensor_of(input));
+      torch::jit::Stack stack = build_stack(call, op->schema(), tensors, bindings);
+      op->callBoxed(&stack);
+      const std::vector<at::Tensor> results = flat_results(stack);
+      const auto index = static_cast<size_t>(call.output_index);
+      INTERNAL_CHECK(index < results.size() && results[index].defined())
+          << "result " << call.output_index << " is not a tensor (" << results.size() << " results)";
+      const at::Tensor& result = results[index];
+      USER_CHECK(result.sizes().vec() == output.sizes)
+          << "result " << call.output_index << " has shape " << result.sizes() << " but the program declared "
+          << sizes_of(output.sizes) << "; the exported shape metadata does not match what the op computes";
+      USER_CHECK(result.scalar_type() == bindings::to_torch_dtype(output.dtype))
+          << "result " << call.output_index << " has dtype " << result.scalar_type() << " but the program declared "
+          << ir::dtype_name(output.dtype);
+      tensor_of(output).copy_(result);
+    } catch (const c10::Error& e) {
+      USER_ERROR() << call.full_name() << " (ATen fallback) failed: " << e.what_without_backtrace();
+    } catch (Error& e) {
+      e.add_context(call.full_name() + " (ATen fallback)");
+      throw;
+    }
+  }
+
+ private:
+  static std::string sizes_of(const std::vector<int64_t>& sizes) { return c10::str(c10::IntArrayRef(sizes)); }
+};
+
+}  // namespace
+
+void install_c10_dispatch_executor() {
+  static const C10DispatchExecutor executor;
+  set_aten_call_executor(&executor);
+}
+
+}  // namespace luminal::runtime::aten_fallback

@@ -1,0 +1,109 @@
+// The ATen fallback's seam, without torch: both runtimes hand an AtenCall node to the registered
+// executor with its inputs as strided views of their producers (no copy), the call's symbol
+// bindings and a contiguous output; with no executor registered the run raises UnsupportedError.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "common/error.h"
+#include "cpu_test_util.h"
+#include "runtime/aten_fallback.h"
+
+namespace luminal::testing {
+namespace {
+
+using ir::Expr;
+
+// Stands in for the c10 dispatcher: out[i, j] = 10 * in[i, j] + s0, read through the strides it
+// is given, and records what it saw.
+class FakeExecutor final : public runtime::AtenCallExecutor {
+ public:
+  mutable std::vector<int64_t> seen_strides;
+  mutable int calls = 0;
+
+  void run(const ir::AtenCall& call, const std::vector<runtime::BufferRef>& inputs, const ir::SymbolBindings& bindings,
+           const runtime::BufferRef& output) const override {
+    ++calls;
+    EXPECT_EQ(call.full_name(), "aten::fake.default");
+    const runtime::BufferRef& in = inputs.at(0);
+    seen_strides = in.strides;
+    const int64_t s0 = bindings.at("s0");
+    const auto* src = static_cast<const float*>(in.data);
+    auto* dst = static_cast<float*>(output.data);
+    for (int64_t i = 0; i < output.sizes[0]; ++i)
+      for (int64_t j = 0; j < output.sizes[1]; ++j)
+        dst[i * output.strides[0] + j * output.strides[1]] =
+            10 * src[i * in.strides[0] + j * in.strides[1]] + static_cast<float>(s0);
+  }
+};
+
+// x [s0, 3] -> fake(x.t() + 1) [3, s0] -> * 2
+ir::Graph fallback_graph() {
+  IrTestBuilder b;
+  const ir::Shape shape{Expr::symbol("s0"), Expr(int64_t{3})};
+  TensorRef x = b.input("x", DType::F32, shape);
+  TensorRef y = b.binary(Op::Add, x, b.constant(1.0, DType::F32, shape));
+  ir::Node call = IrTestBuilder::make(Op::AtenCall, DType::F32, {Expr(int64_t{3}), Expr::symbol("s0")},
+                                      {viewed(y, y.view.permute({1, 0}))});
+  auto spec = std::make_shared<ir::AtenCall>();
+  spec->op = "aten::fake";
+  spec->overload = "default";
+  call.aten_call = spec;
+  TensorRef z = b.add(call);
+  const ir::Shape out_shape{Expr(int64_t{3}), Expr::symbol("s0")};
+  b.output(b.binary(Op::Mul, z, b.constant(2.0, DType::F32, out_shape)));
+  return b.graph;
+}
+
+std::vector<float> expected_for(const std::vector<float>& x, int64_t rows) {
+  std::vector<float> out(static_cast<size_t>(3 * rows));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < 3; ++j) out[j * rows + i] = 2 * (10 * (x[i * 3 + j] + 1) + static_cast<float>(rows));
+  return out;
+}
+
+class AtenCallSeam : public ::testing::TestWithParam<bool> {
+ protected:
+  void TearDown() override { runtime::set_aten_call_executor(nullptr); }
+  std::unique_ptr<runtime::Executable> compile(const ir::Graph& graph) {
+    return GetParam() ? compile_cpu(graph) : compile_reference(graph);
+  }
+};
+
+TEST_P(AtenCallSeam, ExecutorGetsStridedViewBindingsAndWritesTheNode) {
+  FakeExecutor executor;
+  runtime::set_aten_call_executor(&executor);
+  const ir::Graph graph = fallback_graph();
+  auto executable = compile(graph);
+  for (int64_t rows : {2, 5}) {
+    std::vector<float> x;
+    for (int64_t i = 0; i < rows * 3; ++i) x.push_back(static_cast<float>(i) * 0.5f - 1);
+    std::vector<HostTensor> inputs{HostTensor::of<float>(DType::F32, {rows, 3}, x)};
+    const std::vector<HostTensor> out = run_executable(*executable, graph, inputs);
+    EXPECT_EQ(out[0].values<float>(), expected_for(x, rows)) << "rows " << rows;
+    // The transposed view reaches the executor as strides, not as a copy.
+    EXPECT_EQ(executor.seen_strides, (std::vector<int64_t>{1, 3}));
+  }
+  EXPECT_EQ(executor.calls, 2);
+}
+
+TEST_P(AtenCallSeam, NoExecutorIsUnsupportedNotACrash) {
+  runtime::set_aten_call_executor(nullptr);
+  const ir::Graph graph = fallback_graph();
+  auto executable = compile(graph);
+  std::vector<HostTensor> inputs{HostTensor::of<float>(DType::F32, {2, 3}, std::vector<float>(6, 1.0f))};
+  try {
+    run_executable(*executable, graph, inputs);
+    FAIL() << "expected UnsupportedError";
+  } catch (const UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("aten::fake.default runs through the ATen fallback, which needs"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtimes, AtenCallSeam, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "cpu" : "reference"; });
+
+}  // namespace
+}  // namespace luminal::testing
