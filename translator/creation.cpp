@@ -36,22 +36,34 @@ void fill_like(NodeArgs& args, const ir::Scalar& value) {
 
 // arange: an Iota scaled and shifted. Integer bounds count in i64 (exact, symbolic ends such
 // as a sequence length allowed); float bounds need a static length and count in f64, as
-// torch's CPU kernel accumulates in double.
+// torch's CPU kernel accumulates in double. Bool bounds are the ints 0 and 1.
 void arange(NodeArgs& args, const std::optional<std::string>& start_name, const std::optional<std::string>& step_name) {
   TranslationContext& cx = args.cx();
   args.require_strided_layout();
   auto kind = [&](const std::optional<std::string>& name) {
     return name ? args.scalar_kind(*name) : ScalarKind::Int;
   };
+  auto int_bound = [&](const std::optional<std::string>& name, int64_t otherwise) {
+    if (!name) return Expr(otherwise);
+    if (args.scalar_kind(*name) == ScalarKind::Bool) return Expr(static_cast<int64_t>(args.boolean(*name)));
+    return args.sym_int(*name);
+  };
+  auto float_bound = [&](const std::optional<std::string>& name, double otherwise) {
+    if (!name) return otherwise;
+    if (args.scalar_kind(*name) == ScalarKind::Bool) return static_cast<double>(args.boolean(*name));
+    return args.floating(*name);
+  };
   const bool integral = kind(start_name) != ScalarKind::Float && args.scalar_kind("end") != ScalarKind::Float &&
                         kind(step_name) != ScalarKind::Float;
   const DType dtype = args.dtype("dtype").value_or(integral ? DType::I64 : DType::F32);
   Tensor values;
   if (integral) {
-    const Expr start = start_name ? args.sym_int(*start_name) : Expr(int64_t{0});
-    const int64_t step = step_name ? args.integer(*step_name) : 1;
+    const Expr start = int_bound(start_name, 0);
+    const Expr step_expr = int_bound(step_name, 1);
+    USER_CHECK(step_expr.is_constant()) << "arange with a symbolic step is not supported";
+    const int64_t step = step_expr.constant_value();
     USER_CHECK(step != 0) << "arange step must be non-zero";
-    const Expr end = args.sym_int("end");
+    const Expr end = int_bound(std::string("end"), 0);
     Expr length = step > 0 ? floordiv(end - start + Expr(step - 1), Expr(step))
                            : floordiv(start - end + Expr(-step - 1), Expr(-step));
     if (length.is_constant()) length = Expr(std::max<int64_t>(0, length.constant_value()));
@@ -60,15 +72,34 @@ void arange(NodeArgs& args, const std::optional<std::string>& start_name, const 
     if (!(start.is_constant() && start.constant_value() == 0))
       values = binary(cx, Op::Add, values, size_value(cx, start, DType::I64));
   } else {
-    const double start = start_name ? args.floating(*start_name) : 0.0;
-    const double step = step_name ? args.floating(*step_name) : 1.0;
-    const double end = args.floating("end");
+    const double start = float_bound(start_name, 0.0);
+    const double step = float_bound(step_name, 1.0);
+    const double end = float_bound(std::string("end"), 0.0);
     USER_CHECK(step != 0.0 && std::isfinite(start) && std::isfinite(end))
         << "arange(" << start << ", " << end << ", " << step << ") has no finite length";
-    const int64_t length = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((end - start) / step)));
-    values = iota(cx, Expr(length), DType::F64);
-    values = binary(cx, Op::Mul, values, constant(cx, ir::Scalar::of_float(step), DType::F64));
-    values = binary(cx, Op::Add, values, constant(cx, ir::Scalar::of_float(start), DType::F64));
+    if (ir::is_floating(dtype)) {
+      const int64_t length = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((end - start) / step)));
+      values = iota(cx, Expr(length), DType::F64);
+      values = binary(cx, Op::Mul, values, constant(cx, ir::Scalar::of_float(step), DType::F64));
+      values = binary(cx, Op::Add, values, constant(cx, ir::Scalar::of_float(start), DType::F64));
+    } else {
+      // An integer result of float bounds: torch truncates start and step to integers for the
+      // values; the length comes from the truncated bounds for int64 and from the float bounds
+      // for the narrower types (RangeFactories.cpp).
+      const auto t_start = static_cast<int64_t>(start), t_end = static_cast<int64_t>(end),
+                 t_step = static_cast<int64_t>(step);
+      USER_CHECK(t_step != 0) << "arange step " << step << " truncates to 0 for an integer result";
+      int64_t length = 0;
+      if (dtype == DType::I64) {
+        const int64_t sign = (t_step > 0) - (t_step < 0);
+        length = (t_end - t_start + t_step - sign) / t_step;
+      } else {
+        length = static_cast<int64_t>(std::ceil((end - start) / step));
+      }
+      values = iota(cx, Expr(std::max<int64_t>(0, length)), DType::I64);
+      values = binary(cx, Op::Mul, values, constant(cx, ir::Scalar::of_int(t_step), DType::I64));
+      values = binary(cx, Op::Add, values, constant(cx, ir::Scalar::of_int(t_start), DType::I64));
+    }
   }
   args.set_output(0, cast(cx, values, dtype));
 }

@@ -29,6 +29,12 @@ CASES = [
     ccase("arange_start_step", lambda x: (torch.arange(1, 10, 3), torch.arange(5, 0, -2), x)),
     ccase("arange_float", lambda x: (torch.arange(0.0, 1.0, 0.125), torch.arange(-1, 2, 0.5, dtype=torch.float64), x)),
     ccase("arange_dtype", lambda x: torch.arange(4, dtype=x.dtype) + x),
+    # Regressions (OpInfo): bool bounds are 0/1; an integer result of float bounds truncates them
+    # (int64 also takes its length from the truncated bounds, narrower ints from the float ones).
+    ccase("arange_bool_bounds", lambda x: (torch.arange(False, True, True, dtype=torch.float32), x)),
+    ccase("arange_int_of_float_bounds", lambda x: (
+        torch.arange(0.0, -8.000001, -4.0, dtype=torch.int64), torch.arange(-0.9, 2.1, 2.0, dtype=torch.int64),
+        torch.arange(2.1, -2.9, -1.0, dtype=torch.int64), torch.arange(1.0, 5.000001, 2.0, dtype=torch.int32), x)),
     ccase("scalar_tensor", lambda x: torch.where(x > 0, x, torch.scalar_tensor(-3, dtype=x.dtype))),
     ccase("new_full", lambda x: x.new_full((2, 2), 5)),
     ccase("new_zeros", lambda x: (x.new_zeros(3), x.new_ones(2, 1))),
