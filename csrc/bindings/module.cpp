@@ -7,6 +7,7 @@
 
 namespace luminal::bindings {
 void define_compiled_program(pybind11::module_& m);
+void define_cuda(pybind11::module_& m);
 void define_schema(pybind11::module_& m);
 }
 
@@ -16,6 +17,7 @@ PYBIND11_MODULE(_C, m) {
   luminal::bindings::define_runtime_factory(m);
   luminal::bindings::define_compiled_program(m);
   luminal::bindings::define_schema(m);
+  luminal::bindings::define_cuda(m);
   luminal::runtime::aten_fallback::install_c10_dispatch_executor();
   m.attr("has_cuda") = false;
 }

@@ -8,8 +8,6 @@
 
 namespace luminal::codegen::cpp {
 
-namespace {
-
 using ir::DType;
 using ir::Expr;
 
@@ -42,6 +40,8 @@ std::string expr_text(const Expr& e) {
   INTERNAL_ERROR() << "unhandled expression kind";
   return "";
 }
+
+namespace {
 
 bool is_zero(const Expr& e) { return e.is_constant() && e.constant_value() == 0; }
 bool is_one(const Expr& e) { return e.is_constant() && e.constant_value() == 1; }

@@ -23,6 +23,12 @@ enum KernelStatus : int64_t {
   kKernelDivisionByZero = 3,
 };
 
+// The C variable a symbolic dim's value is read into ("S_s0"), and an index expression over
+// those variables (floor division and modulo through the prelude's lm_floordiv/lm_floormod).
+// Shared with the CUDA emitter, whose prelude defines the same helpers.
+std::string symbol_var(const std::string& name);
+std::string expr_text(const ir::Expr& e);
+
 // The function's source, named `name`. Deterministic: the same kernel gives the same text, so
 // that identical layers hash to one binary.
 std::string emit_kernel(const Kernel& kernel, const std::string& name);

@@ -1,0 +1,52 @@
+// Kernel IR -> one CUDA C translation unit (the prelude plus one __global__ function).
+//
+// The value-level text (loads, ops, rounding, literals) comes from the CUDA op table, which is
+// the C++ table with CUDA overrides; index expressions are the C++ emitter's. What is CUDA's
+// own is how the kernel's work maps onto the grid (LaunchSpec):
+//   Elementwise (pointwise loop kernels): one thread per domain element, grid-stride loop.
+//   Row (loop kernels with a reduce axis): one block per row (grid-stride over rows); the
+//     block's threads stride the reduce axis, each reduction merges its per-thread partial
+//     accumulators with warp shuffles and shared memory, and every thread gets the result.
+//   Warp (Gemv): one warp per output element, lanes stride K, a shuffle reduction.
+//   Single (Scatter): one block: copy data to out, then scatter (accumulating scatters run on
+//     one thread, in order, as the reference does; correct, not fast).
+//
+// Signature: extern "C" __global__ void NAME(P0 p0, P1 p1, ..., int64_t S_<symbol>...,
+// int64_t* lm_info): the kernel's params as typed device pointers, then the values of
+// Kernel::symbols() in order, then a 3-element device buffer that the launcher zeroes and reads
+// back: lm_info[0] is 0 or the first error code a thread hit (cpp::KernelStatus: 1 gather index
+// out of range, 2 max/min over an empty axis, 3 integer division by zero), lm_info[1..2] its
+// details. A thread that hits an error records it and carries on with a clamped index (it never
+// returns early: row kernels synchronise their block), so the launcher must check lm_info.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codegen/kernel.h"
+
+namespace luminal::codegen::cuda {
+
+struct LaunchSpec {
+  enum class Kind { Elementwise, Row, Warp, Single } kind = Kind::Elementwise;
+  int block_threads = 256;  // the kernel's __launch_bounds__; a multiple of 32
+  // Elementwise: elements; Row: rows; Warp: output elements; Single: 1. The launcher's grid is
+  // ceil(work / per_block) blocks, capped (every kernel grid-strides), where per_block is
+  // block_threads, 1 and block_threads / 32 for Elementwise, Row and Warp.
+  ir::Expr work;
+};
+
+const char* launch_kind_name(LaunchSpec::Kind kind);
+
+struct CudaKernelSource {
+  std::string name;
+  std::string source;  // a complete translation unit: prelude + the kernel
+  LaunchSpec launch;
+  std::vector<std::string> symbols;  // Kernel::symbols(): the kernel's int64_t arguments
+  bool uses_halves = false;          // includes cuda_fp16.h / cuda_bf16.h
+};
+
+// Deterministic: the same kernel gives the same text.
+CudaKernelSource emit_kernel(const Kernel& kernel, const std::string& name);
+
+}  // namespace luminal::codegen::cuda

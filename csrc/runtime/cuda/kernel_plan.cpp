@@ -1,0 +1,66 @@
+#include "runtime/cuda/kernel_plan.h"
+
+#include "passes/legalize_matmul.h"
+#include "passes/pipeline.h"
+#include "runtime/cpu/jit.h"
+
+namespace luminal::runtime::cuda {
+
+namespace {
+
+using ir::NodeId;
+using passes::GroupKind;
+
+bool is_one(const ir::Expr& e) { return e.is_constant() && e.constant_value() == 1; }
+
+bool matmul_generated(const ir::Node& node) {
+  return passes::is_gemv(node) || !ir::is_floating(node.dtype) || is_one(node.shape[node.shape.size() - 2]);
+}
+
+std::string origin_of(const ir::Graph& graph, const std::vector<NodeId>& nodes) {
+  for (NodeId id : nodes)
+    if (!graph.node(id).origin.empty()) return graph.node(id).origin;
+  return "";
+}
+
+}  // namespace
+
+CudaKernelPlan plan_cuda_kernels(const ir::Graph& input_graph, passes::PassContext& cx) {
+  passes::KernelPlan plan = passes::plan_kernels(input_graph, cx);
+  CudaKernelPlan out;
+  out.graph = std::move(plan.graph);
+  const ir::Graph& graph = out.graph;
+  for (int g : passes::topological_groups(graph, plan.partition)) {
+    const passes::Group& group = plan.partition.groups[g];
+    if (group.kind == GroupKind::Source || group.kind == GroupKind::Inlined) continue;
+    const std::string origin = origin_of(graph, group.nodes);
+    CudaStep step;
+    if (group.kind == GroupKind::Matmul && !matmul_generated(graph.node(group.nodes[0]))) {
+      step.kind = CudaStep::Kind::Library;
+      step.what = "matmul (cuBLASLt) from " + origin;
+    } else if (group.kind == GroupKind::Matmul) {
+      const NodeId id = group.nodes[0];
+      step.lowered =
+          passes::is_gemv(graph.node(id)) ? codegen::lower_gemv(graph, id) : codegen::lower_matmul_loop(graph, id);
+    } else if (group.kind == GroupKind::Scatter) {
+      step.lowered = codegen::lower_scatter(graph, group.nodes[0]);
+    } else if (group.kind == GroupKind::Pointwise || group.kind == GroupKind::Row) {
+      step.lowered = codegen::lower_loop_group(graph, group.nodes, group.domain, group.reduce_axis,
+                                               passes::stored_nodes(graph, plan.partition, g));
+    } else {
+      // An ATen fallback op runs on the host through the dispatcher: no kernel of ours.
+      step.kind = CudaStep::Kind::Library;
+      step.what = std::string(passes::group_kind_name(group.kind)) + " from " + origin;
+    }
+    if (step.kind == CudaStep::Kind::Kernel) {
+      const std::string placeholder = codegen::cuda::emit_kernel(step.lowered.kernel, "LUMINAL_KERNEL").source;
+      const std::string name = "lm_" + cpu::content_hash(placeholder).substr(0, 24);
+      step.cuda = codegen::cuda::emit_kernel(step.lowered.kernel, name);
+      step.what = step.lowered.kernel.label + " from " + origin;
+    }
+    out.steps.push_back(std::move(step));
+  }
+  return out;
+}
+
+}  // namespace luminal::runtime::cuda
