@@ -13,7 +13,7 @@ import torch.fx
 from . import _C
 from .compiled_model import BoundProgram, CompiledModel
 from .errors import UserError
-from .export import export_graph, quiet_torch_internals
+from .export import export_graph, quiet_torch_internals, specialise_scalar_inputs
 from .options import check_runtime, core_options, validate_options
 
 log = logging.getLogger("luminal")
@@ -62,6 +62,8 @@ def compile_graph(
     gm: torch.fx.GraphModule, example_inputs: list[Any], factory: Any, options: dict[str, Any]
 ) -> CompiledModel:
     """A CompiledModel that exports `gm` and compiles it in the C++ core on its first call."""
+    # Now, inside dynamo's frame, so that dynamo guards on the Python scalars we specialise.
+    scalar_values = specialise_scalar_inputs(gm)
     # Dynamo may reuse or edit its graph after we return: work on our own copy.
     with quiet_torch_internals():
         graph = copy.deepcopy(gm)
@@ -69,7 +71,7 @@ def compile_graph(
     def compile_on_first_call(args: tuple) -> BoundProgram:
         start = time.perf_counter()
         with quiet_torch_internals():
-            exported = export_graph(graph, list(args))
+            exported = export_graph(graph, list(args), scalar_values)
         export_ms = (time.perf_counter() - start) * 1000
         program = _C.compile_pt2(exported.archive, factory, core_options(options), exported.weights)
         bound = BoundProgram(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import operator
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,6 +86,69 @@ def _is_sym_scalar(value: Any) -> bool:
     return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool))
 
 
+# Set on a placeholder whose every use was replaced by its specialised value: it is no input.
+SPECIALISED = "luminal_specialised_scalar"
+
+
+def _is_unspecialised_scalar(node: torch.fx.Node) -> bool:
+    """A Python float (an RMSNorm's eps, an attention's scaling) that dynamo did not specialise
+    (dynamic=True, or a value that changed between calls): it passes it as a 0-d f64 tensor
+    input and reads it back with `.item()`."""
+    return node.op == "placeholder" and bool(getattr(node.meta.get("grapharg"), "pass_arg_as_tensor", False))
+
+
+def specialise_scalar_inputs(gm: torch.fx.GraphModule) -> dict[str, float | int | bool]:
+    """The value of every `.item()` of an unspecialised Python scalar input, by node name.
+
+    Call it inside dynamo's frame (in the backend, not lazily): reading a symbolic value adds
+    a guard on it to dynamo's ShapeEnv, so a model whose eps or scaling later changes recompiles
+    instead of running with the old constant. Export cannot keep these as inputs: each `.item()`
+    becomes an unbacked float, and scaled_dot_product_attention's `scale` guards on it (the
+    "Could not guard on data-dependent expression zuf" error of Llama under dynamic=True); the
+    core's scalars are constants too. Does not edit gm."""
+    values: dict[str, float | int | bool] = {}
+    for node in gm.graph.nodes:
+        if not _is_unspecialised_scalar(node):
+            continue
+        for user in node.users:
+            value = user.meta.get("example_value")
+            if user.op != "call_method" or user.target != "item" or not _has_value(value):
+                continue
+            if isinstance(value, (torch.SymFloat, float)):
+                values[user.name] = float(value)
+            elif isinstance(value, (torch.SymBool, bool)):
+                values[user.name] = bool(value)
+            elif isinstance(value, (torch.SymInt, int)):
+                values[user.name] = int(value)
+    return values
+
+
+def _has_value(value: Any) -> bool:
+    """A plain scalar, or a symbolic one backed by the value dynamo saw (unbacked ones, from
+    tensor data, are left as they are: no guard can pin them)."""
+    if isinstance(value, (float, int, bool)):
+        return True
+    return _is_sym_scalar(value) and value.node.has_hint()
+
+
+def _apply_scalar_values(gm: torch.fx.GraphModule, values: dict[str, float | int | bool]) -> None:
+    """Replaces each specialised `.item()` by its value; marks scalar inputs left unused."""
+    if not values:
+        return
+    for node in list(gm.graph.nodes):
+        if node.name not in values or node.op != "call_method" or node.target != "item":
+            continue
+        value = values[node.name]
+        for user in list(node.users):
+            user.args = torch.fx.node.map_arg(user.args, lambda n: value if n is node else n)
+            user.kwargs = torch.fx.node.map_arg(user.kwargs, lambda n: value if n is node else n)
+        gm.graph.erase_node(node)
+    for node in gm.graph.nodes:
+        if _is_unspecialised_scalar(node) and not node.users:
+            node.meta[SPECIALISED] = True
+    gm.recompile()
+
+
 SIZE_CARRIER = "luminal_size_carrier"
 
 
@@ -116,10 +180,14 @@ def _internalise(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[E
     result = ExportedGraph(b"", [], {}, {})
     user_inputs: list[Any] = []
     tensor_placeholders = [
-        n for n, v in zip(placeholders, example_inputs) if isinstance(v, torch.Tensor) and not _is_weight(n, v)
+        n
+        for n, v in zip(placeholders, example_inputs)
+        if isinstance(v, torch.Tensor) and not _is_weight(n, v) and not n.meta.get(SPECIALISED)
     ]
     for position, (node, value) in enumerate(zip(placeholders, example_inputs)):
-        if _is_weight(node, value):
+        if node.meta.get(SPECIALISED):
+            gm.graph.erase_node(node)  # its value is in the graph; dynamo guards on it
+        elif _is_weight(node, value):
             name = node.name
             if isinstance(value, torch.nn.Parameter):
                 gm.register_parameter(name, value)
@@ -214,6 +282,50 @@ def _split_sym_outputs(gm: torch.fx.GraphModule) -> list[tuple[int, torch.fx.Gra
     return programs
 
 
+ATTENTION_TARGETS = (
+    torch._C._nn.scaled_dot_product_attention,
+    torch.nn.functional.scaled_dot_product_attention,
+    torch.ops.aten.scaled_dot_product_attention.default,
+)
+
+
+def _arg(node: torch.fx.Node, index: int, name: str) -> Any:
+    return node.args[index] if len(node.args) > index else node.kwargs.get(name)
+
+
+def _check_attention_shapes(gm: torch.fx.GraphModule) -> None:
+    """Before each scaled_dot_product_attention, `torch._check` that the keys, the values and
+    the mask agree on the key length, so export gives them one symbol.
+
+    Dynamo gives every dynamic dim of every input its own symbol (a DynamicCache's four K/V
+    tensors: s53, s40, s66, s6), and SDPA's meta function never compares the key length of K
+    with V's or the mask's, so export keeps them apart and the core's matmul verifier rejects
+    `[.., s53 + 1] x [.., s40 + 1, 16]`. Eager SDPA fails on unequal lengths anyway: the check
+    only states what the op already requires."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in ATTENTION_TARGETS:
+            continue
+        key, value, mask = _arg(node, 1, "key"), _arg(node, 2, "value"), _arg(node, 3, "attn_mask")
+        pairs = [(key, -2, value, -2)]
+        if isinstance(mask, torch.fx.Node):
+            mask_shape = getattr(mask.meta.get("example_value"), "shape", ())
+            # A length-1 last dim broadcasts over the keys: nothing to check.
+            if len(mask_shape) and not (isinstance(mask_shape[-1], int) and mask_shape[-1] == 1):
+                pairs.append((key, -2, mask, -1))
+        with gm.graph.inserting_before(node):
+            for a, a_dim, b, b_dim in pairs:
+                if not isinstance(a, torch.fx.Node) or not isinstance(b, torch.fx.Node):
+                    continue
+                a_size = gm.graph.call_method("size", (a, a_dim))
+                b_size = gm.graph.call_method("size", (b, b_dim))
+                same = gm.graph.call_function(operator.eq, (a_size, b_size))
+                gm.graph.call_function(torch._check, (same,))
+                changed = True
+    if changed:
+        gm.recompile()
+
+
 def _dynamic_shapes(gm: torch.fx.GraphModule) -> tuple[tuple[dict[int, Any], ...]] | None:
     """Dim.AUTO for every dim dynamo made symbolic, so one compile serves all its values.
 
@@ -264,12 +376,17 @@ def serialize(ep: torch.export.ExportedProgram, externally_bound: set[str]) -> b
     return buffer.getvalue()
 
 
-def export_graph(gm: torch.fx.GraphModule, args: list[Any]) -> ExportedGraph:
+def export_graph(
+    gm: torch.fx.GraphModule, args: list[Any], scalar_values: dict[str, float | int | bool] | None = None
+) -> ExportedGraph:
     """Re-internalises lifted state, exports, decomposes to core ATen and serialises.
 
-    `args` are real values for every placeholder (the first call's arguments); `gm` is edited."""
+    `args` are real values for every placeholder (the first call's arguments); `gm` is edited.
+    `scalar_values`: specialise_scalar_inputs() of the graph, taken inside dynamo's frame."""
     gm.eval()
+    _apply_scalar_values(gm, scalar_values or {})
     sym_outputs = _split_sym_outputs(gm)
+    _check_attention_shapes(gm)
     exported, user_inputs = _internalise(gm, args)
     exported.sym_outputs = sym_outputs
     dynamic_shapes = _dynamic_shapes(gm)
