@@ -14,6 +14,7 @@ from . import _C
 from .compiled_model import BoundProgram, CompiledModel
 from .errors import UserError
 from .export import export_graph, quiet_torch_internals, specialise_scalar_inputs
+from .export_cache import cached_export
 from .options import check_runtime, core_options, validate_options
 
 log = logging.getLogger("luminal")
@@ -71,7 +72,9 @@ def compile_graph(
     def compile_on_first_call(args: tuple) -> BoundProgram:
         start = time.perf_counter()
         with quiet_torch_internals():
-            exported = export_graph(graph, list(args), scalar_values)
+            exported, export_cache_hit = cached_export(
+                export_graph, graph, list(args), scalar_values, options.get("cache_dir")
+            )
         export_ms = (time.perf_counter() - start) * 1000
         program = _C.compile_pt2(exported.archive, factory, core_options(options), exported.weights)
         bound = BoundProgram(
@@ -79,7 +82,7 @@ def compile_graph(
             exported.user_input_positions,
             exported.weight_positions,
             exported.weights,
-            {"export_ms": export_ms, "archive_bytes": len(exported.archive)},
+            {"export_ms": export_ms, "export_cache_hit": export_cache_hit, "archive_bytes": len(exported.archive)},
             frozenset(exported.size_carrier_positions),
             exported.sym_outputs,
         )

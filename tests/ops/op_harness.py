@@ -200,14 +200,14 @@ def compile_and_run(fn: Callable[..., Any], flat_inputs: list[torch.Tensor], tar
     fallback='error': an op test proves a native translation, never the ATen fallback's."""
     backend = CountingBackend({"fallback": "error"})
     compiled = torch.compile(fn, backend=backend, fullgraph=True, dynamic=False)
-    real_export = luminal.backend.export_graph
+    real_export = luminal.backend.cached_export
 
-    def recording_export(gm, args, *rest):
-        exported = real_export(gm, args, *rest)
+    def recording_export(*args, **kwargs):
+        exported, hit = real_export(*args, **kwargs)
         _record_targets(exported.archive, targets)
-        return exported
+        return exported, hit
 
-    with mock.patch.object(luminal.backend, "export_graph", recording_export):
+    with mock.patch.object(luminal.backend, "cached_export", recording_export):
         outputs = compiled(*flat_inputs)
     return outputs, len(backend.compiled)
 
