@@ -155,6 +155,32 @@ void translate_native_layer_norm(NodeArgs& args);
 void translate_silu(NodeArgs& args);
 void translate_softmax(NodeArgs& args);
 
+// ---- convolution.cpp ----
+void translate_convolution(NodeArgs& args);
+
+// ---- pooling.cpp ----
+void translate_adaptive_avg_pool2d(NodeArgs& args);
+void translate_adaptive_avg_pool3d(NodeArgs& args);
+void translate_avg_pool2d(NodeArgs& args);
+void translate_avg_pool3d(NodeArgs& args);
+void translate_max_pool2d_with_indices(NodeArgs& args);
+void translate_max_pool3d_with_indices(NodeArgs& args);
+
+// ---- padding.cpp ----
+void translate_reflection_pad1d(NodeArgs& args);
+void translate_reflection_pad2d(NodeArgs& args);
+void translate_reflection_pad3d(NodeArgs& args);
+void translate_replication_pad1d(NodeArgs& args);
+void translate_replication_pad2d(NodeArgs& args);
+void translate_replication_pad3d(NodeArgs& args);
+
+// ---- scatter_reduce.cpp ----
+void translate_scatter_reduce_two(NodeArgs& args);
+
+// ---- upsample.cpp ----
+void translate_upsample_bilinear2d_vec(NodeArgs& args);
+void translate_upsample_nearest2d_vec(NodeArgs& args);
+
 // ---- attention.cpp ----
 void translate_scaled_dot_product_attention(NodeArgs& args);
 

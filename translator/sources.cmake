@@ -4,6 +4,7 @@ target_sources(luminal_core PRIVATE
   translator/aten_fallback.cpp
   translator/attention.cpp
   translator/context.cpp
+  translator/convolution.cpp
   translator/creation.cpp
   translator/defaults.cpp
   translator/elementwise.cpp
@@ -13,10 +14,15 @@ target_sources(luminal_core PRIVATE
   translator/moe.cpp
   translator/movement.cpp
   translator/nn.cpp
+  translator/padding.cpp
+  translator/pooling.cpp
   translator/reduction.cpp
   translator/registry.cpp
+  translator/scatter_reduce.cpp
   translator/sorting.cpp
+  translator/spatial.cpp
   translator/sym_expr.cpp
   translator/tensor_ops.cpp
   translator/translate.cpp
+  translator/upsample.cpp
 )
