@@ -8,7 +8,10 @@ Sources, so that the table cannot drift from the code:
 - dtypes tested: the JSON tests/ops writes when run with
   `LUMINAL_OPS_COVERAGE=docs/ops_coverage.json python -m pytest tests/ops` (each overload the
   exported graphs of passing cases contained, with the dtypes of those cases);
-- Core ATen: the overloads tagged torch.Tag.core in the installed torch.
+- Core ATen: the overloads tagged torch.Tag.core in the installed torch;
+- ATen fallback: an overload with no translation runs through the fallback when its schema
+  returns only tensors and mutates nothing, and its result shapes follow from its input shapes
+  (DATA_DEPENDENT lists the exceptions).
 
 Usage: python scripts/gen_ops_doc.py [--coverage docs/ops_coverage.json] [--out docs/ops.md]
 """
@@ -37,17 +40,16 @@ sigmoid.default sin.default slice.Tensor sort.default split_with_sizes.default s
 sum.dim_IntList tanh.default topk.default unsqueeze.default view.default where.self
 """.split()
 
-# Why a Core ATen overload has no translation yet. An overload missing here and from the registry
-# is reported as "unsupported (no reason recorded)" so that nothing hides.
-UNSUPPORTED_REASONS = {
-    "rand": "random: needs an RNG primitive or the ATen fallback",
-    "randn": "random: needs an RNG primitive or the ATen fallback",
-    "randperm": "random: needs an RNG primitive or the ATen fallback",
+# Why a Core ATen overload has no native translation yet (it runs through the ATen fallback, or
+# cannot run at all). An overload missing here and from the registry reports "no reason
+# recorded" so that nothing hides.
+NOT_NATIVE_REASONS = {
+    "rand": "random: draws from torch's own generator, so eager and luminal agree under one seed",
+    "randn": "random: draws from torch's own generator, so eager and luminal agree under one seed",
+    "randperm": "random: draws from torch's own generator, so eager and luminal agree under one seed",
     "native_dropout": "random in training mode (eval graphs never contain it)",
-    "nonzero": "data-dependent output shape: needs the ATen fallback",
     "_local_scalar_dense": "tensor to Python number (.item()): data-dependent control flow",
     "masked_scatter": "data-dependent source positions (a cumsum of the mask): not composed yet",
-    "convolution": "convolution: needs a Conv primitive or an im2col lowering; not built yet",
     "convolution_backward": "backward op: luminal compiles inference graphs",
     "avg_pool2d_backward": "backward op: luminal compiles inference graphs",
     "_adaptive_avg_pool2d_backward": "backward op: luminal compiles inference graphs",
@@ -56,12 +58,9 @@ UNSUPPORTED_REASONS = {
     "native_layer_norm_backward": "backward op: luminal compiles inference graphs",
     "embedding_dense_backward": "backward op: luminal compiles inference graphs",
     "_native_batch_norm_legit": "training-mode batch norm (updates running stats); eval graphs use _no_training",
-    "as_strided": "arbitrary strides over storage: not expressible on IR values; needs the ATen fallback",
+    "as_strided": "arbitrary strides over storage: not expressible on IR values",
     "empty_strided": "not composed yet (empty with a layout hint)",
     "resize_": "in-place storage resize",
-    "sym_numel": "SymInt query: not composed yet",
-    "sym_storage_offset": "SymInt query about storage: no storage in the IR",
-    "sym_stride": "SymInt query about strides: IR values have no fixed strides",
     "_fft_r2c": "FFT: needs a primitive",
     "_fft_c2r": "FFT: needs a primitive and complex dtypes",
     "col2im": "not composed yet",
@@ -69,14 +68,13 @@ UNSUPPORTED_REASONS = {
     "_cdist_forward": "not composed yet",
     "_pdist_forward": "not composed yet",
     "_embedding_bag": "not composed yet",
-    "scatter_reduce": "not composed yet (needs prod/amax/amin/mean scatter modes)",
-    "atan2.out": "out= variant: never in a functional graph",
 }
-NOT_COMPOSED_YET = "not composed yet: pooling/upsampling/padding family"
-for _op in ("avg_pool2d", "avg_pool3d", "_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "max_pool2d_with_indices",
-            "max_pool3d_with_indices", "reflection_pad1d", "reflection_pad2d", "reflection_pad3d", "replication_pad2d",
-            "replication_pad3d", "upsample_bilinear2d", "upsample_nearest2d"):
-    UNSUPPORTED_REASONS[_op] = NOT_COMPOSED_YET
+# Core ATen overloads whose result shape depends on the data (nonzero's unbacked size): the ATen
+# fallback needs result shapes known from the input shapes (translator/aten_fallback.cpp).
+DATA_DEPENDENT = {
+    "aten::nonzero.default": "data-dependent output shape: the ATen fallback needs result shapes known from the "
+    "input shapes",
+}
 
 DTYPE_ORDER = ["float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool"]
 SHORT = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int8": "i8", "int16": "i16",
@@ -101,7 +99,27 @@ def registered_overloads(registry: Path) -> set[str]:
 
 def reason(overload: str) -> str:
     base = overload.split("::")[1]
-    return UNSUPPORTED_REASONS.get(base) or UNSUPPORTED_REASONS.get(base.split(".")[0]) or "no reason recorded"
+    return NOT_NATIVE_REASONS.get(base) or NOT_NATIVE_REASONS.get(base.split(".")[0]) or "no reason recorded"
+
+
+def fallback_blocker(overload: str) -> str | None:
+    """Why the ATen fallback cannot run this overload, or None when it can."""
+    if overload in DATA_DEPENDENT:
+        return DATA_DEPENDENT[overload]
+    name, _, overload_name = overload.removeprefix("aten::").partition(".")
+    schema = getattr(getattr(torch.ops.aten, name), overload_name)._schema
+    if schema.is_mutable:
+        return "mutates its arguments: never in a functional (exported) graph"
+    returns = [str(r.type) for r in schema.returns]
+    if any(t not in ("Tensor", "Tensor[]") for t in returns):
+        return f"returns {', '.join(returns)}, not tensors: a number the graph would branch on"
+    return None
+
+
+def status(overload: str, registered: set[str]) -> str:
+    if overload in registered:
+        return "native"
+    return "unsupported" if fallback_blocker(overload) else "fallback"
 
 
 def dtypes_cell(dtypes: list[str]) -> str:
@@ -119,7 +137,13 @@ def render(core: list[str], registered: set[str], coverage: dict[str, list[str]]
         "(research/ops-in-real-models.md). **Tested dtypes** = the input dtypes of passing `tests/ops` cases whose "
         "exported graph contained the overload (an op that only appears inside another op's test counts too).",
         "",
-        f"- Core ATen overloads: {len(core)}, translated natively: {sum(r in registered for r in core)}",
+        "**Status**: *native* = translated into luminal's IR (fused, compiled); *fallback* = no translation yet, runs "
+        "through torch's own kernel via the ATen fallback (`options={'fallback': 'aten'}`, the default; listed in "
+        "`stats['fallback_ops']` and logged); *unsupported* = cannot run, with the reason.",
+        "",
+        f"- Core ATen overloads: {len(core)}; native: {sum(status(r, registered) == 'native' for r in core)}, "
+        f"ATen fallback: {sum(status(r, registered) == 'fallback' for r in core)}, "
+        f"unsupported: {sum(status(r, registered) == 'unsupported' for r in core)}",
         f"- Real-model targets: {len(real)}, translated natively: {sum(r in registered for r in real)}",
         f"- Registry entries in total (non-core overloads included): {len(registered)}",
         "",
@@ -127,13 +151,15 @@ def render(core: list[str], registered: set[str], coverage: dict[str, list[str]]
         "|---|---|---|---|---|",
     ]
     for r in rows:
-        is_native = r in registered
-        tested = coverage.get(r, [])
-        detail = dtypes_cell(tested) if is_native else reason(r)
-        if is_native and not tested:
-            detail = "(not exercised by tests/ops yet)"
-        lines.append(f"| `{r}` | {'yes' if r in core else ''} | {'yes' if r in real else ''} | "
-                     f"{'native' if is_native else 'unsupported'} | {detail} |")
+        kind = status(r, registered)
+        tested = dtypes_cell(coverage.get(r, []))
+        if kind == "native":
+            detail = tested or "(not exercised by tests/ops yet)"
+        elif kind == "fallback":
+            detail = f"{tested} (through the fallback); not native: {reason(r)}" if tested else f"not native: {reason(r)}"
+        else:
+            detail = fallback_blocker(r) or reason(r)
+        lines.append(f"| `{r}` | {'yes' if r in core else ''} | {'yes' if r in real else ''} | {kind} | {detail} |")
     extra = sorted(registered - set(rows))
     lines += ["", "## Translated overloads outside Core ATen", "",
               "Non-core overloads a graph can still contain (dynamo graphs before decomposition, SymInt arithmetic, "
