@@ -211,7 +211,9 @@ void translate_div_mode(NodeArgs& args) {
     args.set_output(0, mode == "trunc" ? binary(cx, Op::Div, x, y) : integer_floor_div(cx, x, y));
     return;
   }
-  const DType compute = compute_dtype(dtype);
+  // torch's trunc kernel divides in the tensors' own type (a bf16 quotient is rounded to bf16
+  // before it is truncated); its floor kernel computes in float for f16/bf16 (div_floor_floating).
+  const DType compute = mode == "trunc" ? dtype : compute_dtype(dtype);
   Tensor q = binary(cx, Op::Div, materialize(cx, a, compute), materialize(cx, b, compute));
   args.set_output(0, cast(cx, unary(cx, mode == "trunc" ? Op::Trunc : Op::Floor, q), dtype));
 }

@@ -136,6 +136,7 @@ void translate_view(NodeArgs& args);
 
 // ---- indexing.cpp ----
 void translate_embedding(NodeArgs& args);
+void translate_embedding_renorm(NodeArgs& args);
 void translate_gather(NodeArgs& args);
 void translate_index_put(NodeArgs& args);
 void translate_index_select(NodeArgs& args);
@@ -176,6 +177,8 @@ void translate_replication_pad3d(NodeArgs& args);
 
 // ---- scatter_reduce.cpp ----
 void translate_scatter_reduce_two(NodeArgs& args);
+void translate_scatter_reduce(NodeArgs& args);
+void translate_scatter_value_reduce(NodeArgs& args);
 
 // ---- upsample.cpp ----
 void translate_upsample_bilinear2d_vec(NodeArgs& args);

@@ -1,5 +1,7 @@
 // Data-dependent addressing: embedding, index_select, gather, advanced indexing (index.Tensor)
 // and its write form index_put. All lower to the Gather / Scatter primitives along one axis.
+#include <cmath>
+
 #include "common/error.h"
 #include "translator/handlers.h"
 
@@ -99,6 +101,45 @@ void translate_embedding(NodeArgs& args) {
   args.set_output(0, reshape(cx, rows, concat(indices.shape(), {width})));
 }
 
+// embedding(..., max_norm=m): the rows the indices reference whose norm exceeds m are scaled by
+// m / (norm + 1e-7), as torch's embedding_renorm_ does (the norm rounded to the weight's dtype,
+// the scale computed in double); the other rows keep their values.
+void translate_embedding_renorm(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor weight = args.tensor("self");
+  Tensor indices = args.tensor("indices");
+  USER_CHECK(weight.rank() == 2) << "embedding_renorm weight must be 2-d, got rank " << weight.rank();
+  USER_CHECK(ir::is_floating(weight.dtype)) << "embedding_renorm of a " << ir::dtype_name(weight.dtype) << " weight";
+  const double max_norm = args.floating("max_norm");
+  const double p = args.floating("norm_type");
+  const DType c = compute_dtype(weight.dtype);
+  const Tensor w = cast(cx, weight, c);
+  const Tensor a = unary(cx, Op::Abs, w);
+  Tensor norm;
+  if (std::isinf(p)) {
+    norm = reduce(cx, p > 0 ? Op::MaxReduce : Op::MinReduce, a, {1}, true);
+  } else if (p == 1.0) {
+    norm = reduce(cx, Op::SumReduce, a, {1}, true);
+  } else if (p == 2.0) {
+    norm = unary(cx, Op::Sqrt, reduce(cx, Op::SumReduce, binary(cx, Op::Mul, a, a), {1}, true));
+  } else {
+    Tensor sum = reduce(cx, Op::SumReduce, binary(cx, Op::Pow, a, constant(cx, ir::Scalar::of_float(p), c)), {1}, true);
+    norm = binary(cx, Op::Pow, sum, constant(cx, ir::Scalar::of_float(1.0 / p), c));
+  }
+  const Tensor norm_d = cast(cx, cast(cx, norm, weight.dtype), DType::F64);
+  // referenced[v] = any(indices == v), over the flattened indices.
+  const Tensor flat = reshape(cx, indices, {Expr(int64_t{-1})});
+  const Tensor rows = unsqueeze(iota(cx, weight.shape()[0], DType::I64), 1);
+  const Tensor hits = cast(cx, binary(cx, Op::Eq, rows, unsqueeze(cast(cx, flat, DType::I64), 0)), DType::I64);
+  const Tensor referenced = binary(cx, Op::Ne, reduce(cx, Op::MaxReduce, hits, {1}, true),
+                                   constant(cx, ir::Scalar::of_int(0), DType::I64));
+  const Tensor limit = constant(cx, ir::Scalar::of_float(max_norm), DType::F64);
+  const Tensor too_long = binary(cx, Op::And, referenced, binary(cx, Op::Lt, limit, norm_d));
+  const Tensor scale = binary(cx, Op::Div, limit, binary(cx, Op::Add, norm_d, constant(cx, ir::Scalar::of_float(1e-7), DType::F64)));
+  const Tensor factor = where(cx, too_long, cast(cx, scale, c), constant(cx, ir::Scalar::of_float(1.0), c));
+  args.set_output(0, cast(cx, binary(cx, Op::Mul, w, factor), weight.dtype));
+}
+
 void translate_index_select(NodeArgs& args) {
   TranslationContext& cx = args.cx();
   Tensor self = args.tensor("self");
@@ -117,10 +158,15 @@ void translate_gather(NodeArgs& args) {
   Tensor self = args.tensor("self");
   Tensor index = args.tensor("index");
   const int dim = wrap_dim(args.integer("dim"), self.rank());
-  if (self.rank() == 0 && index.rank() == 0) {
+  // An empty index gathers nothing, whatever its rank (torch skips the rank check for it).
+  if (ir::numel(index.shape()).is_constant() && ir::numel(index.shape()).constant_value() == 0)
+    return args.set_output(0, constant(args.cx(), ir::Scalar::of_int(0), self.dtype, index.shape()));
+  if (self.rank() == 0 || index.rank() == 0) {
     // A 0-d tensor gathers as a 1-element vector (x.gather(-1, topk indices) of a 0-d x).
-    Tensor out = gather(args.cx(), unsqueeze(self, 0), 0, unsqueeze(index, 0));
-    return args.set_output(0, squeeze(out, 0));
+    const Tensor data = self.rank() == 0 ? unsqueeze(self, 0) : self;
+    const Tensor where = index.rank() == 0 ? unsqueeze(index, 0) : index;
+    Tensor out = gather(args.cx(), data, self.rank() == 0 ? 0 : dim, where);
+    return args.set_output(0, index.rank() == 0 ? squeeze(out, 0) : out);
   }
   args.set_output(0, gather(args.cx(), self, dim, index));
 }

@@ -164,15 +164,19 @@ void translate_to_copy(NodeArgs& args) {
 
 // cat = scatter each input into its range of the result along dim. Inputs promote to a common
 // dtype; legacy empty 1-d inputs ([0]) are skipped, as torch does.
+// Legacy 1-d empty tensors ([0]) are skipped whatever the others' rank, as torch does; they
+// still take part in dtype promotion, so the result takes the program's dtype.
 void translate_cat(NodeArgs& args) {
   std::vector<Tensor> inputs;
   for (const Tensor& t : args.tensors("tensors")) {
     const bool legacy_empty = t.rank() == 1 && t.shape()[0].is_constant() && t.shape()[0].constant_value() == 0;
     if (!legacy_empty) inputs.push_back(t);
   }
-  USER_CHECK(!inputs.empty()) << "cat of no non-empty tensors";
+  const DType dtype = args.output_dtype(0);
+  if (inputs.empty())
+    return args.set_output(0, constant(args.cx(), ir::Scalar::of_int(0), dtype, {Expr(int64_t{0})}));
   const int dim = wrap_dim(args.integer("dim"), inputs[0].rank());
-  args.set_output(0, concat(args.cx(), inputs, dim));
+  args.set_output(0, cast(args.cx(), concat(args.cx(), inputs, dim), dtype));
 }
 
 void translate_split_with_sizes(NodeArgs& args) {

@@ -137,8 +137,11 @@ void translate_native_group_norm(NodeArgs& args) {
   const int64_t groups = args.integer("group");
   const ir::Expr n = x.shape()[0];
   const DType c = compute_dtype(x.dtype);
-  Tensor grouped = reshape(cx, cast(cx, x, c), {n, ir::Expr(groups), ir::Expr(int64_t{-1})});
-  const ir::Expr count = grouped.shape()[2];
+  // The group's element count spelled out, not inferred (-1): an empty batch has no numel to
+  // infer it from.
+  ir::Expr count = floordiv(x.shape()[1], ir::Expr(groups));
+  for (int d = 2; d < x.rank(); ++d) count = count * x.shape()[d];
+  Tensor grouped = reshape(cx, cast(cx, x, c), {n, ir::Expr(groups), count});
   Tensor size = size_value(cx, count, c);
   Tensor mean = binary(cx, Op::Div, reduce(cx, Op::SumReduce, grouped, {2}, true), size);
   Tensor centered = binary(cx, Op::Sub, grouped, mean);

@@ -121,20 +121,15 @@ Tensor masked_reduce(TranslationContext& cx, const Tensor& self, int dim, const 
   return where(cx, *inside, result, self);
 }
 
-}  // namespace
-
-void translate_scatter_reduce_two(NodeArgs& args) {
-  TranslationContext& cx = args.cx();
-  Tensor self = args.tensor("self");
-  Tensor index = args.tensor("index");
-  Tensor src = args.tensor("src");
-  const Reduction reduction = parse_reduction(args.string("reduce"));
-  const bool include_self = args.boolean("include_self");
+// torch's scatter_reduce over (self, dim, index, src); the result has self's dtype.
+Tensor scatter_reduced(TranslationContext& cx, Tensor self, int64_t dim_arg, Tensor index, Tensor src,
+                       Reduction reduction, bool include_self) {
   const DType dtype = self.dtype;
   // On bools torch's sum/amax are a logical or and prod/amin a logical and: the i64 reductions
   // of 0/1 values, read back as != 0. Its CPU kernel has no bool mean.
   USER_CHECK(!(ir::is_bool(dtype) && reduction == Reduction::Mean)) << "scatter_reduce: mean of a bool tensor";
   const DType compute = ir::is_bool(dtype) ? DType::I64 : dtype;
+  index = cast(cx, index, DType::I64);  // torch also takes int32 indices
   // torch treats 0-d tensors as rank 1 of size 1.
   const bool scalar = self.rank() == 0;
   const ir::Shape one = {Expr(int64_t{1})};
@@ -145,7 +140,7 @@ void translate_scatter_reduce_two(NodeArgs& args) {
   }
   USER_CHECK(index.rank() == self.rank()) << "scatter_reduce: index of rank " << index.rank() << " for self of rank "
                                           << self.rank();
-  const int dim = wrap_dim(args.integer("dim"), self.rank());
+  const int dim = wrap_dim(dim_arg, self.rank());
   self = cast(cx, self, compute);
   // Only src[index's extent] is read, as in torch (dim -1 here means: restrict every dim).
   src = restrict_to(cast(cx, src, compute), index, -1);
@@ -156,7 +151,36 @@ void translate_scatter_reduce_two(NodeArgs& args) {
               : masked_reduce(cx, self, dim, index, src, reduction, include_self);
   }
   out = cast(cx, out, dtype);
-  args.set_output(0, scalar ? reshape(cx, out, {}) : out);
+  return scalar ? reshape(cx, out, {}) : out;
+}
+
+// scatter(..., reduce='add'|'multiply'): the deprecated form of scatter_reduce sum/prod with
+// include_self=True.
+Reduction legacy_reduction(const std::string& name) {
+  USER_CHECK(name == "add" || name == "multiply") << "scatter: reduce must be 'add' or 'multiply'; got '" << name << "'";
+  return name == "add" ? Reduction::Sum : Reduction::Prod;
+}
+
+}  // namespace
+
+void translate_scatter_reduce_two(NodeArgs& args) {
+  args.set_output(0, scatter_reduced(args.cx(), args.tensor("self"), args.integer("dim"), args.tensor("index"),
+                                     args.tensor("src"), parse_reduction(args.string("reduce")),
+                                     args.boolean("include_self")));
+}
+
+void translate_scatter_reduce(NodeArgs& args) {
+  args.set_output(0, scatter_reduced(args.cx(), args.tensor("self"), args.integer("dim"), args.tensor("index"),
+                                     args.tensor("src"), legacy_reduction(args.string("reduce")), true));
+}
+
+void translate_scatter_value_reduce(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  const Tensor self = args.tensor("self");
+  const Tensor index = args.tensor("index");
+  const Tensor value = constant(cx, args.scalar("value"), self.dtype, index.shape());
+  args.set_output(0, scatter_reduced(cx, self, args.integer("dim"), index, value,
+                                     legacy_reduction(args.string("reduce")), true));
 }
 
 }  // namespace luminal::translator

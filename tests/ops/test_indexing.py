@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from op_harness import ALL, Case, run_case
+from op_harness import ALL, FLOATS, Case, run_case
 
 IDX = torch.tensor([[2, 0, 1], [1, 1, 0]])
 V = {"2d": (lambda m: m((3, 4)),), "transposed": (lambda m: m((4, 3)).t(),)}
@@ -25,6 +25,18 @@ CASES = [
     icase("index_tensor_2d", lambda x: x[:, torch.tensor([[0, 1], [3, 2]])]),
     icase("index_tensor_pair", lambda x: x[torch.tensor([0, 2]), torch.tensor([1, 3])]),
     Case("embedding", lambda w: torch.nn.functional.embedding(torch.tensor([[0, 2], [1, 1]]), w), dtypes=ALL, variants=V,
+         short=("transposed",)),
+    # Regressions (OpInfo): an empty index of another rank gathers nothing; a 0-d input gathers
+    # as a 1-element vector.
+    icase("gather_empty_index", lambda x: torch.gather(x[0], 0, torch.zeros(2, 0, dtype=torch.int64))),
+    icase("gather_0d_input", lambda x: torch.gather(x[0, 0], 0, torch.tensor([0, 0]))),
+    # max_norm renormalises the referenced rows of the weight (embedding_renorm), also in place
+    # in eager: the weight is cloned so that both runs see the same input.
+    Case("embedding_max_norm", lambda w: torch.nn.functional.embedding(torch.tensor([[0, 2], [2, 1]]), w.clone(),
+                                                                        max_norm=1.0), dtypes=FLOATS, variants=V,
+         short=("transposed",)),
+    Case("embedding_max_norm_p1", lambda w: torch.nn.functional.embedding(torch.tensor([1, 1]), w.clone(), max_norm=2.0,
+                                                                           norm_type=1.0), dtypes=FLOATS, variants=V,
          short=("transposed",)),
 ]
 

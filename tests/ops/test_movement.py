@@ -86,6 +86,13 @@ def test_cat_mixed_dtypes():
     run_case(Case("cat_mixed", lambda a, b: torch.cat([a, b], dim=1), dtypes=(f32,), arity=2, variants={}, extra_inputs=inputs))
 
 
+def test_cat_of_legacy_empty_tensors():
+    """Legacy [0] tensors are skipped but promote; cat of nothing else is an empty [0] (OpInfo)."""
+    inputs = [lambda _d: (torch.ones(2, 3, dtype=torch.int32), torch.zeros(0, dtype=torch.float16))]
+    run_case(Case("cat_legacy_empty", lambda a, b: (torch.cat([a, b, a], dim=1), torch.cat([b, b.to(torch.int32)])),
+                  dtypes=(f32,), arity=2, variants={}, extra_inputs=inputs))
+
+
 SCATTER_VARIANTS = {"2d": (lambda m: m((3, 5)),)}
 
 

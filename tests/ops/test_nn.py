@@ -40,6 +40,8 @@ CASES = [
           variants={k: v for k, v in V.items() if k != "0d"}),
     ncase("layer_norm_no_affine", lambda x: F.layer_norm(x, (3, 8)), variants={k: v for k, v in V.items() if k != "0d"}),
     ncase("group_norm", lambda x: F.group_norm(x, 2, W4.to(x.dtype), W4.to(x.dtype)), variants=V4),
+    # Regression (OpInfo): an empty batch has no numel to infer the group size from.
+    ncase("group_norm_empty_batch", lambda x: F.group_norm(x[:0], 2), variants=V4),
     ncase("batch_norm_eval", lambda x: F.batch_norm(x, W4.to(x.dtype), W4.to(x.dtype) + 1, W4.to(x.dtype), W4.to(x.dtype) - 1,
                                                     training=False), variants=V4),
     ncase("rms_norm", lambda x: F.rms_norm(x, (8,), W8.to(x.dtype), eps=1e-6), variants={k: v for k, v in V.items() if k != "0d"}),

@@ -37,6 +37,15 @@ for reduce in ("sum", "prod", "mean", "amax", "amin"):
                           dtypes=(torch.float32, torch.int64), variants=V1, domains=((-3, 3), None, (-3, 3))))
 
 
+# The deprecated scatter(..., reduce='add'|'multiply') forms (scatter.reduce with a src tensor,
+# scatter.value_reduce with a number): scatter_reduce sum/prod with include_self (OpInfo).
+for reduce in ("add", "multiply"):
+    CASES.append(Case(f"scatter_legacy_{reduce}", lambda s, i, src, r=reduce: s.scatter(0, i, src, reduce=r),
+                      dtypes=FLOATS + INTS, variants=V0, short=("noncontiguous",), domains=((-3, 3), None, (-3, 3))))
+    CASES.append(Case(f"scatter_legacy_value_{reduce}", lambda s, i, src, r=reduce: s.scatter(0, i, 2, reduce=r) + src[:1, :1],
+                      dtypes=(torch.float32, torch.int64), variants=V0, domains=((-3, 3), None, (-3, 3))))
+
+
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_scatter_reduce(case):
     run_case(case)
