@@ -20,6 +20,9 @@ ARCHS = {
     "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM"),
     "gpt2": ("GPT2Config", "GPT2LMHeadModel"),
     "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM"),
+    "mistral": ("MistralConfig", "MistralForCausalLM"),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM"),
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM"),
 }
 
 
