@@ -1,5 +1,7 @@
 #include "codegen/cuda/prelude.h"
 
+#include "codegen/scalar_helpers.h"
+
 namespace luminal::codegen::cuda {
 
 namespace {
@@ -34,54 +36,9 @@ constexpr const char* kHelpers = R"LUMINAL(LM_FN float lm_inff() { return __int_
 LM_FN double lm_inf() { return __longlong_as_double(0x7ff0000000000000LL); }
 LM_FN float lm_nanf(const char*) { return __int_as_float(0x7fc00000); }
 LM_FN double lm_nan(const char*) { return __longlong_as_double(0x7ff8000000000000LL); }
-// Float -> integer truncates toward zero; NaN and out-of-range give INT64_MIN, as x86 does.
-LM_FN int64_t lm_f2i(double v) {
-  const double two_pow_63 = 9223372036854775808.0;
-  if (!(v >= -two_pow_63 && v < two_pow_63)) return INT64_MIN;
-  return (int64_t)v;
-}
-LM_FN int64_t lm_wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
-LM_FN int64_t lm_wsub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
-LM_FN int64_t lm_wmul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
-LM_FN int64_t lm_idiv(int64_t a, int64_t b, int64_t& status) {
-  if (b == 0) { status = 3; return 0; }
-  if (b == -1) return lm_wsub(0, a);
-  return a / b;
-}
-LM_FN int64_t lm_imod(int64_t a, int64_t b, int64_t& status) {
-  if (b == 0) { status = 3; return 0; }
-  if (b == -1) return 0;
-  return a % b;
-}
-LM_FN int64_t lm_ipow(int64_t base, int64_t exponent) {
-  if (exponent < 0) {
-    if (base == 1) return 1;
-    if (base == -1) return exponent % 2 == 0 ? 1 : -1;
-    return 0;
-  }
-  int64_t result = 1;
-  while (exponent != 0) {
-    if (exponent & 1) result = lm_wmul(result, base);
-    base = lm_wmul(base, base);
-    exponent >>= 1;
-  }
-  return result;
-}
-// torch.maximum / minimum propagate NaN.
-template <class T> LM_FN T lm_fmax(T a, T b) { return (a != a || b != b) ? a + b : (a < b ? b : a); }
-template <class T> LM_FN T lm_fmin(T a, T b) { return (a != a || b != b) ? a + b : (b < a ? b : a); }
 LM_FN float lm_expf(float x) { return expf(x); }
 LM_FN float lm_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 LM_FN double lm_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
-// Python floor division and modulo, for symbolic index expressions.
-LM_FN int64_t lm_floordiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-LM_FN int64_t lm_floormod(int64_t a, int64_t b) { return a - lm_floordiv(a, b) * b; }
-LM_FN int64_t lm_imax(int64_t a, int64_t b) { return a < b ? b : a; }
-LM_FN int64_t lm_imin(int64_t a, int64_t b) { return b < a ? b : a; }
 
 // info[0] = the first error code any thread hit (codegen/cuda/emit.h), info[1..2] its details.
 LM_FN void lm_report(int64_t* info, int64_t code, int64_t a, int64_t b) {
@@ -120,6 +77,8 @@ template <class T, class Op> LM_FN T lm_block_reduce(T v, Op op) {
 
 }  // namespace
 
-std::string prelude(bool halves) { return std::string(kTypes) + (halves ? kHalves : "") + kHelpers; }
+std::string prelude(bool halves) {
+  return std::string(kTypes) + (halves ? kHalves : "") + scalar_helpers_source() + kHelpers;
+}
 
 }  // namespace luminal::codegen::cuda
