@@ -57,16 +57,6 @@ Tensor concat(TranslationContext& cx, const std::vector<Tensor>& inputs, int dim
   return out;
 }
 
-// An index along `dim` (values from `positions`, a 1-d i64 tensor) shaped for gather/scatter
-// against a tensor of `shape`: [1, .., n, .., 1] expanded to shape with dim's size n.
-Tensor index_along(const Tensor& positions, int dim, ir::Shape shape) {
-  Tensor index = positions;
-  for (int d = 0; d < static_cast<int>(shape.size()); ++d)
-    if (d != dim) index = unsqueeze(index, d);
-  shape[dim] = positions.shape()[0];
-  return expand(index, shape);
-}
-
 // Requires a static size (flip, pads): these ops index with constants.
 int64_t static_size(const Tensor& t, int dim, const char* op) {
   const Expr& size = t.shape()[dim];

@@ -45,14 +45,6 @@ ir::Scalar lowest_value(DType dtype) {
   }
 }
 
-Tensor index_along(const Tensor& positions, int dim, ir::Shape shape) {
-  Tensor index = positions;
-  for (int d = 0; d < static_cast<int>(shape.size()); ++d)
-    if (d != dim) index = unsqueeze(index, d);
-  shape[dim] = positions.shape()[0];
-  return expand(index, shape);
-}
-
 Tensor pad_dim(TranslationContext& cx, const Tensor& t, int dim, int64_t left, int64_t right, const ir::Scalar& value) {
   Tensor x = t;
   if (left < 0 || right < 0) {

@@ -23,10 +23,6 @@ int64_t static_dim(const Tensor& t, int dim, const char* op);
 // The lowest value of a dtype (-inf for floats): max pooling pads with it.
 ir::Scalar lowest_value(ir::DType dtype);
 
-// `positions` (a 1-d i64 tensor of length n) as a Gather/Scatter index along `dim` for a
-// tensor of `shape`: [1, .., n, .., 1] expanded to `shape` with dim's size replaced by n.
-Tensor index_along(const Tensor& positions, int dim, ir::Shape shape);
-
 // t with `left` and `right` elements of `value` added along dim (a Scatter of t into a
 // constant: the windows read a real buffer). Negative amounts crop, as torch's pads do.
 Tensor pad_dim(TranslationContext& cx, const Tensor& t, int dim, int64_t left, int64_t right, const ir::Scalar& value);

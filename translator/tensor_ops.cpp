@@ -446,6 +446,14 @@ Tensor matmul(TranslationContext& cx, const Tensor& a, const Tensor& b) {
 
 // ---- indexing ----
 
+Tensor index_along(const Tensor& positions, int dim, ir::Shape shape) {
+  Tensor index = positions;
+  for (int d = 0; d < static_cast<int>(shape.size()); ++d)
+    if (d != dim) index = unsqueeze(index, d);
+  shape[dim] = positions.shape()[0];
+  return expand(index, shape);
+}
+
 Tensor gather(TranslationContext& cx, const Tensor& data, int axis, const Tensor& index) {
   USER_CHECK(index.rank() == data.rank()) << "gather: index of rank " << index.rank() << " for data of rank "
                                           << data.rank();

@@ -82,6 +82,9 @@ Tensor matmul(TranslationContext& cx, const Tensor& a, const Tensor& b);
 
 // ---- indexing ----
 Tensor gather(TranslationContext& cx, const Tensor& data, int axis, const Tensor& index);
+// `positions` (a 1-d i64 tensor of length n) as a Gather/Scatter index along `dim` for a
+// tensor of `shape`: [1, .., n, .., 1] expanded to `shape` with dim's size replaced by n.
+Tensor index_along(const Tensor& positions, int dim, ir::Shape shape);
 Tensor scatter(TranslationContext& cx, const Tensor& data, int axis, const Tensor& index, const Tensor& src,
                bool accumulate);
 
