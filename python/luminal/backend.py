@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import logging
 import time
 from typing import Any, Callable
@@ -13,7 +12,7 @@ import torch.fx
 from . import _C
 from .compiled_model import BoundProgram, CompiledModel
 from .errors import UserError
-from .export import export_graph, quiet_torch_internals, specialise_scalar_inputs
+from .export import export_graph, own_copy, quiet_torch_internals, specialise_scalar_inputs
 from .export_cache import cached_export
 from .options import check_runtime, core_options, validate_options
 
@@ -66,8 +65,7 @@ def compile_graph(
     # Now, inside dynamo's frame, so that dynamo guards on the Python scalars we specialise.
     scalar_values = specialise_scalar_inputs(gm)
     # Dynamo may reuse or edit its graph after we return: work on our own copy.
-    with quiet_torch_internals():
-        graph = copy.deepcopy(gm)
+    graph = own_copy(gm)
 
     def compile_on_first_call(args: tuple) -> BoundProgram:
         start = time.perf_counter()

@@ -8,6 +8,7 @@ tensors to the core by pointer: weights are never copied into the archive.
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import operator
 import warnings
@@ -97,6 +98,15 @@ def _is_unspecialised_scalar(node: torch.fx.Node) -> bool:
     return node.op == "placeholder" and bool(getattr(node.meta.get("grapharg"), "pass_arg_as_tensor", False))
 
 
+def own_copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A copy of `gm` that export can edit. A deepcopied GraphModule's forward takes *args, so
+    export would name every input args_N; re-wrapping the copy keeps the placeholder names
+    (l_input_ids_, ...), which input shape and dtype errors quote."""
+    with quiet_torch_internals():
+        copied = copy.deepcopy(gm)
+    return torch.fx.GraphModule(copied, copied.graph)
+
+
 def specialise_scalar_inputs(gm: torch.fx.GraphModule) -> dict[str, float | int | bool]:
     """The value of every `.item()` of an unspecialised Python scalar input, by node name.
 
@@ -152,9 +162,14 @@ def _apply_scalar_values(gm: torch.fx.GraphModule, values: dict[str, float | int
 SIZE_CARRIER = "luminal_size_carrier"
 
 
+# A carrier's dim 0 is the value plus this: export specialises a dim whose example size is 0 or 1,
+# and a symbolic int (a sliding-window cache's Python length) often starts there.
+CARRIER_OFFSET = 2
+
+
 def size_carrier(value: Any) -> torch.Tensor:
     """The empty tensor whose dim 0 carries a symbolic int input's value (no bytes)."""
-    return torch.empty((int(value), 0))
+    return torch.empty((int(value) + CARRIER_OFFSET, 0))
 
 
 def _find_size_source(symbol: torch.SymInt, tensor_placeholders: list[torch.fx.Node]) -> tuple[torch.fx.Node, int] | None:
@@ -213,6 +228,9 @@ def _internalise(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[E
             source, dim = found
             with gm.graph.inserting_after(source):
                 size = gm.graph.call_function(torch.ops.aten.sym_size.int, (source, dim))
+            if source.meta.get(SIZE_CARRIER):
+                with gm.graph.inserting_after(size):
+                    size = gm.graph.call_function(operator.sub, (size, CARRIER_OFFSET))
             size.meta = dict(node.meta)
             node.replace_all_uses_with(size)
             gm.graph.erase_node(node)
@@ -326,11 +344,9 @@ def _check_attention_shapes(gm: torch.fx.GraphModule) -> None:
         gm.recompile()
 
 
-def _dynamic_shapes(gm: torch.fx.GraphModule) -> tuple[tuple[dict[int, Any], ...]] | None:
-    """Dim.AUTO for every dim dynamo made symbolic, so one compile serves all its values.
-
-    export sees a GraphModule's forward as `forward(*args)`, so the spec is one tuple inside
-    the tuple of arguments."""
+def _dynamic_shapes(gm: torch.fx.GraphModule) -> tuple[dict[int, Any], ...] | None:
+    """Dim.AUTO for every dim dynamo made symbolic, so one compile serves all its values; one
+    spec per placeholder, as own_copy() keeps forward's named parameters."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     specs: list[dict[int, Any]] = []
     any_dynamic = False
@@ -343,7 +359,7 @@ def _dynamic_shapes(gm: torch.fx.GraphModule) -> tuple[tuple[dict[int, Any], ...
             dims = {0: torch.export.Dim.AUTO}
         any_dynamic |= bool(dims)
         specs.append(dims)
-    return (tuple(specs),) if any_dynamic else None
+    return tuple(specs) if any_dynamic else None
 
 
 def _stand_in(tensor: torch.Tensor) -> torch.Tensor:

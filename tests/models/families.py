@@ -42,6 +42,12 @@ def mistral() -> transformers.PreTrainedModel:
     return transformers.MistralForCausalLM(transformers.MistralConfig(**_COMMON, sliding_window=None))
 
 
+def mistral_sliding() -> transformers.PreTrainedModel:
+    """Mistral's default sliding window (4096): longer than the cache, so every cache layer is a
+    StaticSlidingWindowLayer that branches on a Python-int length."""
+    return transformers.MistralForCausalLM(transformers.MistralConfig(**_COMMON))
+
+
 def phi3() -> transformers.PreTrainedModel:
     return transformers.Phi3ForCausalLM(transformers.Phi3Config(**_COMMON, pad_token_id=0))
 

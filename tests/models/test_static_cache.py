@@ -101,6 +101,39 @@ def test_gemma3_static_cache_decode_matches_eager(dtype):
     _decode_against_eager(DECODERS["gemma3"], dtype, graphs=3)
 
 
+def test_sliding_window_decode_from_position_zero():
+    """Regression: with Mistral's default sliding window, dynamo makes the cache layers' Python-int
+    length a SymInt on the second step, when it is 1. Its carrier tensor must not let export
+    specialise it to 1 (the third step raised a shape error). Decoding from position 0 traces two
+    graphs, each compiled once."""
+    from families import mistral_sliding
+
+    torch._dynamo.utils.counters.clear()
+    model = build(mistral_sliding, torch.float32)
+    assert model.config.sliding_window > MAX_CACHE_LEN
+    backend = CountingBackend()
+    compiled = torch.compile(model, backend=backend)
+    token = torch.tensor([[3]])
+    with torch.no_grad():
+        caches = []
+        for _ in range(2):
+            cache = StaticCache(config=model.config, max_cache_len=MAX_CACHE_LEN)
+            _step(model, cache, token, 0)  # allocates the cache tensors, outside any graph
+            cache.reset()
+            caches.append(cache)
+        assert type(caches[0].layers[0]).__name__ == "StaticSlidingWindowLayer"
+        eager_token = luminal_token = token
+        for position in range(8):
+            actual = _step(compiled, caches[0], luminal_token, position)
+            expected = _step(model, caches[1], eager_token, position)
+            assert_close(actual, expected)
+            luminal_token, eager_token = actual.argmax(-1, keepdim=True), expected.argmax(-1, keepdim=True)
+            assert torch.equal(luminal_token, eager_token)
+            _assert_caches_equal(caches[0], caches[1], torch.float32)
+    assert len(backend.compiled) == 2
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 2
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("family", sorted(MOE))
 def test_moe_static_cache_decode_matches_eager(family, dtype):
@@ -303,7 +336,9 @@ def test_wrong_input_shape_raises_user_error():
     args = list(captured["args"])
     index = next(i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.shape[-2:] == (MAX_CACHE_LEN, 16))
     args[index] = torch.zeros(*args[index].shape[:-2], MAX_CACHE_LEN + 1, 16)
-    with pytest.raises(luminal.UserError, match=rf"has shape \[1, 2, {MAX_CACHE_LEN + 1}, 16\] but .*expects"):
+    # The input is named after its source (not export's args_N), so the user can tell which one.
+    wanted = rf"input 'l_kwargs_past_key_values_layers_0_keys' has shape \[1, 2, {MAX_CACHE_LEN + 1}, 16\] but .*expects"
+    with pytest.raises(luminal.UserError, match=wanted):
         backend.compiled[0](*args)
 
 
