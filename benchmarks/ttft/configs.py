@@ -23,7 +23,10 @@ ARCHS = {
     "mistral": ("MistralConfig", "MistralForCausalLM"),
     "phi3": ("Phi3Config", "Phi3ForCausalLM"),
     "mixtral": ("MixtralConfig", "MixtralForCausalLM"),
+    "bert": ("BertConfig", "BertForMaskedLM"),
 }
+# Encoders have no KV cache and no decode: their bench is one forward of the prompt per iteration.
+ENCODER_ARCHS = {"bert"}
 
 
 class ConfigError(ValueError):
@@ -42,11 +45,20 @@ class BenchConfig:
     iters: int
     warmups: int
     attn_implementation: str
+    # False: the compiled paths pass dynamic=False (one static graph per shape). True: torch.compile's
+    # default, dynamic=None, for models whose cache branches on a Python int that changes every step
+    # (sliding-window caches): static graphs would recompile per step until dynamo gives up and
+    # runs eager.
+    automatic_dynamic: bool = False
     prompt_ids: list[int] = field(default_factory=list)
 
     @property
     def torch_dtype(self) -> torch.dtype:
         return DTYPES[self.dtype]
+
+    @property
+    def is_encoder(self) -> bool:
+        return self.arch in ENCODER_ARCHS
 
 
 def load_configs(path: Path = CONFIGS_FILE) -> dict[str, BenchConfig]:

@@ -11,7 +11,13 @@ wrap the model (`prepare`). The first wrapped call per input shape is timed as c
   3. reset the cache; one batched (1,P) forward of the whole prompt + argmax = one TTFT(batched) sample.
 
 Every path sees the same ids, positions, cache and step counts; a path that cannot run the batched
-shape still reports the sequential numbers, with the reason in `note`.
+shape still reports the sequential numbers, with the reason in `note`. After the timed iterations,
+one more decode step (after a sequential prefill) measures the bytes the path copied, where the
+path can count them (`bytes_copied`; luminal's runtime does), next to the bytes of the K/V rows a
+step adds to the cache: the least any path must write.
+
+An encoder (BERT) has no cache: an iteration is one forward of the whole prompt, timed as batched
+TTFT, and its "tokens" are the argmax ids at every position.
 Prints one `BENCH_RESULT {json}` line on stdout; progress goes to stderr as `BENCH_STAGE` lines.
 """
 
@@ -31,6 +37,8 @@ from benchmarks.common.stats import summarize
 from benchmarks.ttft.configs import CONFIGS_FILE, BenchConfig, build_model, load_configs, select
 
 Prepare = Callable[[torch.nn.Module, argparse.Namespace], Callable[..., Any]]
+# Bytes the path has copied so far, summed over every graph it compiled.
+BytesCopied = Callable[[], int]
 
 
 def stage(text: str) -> None:
@@ -58,19 +66,43 @@ class Session:
         self.config = config
         self.decode_tokens = decode_tokens
         self.model = build_model(config)
-        from transformers import StaticCache
-
-        self.cache = StaticCache(config=self.model.config, max_cache_len=config.max_cache_len)
         ids = config.prompt_ids
         # Inputs are built once, outside every timed region, identically for every path.
         self.step_ids = [torch.tensor([[i]]) for i in ids]
         self.positions = [torch.tensor([[p]]) for p in range(len(ids) + decode_tokens)]
         self.prompt = torch.tensor([ids])
         self.prompt_positions = torch.arange(len(ids)).unsqueeze(0)
+        self.prompt_mask = torch.ones_like(self.prompt)
+        self.cache = None
+        if not config.is_encoder:
+            from transformers import StaticCache
+
+            self.cache = StaticCache(config=self.model.config, max_cache_len=config.max_cache_len)
 
     def forward(self, fn: Callable[..., Any], ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         out = fn(input_ids=ids, position_ids=positions, past_key_values=self.cache, use_cache=True)
         return out.logits[:, -1].argmax(-1, keepdim=True)
+
+    def encode(self, fn: Callable[..., Any]) -> tuple[float, list[int]]:
+        """(ms, argmax id per position) of one encoder forward of the whole prompt."""
+        start = time.perf_counter()
+        out = fn(input_ids=self.prompt, attention_mask=self.prompt_mask)
+        ids = out.logits[0].argmax(-1).tolist()
+        return (time.perf_counter() - start) * 1000, ids
+
+    def kv_row_bytes(self) -> int:
+        """Bytes of the K/V rows one decode step adds to the cache (every layer, keys and values)."""
+        return sum(t.numel() // t.shape[-2] * t.element_size() for layer in self.cache.layers
+                   for t in (layer.keys, layer.values))
+
+    def bytes_copied_by_one_step(self, fn: Callable[..., Any], bytes_copied: BytesCopied) -> int:
+        """What the path copied during one decode step, after a sequential prefill of the prompt."""
+        self.cache.reset()
+        for p, ids in enumerate(self.step_ids):
+            token = self.forward(fn, ids, self.positions[p])
+        before = bytes_copied()
+        self.forward(fn, token, self.positions[len(self.step_ids)])
+        return bytes_copied() - before
 
     def eager_init(self) -> None:
         self.forward(self.model, self.step_ids[0], self.positions[0])
@@ -110,7 +142,23 @@ def first_call_ms(session: Session, fn: Callable[..., Any], batched: bool) -> fl
     return (time.perf_counter() - start) * 1000
 
 
-def measure(prepare: Prepare, args: argparse.Namespace, result: dict[str, Any]) -> None:
+def measure_encoder(session: Session, fn: Callable[..., Any], iters: int, warmups: int, result: dict) -> None:
+    stage(f"first call (1,{len(session.prompt[0])})")
+    result["compile_batched_ms"] = session.encode(fn)[0]
+    samples = []
+    for i in range(warmups + iters):
+        timed = i >= warmups
+        stage(f"{'iter' if timed else 'warmup'} {i - warmups + 1 if timed else i + 1}/{iters if timed else warmups}")
+        ms, ids = session.encode(fn)
+        if timed:
+            samples.append(ms)
+            result["tokens"] = ids
+    result.update(summarize("ttft_batched", samples))
+    if samples:
+        result["prefill_batched_tps"] = len(session.prompt[0]) * 1000 / result["ttft_batched_ms"]
+
+
+def measure(prepare: Prepare, args: argparse.Namespace, result: dict[str, Any], bytes_copied: BytesCopied | None) -> None:
     """Fills `result` as it goes, so a failure part-way still reports what was measured."""
     config = select([args.config], load_configs(args.configs_file))[0]
     iters = args.iters if args.iters is not None else config.iters
@@ -124,12 +172,20 @@ def measure(prepare: Prepare, args: argparse.Namespace, result: dict[str, Any]) 
         iters=iters,
         warmups=warmups,
         attn_implementation=config.attn_implementation,
+        automatic_dynamic=config.automatic_dynamic,
     )
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
 
+    # What both compiled paths pass as torch.compile(dynamic=...).
+    args.dynamic = None if config.automatic_dynamic else False
     stage("build model")
     session = Session(config, decode_tokens)
+    if config.is_encoder:
+        fn = prepare(session.model, args)
+        if not args.compile_only:
+            measure_encoder(session, fn, iters, warmups, result)
+        return
     session.eager_init()
     fn = prepare(session.model, args)
 
@@ -166,14 +222,18 @@ def measure(prepare: Prepare, args: argparse.Namespace, result: dict[str, Any]) 
         result["prefill_seq_tps"] = len(config.prompt_ids) * 1000 / result["ttft_seq_ms"]
     if ttft_batched:
         result["prefill_batched_tps"] = len(config.prompt_ids) * 1000 / result["ttft_batched_ms"]
+    result["kv_row_bytes"] = session.kv_row_bytes()
+    if bytes_copied is not None:
+        stage("bytes copied by one decode step")
+        result["decode_bytes_copied"] = session.bytes_copied_by_one_step(fn, bytes_copied)
 
 
-def main(path: str, prepare: Prepare) -> None:
+def main(path: str, prepare: Prepare, bytes_copied: BytesCopied | None = None) -> None:
     args = parse_args()
     result: dict[str, Any] = {"path": path, "config": args.config, "threads": args.threads}
     status = 0
     try:
-        measure(prepare, args, result)
+        measure(prepare, args, result, bytes_copied)
     except Exception as exc:  # noqa: BLE001 - any failure becomes the row's error text
         traceback.print_exc()
         result["error"] = f"{type(exc).__name__}: {exc}"[:2000]

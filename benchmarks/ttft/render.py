@@ -27,6 +27,12 @@ METRICS = [
 # Not a result: how much CPU other processes took while the path ran (% of all cores). Above a few
 # percent the path's times are inflated by contention, not by the path.
 NOISE = ("other_cpu_pct", "other processes' CPU during the path (%)")
+# Counts, not speeds: shown without speedup columns. A path that cannot count its copies shows "–".
+COUNT_ROWS = [
+    ("graphs", "dynamo graphs compiled (eager: 0)"),
+    ("decode_bytes_copied", "bytes copied by one decode step (cache rows + returned logits)"),
+    ("kv_row_bytes", "bytes of the K/V rows one decode step adds"),
+]
 CHART_METRICS = ["ttft_seq_ms", "ttft_batched_ms", "tpot_ms", "compile_ms"]
 
 
@@ -50,6 +56,8 @@ def fmt(value: Any, digits: int = 1) -> str:
         return "–"
     if isinstance(value, float):
         return f"{value:,.{digits}f}" if abs(value) < 1e5 else f"{value:,.0f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
     return str(value)
 
 
@@ -69,6 +77,9 @@ def table_rows(paths: dict[str, dict[str, Any]]) -> list[list[str]]:
             fmt_x(speedup(luminal, inductor, metric, lower)),
         ]
         rows.append(cells)
+    for metric, label in COUNT_ROWS:
+        if any(p and p.get(metric) is not None for p in (eager, inductor, luminal)):
+            rows.append([label] + [fmt(p.get(metric)) if p else "–" for p in (eager, inductor, luminal)] + ["", "", ""])
     rows.append([NOISE[1]] + [fmt(p.get(NOISE[0])) if p else "–" for p in (eager, inductor, luminal)] + ["", "", ""])
     match = ["greedy tokens = eager's", "(reference)"]
     match += [{None: "–", 1: "yes", 0: "NO"}[p.get("tokens_match_eager")] if p else "–" for p in (inductor, luminal)]
@@ -94,12 +105,18 @@ def markdown(run: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     ]
     for config, paths in by_config(rows).items():
         any_row = next(iter(paths.values()))
+        if any_row.get("decode_tokens") == 0:
+            work = (f"encoder: one forward of a {fmt(any_row.get('prompt_tokens'))}-token prompt per iteration "
+                    "(the batched TTFT row); tokens = argmax id at every position")
+        else:
+            work = (f"prompt {fmt(any_row.get('prompt_tokens'))} tokens, "
+                    f"decode {fmt(any_row.get('decode_tokens'))} tokens")
         lines += [
             f"## {config}",
             "",
             f"{any_row.get('model') or ''} {any_row.get('dtype') or ''}, attention {any_row.get('attn_implementation') or '?'}, "
-            f"prompt {fmt(any_row.get('prompt_tokens'))} tokens, decode {fmt(any_row.get('decode_tokens'))} tokens, "
-            f"{fmt(any_row.get('iters'))} iterations after {fmt(any_row.get('warmups'))} warmups; medians.",
+            f"{work}, {fmt(any_row.get('iters'))} iterations after {fmt(any_row.get('warmups'))} warmups; medians"
+            + ("; compiled with dynamic=None (automatic dynamic)." if any_row.get("automatic_dynamic") else "."),
             "",
             "| " + " | ".join(TABLE_HEADER) + " |",
             "|" + "---|" * len(TABLE_HEADER),

@@ -100,6 +100,9 @@ class PyCompiledProgram {
       copied_back += static_cast<int64_t>(computed.nbytes());
     }
     last_copy_back_bytes_.store(copied_back);
+    // Running totals, so a caller can tell what one step of several graphs copied in all.
+    bytes_copied_total_ += compiled_->executable->last_run_stats().bytes_copied + copied_back;
+    ++run_count_;
     return results;
   }
 
@@ -135,6 +138,8 @@ class PyCompiledProgram {
     d["runtime"] = s.runtime_name;
     // The runtime's copies plus ours into a caller tensor whose layout the runtime cannot write.
     d["bytes_copied_last_run"] = compiled_->executable->last_run_stats().bytes_copied + last_copy_back_bytes_.load();
+    d["bytes_copied_total"] = bytes_copied_total_.load();
+    d["run_count"] = run_count_.load();
     return d;
   }
 
@@ -164,6 +169,8 @@ class PyCompiledProgram {
   std::unique_ptr<CompiledProgram> compiled_;
   std::vector<ir::DType> input_dtypes_;
   std::atomic<int64_t> last_copy_back_bytes_{0};
+  std::atomic<int64_t> bytes_copied_total_{0};
+  std::atomic<int64_t> run_count_{0};
 };
 
 double ms_since(std::chrono::steady_clock::time_point t) {

@@ -52,6 +52,10 @@ def test_tiny_config_through_all_paths(tmp_path):
     # or say why not in an error row; a missing row or a silent empty one is the failure.
     luminal = rows["luminal"]
     assert luminal["error"] or luminal["ttft_seq_ms"] > 0
+    # A decode step copies its new K/V rows (plus the returned logits), never a whole cache.
+    kv_row_bytes, max_cache_len = rows["eager"]["kv_row_bytes"], 256
+    assert kv_row_bytes > 0 and rows["eager"]["decode_bytes_copied"] is None
+    assert kv_row_bytes <= luminal["decode_bytes_copied"] < kv_row_bytes * max_cache_len // 8
 
     html = (out / "dashboard.html").read_text()
     assert "tiny" in html and "<svg" in html and "data:image/png;base64," in html
@@ -59,6 +63,23 @@ def test_tiny_config_through_all_paths(tmp_path):
     assert (out / "ttft.png").read_bytes().startswith(b"\x89PNG")
     assert "| metric | eager | inductor | luminal |" in (out / "ttft_latest.md").read_text()
     assert (out / "ttft_latest.csv").read_text().count("\n") == 4  # header + 3 paths
+
+
+def test_encoder_config_times_one_forward(tmp_path):
+    db_path, out = tmp_path / "bench.db", tmp_path / "out"
+    proc = run_bench("--configs", "tiny-bert", "--paths", "eager", "luminal", "--db", str(db_path), "--out", str(out),
+                     "--timeout", "300")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    conn = sqlite3.connect(db_path)
+    conn.row_factory = sqlite3.Row
+    rows = {r["path"]: r for r in conn.execute("SELECT * FROM results")}
+    for row in rows.values():
+        assert row["error"] is None, f"{row['path']}: {row['error']}"
+        assert row["ttft_batched_ms"] > 0 and row["compile_batched_ms"] > 0
+        assert row["tpot_ms"] is None and row["ttft_seq_ms"] is None
+        assert len(json.loads(row["tokens"])) == 8  # an argmax id per prompt position
+    assert rows["luminal"]["tokens_match_eager"] == 1
+    assert "encoder: one forward" in (out / "ttft_latest.md").read_text()
 
 
 def test_timed_out_path_is_an_error_row(tmp_path):

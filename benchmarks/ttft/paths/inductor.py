@@ -1,7 +1,8 @@
 """Path `inductor`: torch.compile(model) with torch's default backend.
 
 dynamic=False in both compiled paths: each shape (the (1,1) step, the (1,P) prefill) gets its own
-static graph, so neither backend is judged on dynamic-shape support.
+static graph, so neither backend is judged on dynamic-shape support. Configs with
+`automatic_dynamic` (sliding-window caches) pass torch.compile's default, dynamic=None, instead.
 """
 
 import sys
@@ -14,4 +15,4 @@ import torch  # noqa: E402
 from benchmarks.ttft.measure import main  # noqa: E402
 
 if __name__ == "__main__":
-    main("inductor", lambda model, args: torch.compile(model, dynamic=False))
+    main("inductor", lambda model, args: torch.compile(model, dynamic=args.dynamic))
