@@ -82,12 +82,13 @@ def run_one(path: str, config: str, args: argparse.Namespace, progress: Progress
         progress.update(label, "waiting for the machine to go quiet")
         runner.wait_until_quiet(args.wait_idle)
     start = time.monotonic()
-    # A fresh inductor cache per subprocess: compile_ms is always a cold compile, comparable across runs.
-    with tempfile.TemporaryDirectory(prefix="bench-inductor-") as cache:
+    # Fresh inductor and luminal caches per subprocess: compile_ms is always a cold compile, for
+    # both compilers alike, comparable across runs.
+    with tempfile.TemporaryDirectory(prefix="bench-caches-") as cache:
         outcome = runner.run(
-            path_command(path, config, args),
+            path_command(path, config, args, ["--cache-dir", str(Path(cache) / "luminal")]),
             args.timeout,
-            thread_env(args.threads, cache),
+            thread_env(args.threads, str(Path(cache) / "inductor")),
             lambda stage: progress.update(label, stage),
         )
     row = {**(outcome.result or {}), "path": path, "config": config, "wall_s": time.monotonic() - start}
