@@ -14,8 +14,6 @@ using ir::Expr;
 using ir::NodeId;
 using ir::Op;
 
-bool is_one(const Expr& e) { return e.is_constant() && e.constant_value() == 1; }
-
 class GroupLowering {
  public:
   GroupLowering(const ir::Graph& graph, const ir::Shape& domain, int reduce_axis)

@@ -63,5 +63,7 @@ Expr numel(const Shape& shape);
 std::vector<int64_t> evaluate_shape(const Shape& shape, const SymbolBindings& bindings);
 // True when every dim is a constant.
 bool is_static(const Shape& shape);
+inline bool is_zero(const Expr& e) { return e.is_constant() && e.constant_value() == 0; }
+inline bool is_one(const Expr& e) { return e.is_constant() && e.constant_value() == 1; }
 
 }  // namespace luminal::ir

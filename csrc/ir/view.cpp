@@ -11,8 +11,6 @@ std::vector<Expr> contiguous_strides(const Shape& shape) {
   return strides;
 }
 
-bool is_one(const Expr& e) { return e.is_constant() && e.constant_value() == 1; }
-
 // torch's computeStride (aten/src/ATen/TensorUtils.cpp) for fully static views: finds strides
 // for new_shape that address the same elements, or nullopt.
 std::optional<std::vector<Expr>> static_reshape_strides(const std::vector<int64_t>& old_shape,

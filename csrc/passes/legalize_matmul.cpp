@@ -4,10 +4,6 @@
 
 namespace luminal::passes {
 
-namespace {
-bool is_one(const ir::Expr& e) { return e.is_constant() && e.constant_value() == 1; }
-}  // namespace
-
 bool is_gemv(const ir::Node& matmul) {
   if (matmul.op != ir::Op::Matmul) return false;
   if (matmul.dtype != ir::DType::F32 && matmul.dtype != ir::DType::F16 && matmul.dtype != ir::DType::BF16)

@@ -43,9 +43,6 @@ std::string expr_text(const Expr& e) {
 
 namespace {
 
-bool is_zero(const Expr& e) { return e.is_constant() && e.constant_value() == 0; }
-bool is_one(const Expr& e) { return e.is_constant() && e.constant_value() == 1; }
-
 class Emitter {
  public:
   Emitter(const Kernel& k) : k_(k), table_(cpp_op_table()) {

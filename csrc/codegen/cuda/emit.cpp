@@ -19,8 +19,6 @@ using ir::Expr;
 
 constexpr int kBlockThreads = 256;
 
-bool is_zero(const Expr& e) { return e.is_constant() && e.constant_value() == 0; }
-bool is_one(const Expr& e) { return e.is_constant() && e.constant_value() == 1; }
 bool is_half(DType t) { return t == DType::F16 || t == DType::BF16; }
 
 // Whether identifier `name` occurs in `text` as a whole identifier.

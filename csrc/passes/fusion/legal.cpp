@@ -12,9 +12,6 @@ namespace {
 using ir::Expr;
 using ir::Shape;
 
-bool is_one(const Expr& e) { return e.is_constant() && e.constant_value() == 1; }
-bool is_zero(const Expr& e) { return e.is_constant() && e.constant_value() == 0; }
-
 Shape per_row_shape(const Shape& s, int axis) {
   Shape r = s;
   r[axis] = Expr(int64_t{1});

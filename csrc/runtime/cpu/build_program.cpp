@@ -19,8 +19,6 @@ using ir::Expr;
 using ir::NodeId;
 using passes::GroupKind;
 
-bool is_one(const Expr& e) { return e.is_constant() && e.constant_value() == 1; }
-
 // A Matmul that generated code serves better than BLAS: integer types (BLAS has none), and
 // M = 1 with b's K dim contiguous (a decode GEMV through a Linear weight: streaming the weight
 // once at copy bandwidth beats sgemv, research/cpu-baselines.md). GEMVs whose operands both

@@ -11,8 +11,6 @@ namespace {
 using ir::NodeId;
 using passes::GroupKind;
 
-bool is_one(const ir::Expr& e) { return e.is_constant() && e.constant_value() == 1; }
-
 bool matmul_generated(const ir::Node& node) {
   return passes::is_gemv(node) || !ir::is_floating(node.dtype) || is_one(node.shape[node.shape.size() - 2]);
 }
