@@ -7,7 +7,6 @@ with NVRTC (luminal._C.cuda_check_pt2); the model itself runs eagerly."""
 
 from __future__ import annotations
 
-import copy
 import sys
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import torch
 
 from luminal import _C
 from luminal.errors import UserError
-from luminal.export import export_graph, quiet_torch_internals
+from luminal.export import export_graph, own_copy, quiet_torch_internals
 
 # The model families live beside the model suite; re-exported for the tests here.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "models"))
@@ -63,7 +62,7 @@ def check_backend(reports: list[dict], archs: list[str] = ARCHS, image: str = "c
     dynamo traces breaks its guards under dynamic shapes) and appends its cuda_check_pt2 report."""
 
     def backend(gm, example_inputs, **_):
-        graph = copy.deepcopy(gm)
+        graph = own_copy(gm)
 
         def run(*args):
             if not reports:
