@@ -46,12 +46,27 @@ RowGroups row_groups(TranslationContext& cx, const Expr& rows, const Tensor& off
   return {binary(cx, Op::Min, group, last_group), in_group};
 }
 
-// input [S, K] x weight [G, K, N] grouped along S by offs -> [S, N]. Gather-then-matmul: each
-// row reads only its own expert's [K, N] slice (in the weight's dtype, never a cast copy of all
-// experts: upstream luminal's first version cast every expert's weights to f32 and ran out of
-// memory on Qwen3-30B-A3B), then a batched [1, K] x [K, N] product per row. offs stays a
-// runtime tensor, so one compile serves every routing. Rows past offs[-1] are zero (the
-// fallback's zero-filled output; torch's kernel leaves them unwritten).
+// Whether grouped_rows_matmul multiplies every row by every group's weight and then picks. With
+// at least as many rows as groups (a prefill), gathering a [K, N] slice per row reads more weight
+// bytes than all G slices together and writes each copy out; the dense product reads each
+// expert's weights once, through BLAS, but does G / top-k times the FLOPs. On this CPU class
+// (~20 GB/s, ~80 GFLOP/s f32) that wins up to about 20 groups, so dense is used for at most 16:
+// Mixtral's 8 experts, not Qwen3-MoE's 128. Few rows (a decode step's top-k) always gather;
+// symbolic rows are a prefill, as decode shapes are static.
+constexpr int64_t kDenseMaxGroups = 16;
+
+bool dense_grouped_rows(const Expr& rows, const Expr& groups) {
+  if (!groups.is_constant() || groups.constant_value() > kDenseMaxGroups) return false;
+  return !rows.is_constant() || rows.constant_value() >= groups.constant_value();
+}
+
+// input [S, K] x weight [G, K, N] grouped along S by offs -> [S, N]. Few rows: gather-then-
+// matmul, each row reading only its own expert's [K, N] slice (in the weight's dtype, never a
+// cast copy of all experts: upstream luminal's first version cast every expert's weights to f32
+// and ran out of memory on Qwen3-30B-A3B), then a batched [1, K] x [K, N] product per row. Many
+// rows: see dense_grouped_rows. offs stays a runtime tensor either way, so one compile serves
+// every routing. Rows past offs[-1] are zero (the fallback's zero-filled output; torch's kernel
+// leaves them unwritten).
 Tensor grouped_rows_matmul(TranslationContext& cx, const Tensor& input, const Tensor& weight, const Tensor& offs,
                            const std::string& op) {
   const Expr rows = input.shape()[0];
@@ -61,10 +76,16 @@ Tensor grouped_rows_matmul(TranslationContext& cx, const Tensor& input, const Te
       << " groups";
   RowGroups groups = row_groups(cx, rows, offs, op);
   const Expr k = weight.shape()[1], n = weight.shape()[2];
-  Tensor index = expand(unsqueeze(unsqueeze(groups.group, 1), 2), {rows, k, n});
-  Tensor expert_weights = gather(cx, weight, 0, index);                       // [S, K, N]
-  Tensor product = matmul(cx, unsqueeze(input, 1), expert_weights);           // [S, 1, N]
-  Tensor out = squeeze(product, 1);
+  Tensor out;
+  if (dense_grouped_rows(rows, weight.shape()[0])) {
+    Tensor every = matmul(cx, unsqueeze(input, 0), weight);                     // [G, S, N]
+    Tensor index = expand(unsqueeze(unsqueeze(groups.group, 0), 2), {Expr(int64_t{1}), rows, n});
+    out = squeeze(gather(cx, every, 0, index), 0);                              // [S, N]
+  } else {
+    Tensor index = expand(unsqueeze(unsqueeze(groups.group, 1), 2), {rows, k, n});
+    Tensor expert_weights = gather(cx, weight, 0, index);                       // [S, K, N]
+    out = squeeze(matmul(cx, unsqueeze(input, 1), expert_weights), 1);          // [S, N]
+  }
   Tensor zero = constant(cx, ir::Scalar::of_int(0), out.dtype);
   return where(cx, unsqueeze(groups.in_group, 1), out, zero);
 }

@@ -82,10 +82,18 @@ FALLBACK_VARIANTS = {
     # transformers passes the [G, N, K] parameter transposed, and the gathered rows of a view.
     "transposed_weight": (lambda m: m((6, 8)), lambda m: m((3, 5, 8)).transpose(-2, -1), offs(3, 3, 6)),
     "noncontiguous_input": (lambda m: m((8, 6)).t(), lambda m: m((2, 8, 4)), offs(2, 6)),
+    # Fewer rows than experts (a decode step's top-k): each row gathers its expert's weight; the
+    # variants above have at least as many rows as experts and multiply by every expert.
+    "few_rows": (lambda m: m((2, 8)), lambda m: m((4, 8, 5)), offs(0, 1, 1, 2)),
+    "few_rows_transposed_weight": (
+        lambda m: m((3, 8)), lambda m: m((5, 6, 8)).transpose(-2, -1), offs(1, 1, 2, 3, 3)
+    ),
+    # More than 16 experts (Qwen3-MoE has 128): rows gather even when they outnumber the experts.
+    "many_experts": (lambda m: m((20, 8)), lambda m: m((17, 8, 5)), offs(*range(1, 17), 20)),
 }
 FALLBACK_CASE = Case("grouped_mm_fallback", fallback, dtypes=FLOATS, variants=FALLBACK_VARIANTS, arity=3,
-                     short=("groups", "transposed_weight", "tail_rows"), domains=((-2, 2), (-2, 2)),
-                     tolerance_scale=2.0)
+                     short=("groups", "transposed_weight", "tail_rows", "few_rows", "many_experts"),
+                     domains=((-2, 2), (-2, 2)), tolerance_scale=2.0)
 
 
 def test_grouped_mm_fallback():
@@ -107,13 +115,15 @@ def test_grouped_mm_fallback_one_compile_for_every_routing():
     assert len(backend.compiled) == 1
 
 
-def test_grouped_mm_reads_only_routed_experts():
-    """Gather-then-matmul: a NaN in an expert no row is routed to never reaches the output (a
-    dense product over all experts, masked afterwards, would spread it: NaN * 0 is NaN)."""
+@pytest.mark.parametrize("rows", [2, 4], ids=["gathered_per_row", "every_expert_then_picked"])
+def test_grouped_mm_reads_only_routed_experts(rows):
+    """A NaN in an expert no row is routed to never reaches the output, in both lowerings: a row
+    gathers its own expert's weight, or picks its own expert's product (a dense product masked
+    afterwards would spread it: NaN * 0 is NaN)."""
     compiled = torch.compile(fallback, backend=CountingBackend(), fullgraph=True)
-    a, w = torch.randn(4, 8), torch.randn(3, 8, 5)
+    a, w = torch.randn(rows, 8), torch.randn(3, 8, 5)
     w[1] = float("nan")
-    o = torch.tensor([2, 2, 4], dtype=torch.int32)
+    o = torch.tensor([rows // 2, rows // 2, rows], dtype=torch.int32)
     out = compiled(a, w, o)
     assert not out.isnan().any()
     assert_close(out, fallback(a, w, o))
