@@ -101,6 +101,30 @@ def test_user_input_and_buffer_mutations_land_in_callers_tensors():
     assert model.count.item() == 3
 
 
+def test_batch_norm_running_stats_land_in_the_modules_buffers():
+    """Training-mode BatchNorm updates running_mean, running_var and num_batches_tracked: in the
+    module's own tensors (same storage), with eager's values, call after call."""
+
+    def make() -> torch.nn.Module:
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.BatchNorm1d(4), torch.nn.ReLU()).train()
+
+    model, reference = make(), make()
+    backend = CountingBackend()
+    compiled = torch.compile(model, backend=backend)
+    norm, reference_norm = model[1], reference[1]
+    pointers = [norm.running_mean.data_ptr(), norm.running_var.data_ptr()]
+    with torch.no_grad():
+        for step in range(3):
+            x = torch.randn(5, 6, generator=torch.Generator().manual_seed(step))
+            assert_close(compiled(x), reference(x))
+            assert_close(norm.running_mean, reference_norm.running_mean)
+            assert_close(norm.running_var, reference_norm.running_var)
+            assert norm.num_batches_tracked.item() == reference_norm.num_batches_tracked.item() == step + 1
+    assert [norm.running_mean.data_ptr(), norm.running_var.data_ptr()] == pointers
+    assert len(backend.compiled) == 1
+
+
 def test_input_dtype_mismatch_is_a_user_error():
     model = MLP().eval()
     backend = CountingBackend()
