@@ -41,6 +41,56 @@ std::string expr_text(const Expr& e) {
   return "";
 }
 
+bool index_per_row(const Kernel& kernel, const Index& index) {
+  return index.strides.empty() || is_zero(index.strides[kernel.reduce_axis]);
+}
+
+std::vector<bool> per_row_values(const Kernel& kernel, bool row_kernel) {
+  std::vector<bool> per_row(kernel.values.size(), false);
+  if (!row_kernel) return per_row;
+  auto computes_per_row = [&](const Value& v) {
+    switch (v.kind) {
+      case ValueKind::Literal:
+      case ValueKind::Accumulated: return true;
+      case ValueKind::Load:
+      case ValueKind::IotaAt: return index_per_row(kernel, v.index);
+      case ValueKind::GatherLoad: return index_per_row(kernel, v.index) && per_row[v.args[0]];
+      case ValueKind::Compute:
+        for (int a : v.args)
+          if (!per_row[a]) return false;
+        return true;
+    }
+    return false;
+  };
+  for (size_t i = 0; i < kernel.values.size(); ++i) per_row[i] = computes_per_row(kernel.values[i]);
+  return per_row;
+}
+
+std::string index_text(const Kernel& kernel, const Index& index, int inner, bool row_scope) {
+  std::string s = expr_text(index.offset);
+  for (int d = 0; d < static_cast<int>(index.strides.size()); ++d) {
+    const Expr& stride = index.strides[d];
+    if (is_zero(stride) || is_one(kernel.domain[d])) continue;
+    INTERNAL_CHECK(!(row_scope && d == inner)) << "a per-row index varies along the reduce axis";
+    s += " + i" + std::to_string(d) + (is_one(stride) ? "" : " * " + expr_text(stride));
+  }
+  return s;
+}
+
+std::string iota_text(const Kernel& kernel, const Value& v, int inner, bool row_scope) {
+  int only = -1;
+  bool simple = is_zero(v.index.offset) && is_one(v.divisor);
+  for (int d = 0; d < static_cast<int>(v.index.strides.size()) && simple; ++d) {
+    if (is_zero(v.index.strides[d])) continue;
+    if (is_one(v.index.strides[d]) && only < 0 && v.extent == kernel.domain[d]) only = d;
+    else simple = false;
+  }
+  if (simple && only >= 0) return "i" + std::to_string(only);
+  if (simple && only < 0) return "INT64_C(0)";
+  return "((" + index_text(kernel, v.index, inner, row_scope) + ") / " + expr_text(v.divisor) + " % " +
+         expr_text(v.extent) + ")";
+}
+
 namespace {
 
 class Emitter {
@@ -49,8 +99,7 @@ class Emitter {
     rank_ = static_cast<int>(k.domain.size());
     row_ = k.reduce_axis >= 0;
     inner_ = row_ ? k.reduce_axis : rank_ - 1;
-    per_row_.assign(k.values.size(), false);
-    for (size_t i = 0; i < k.values.size(); ++i) per_row_[i] = row_ && computes_per_row(k.values[i]);
+    per_row_ = cpp::per_row_values(k, row_);
     // A kernel that can report an error returns from inside its loops, which `omp simd` forbids.
     for (const Value& v : k.values) {
       if (v.kind == ValueKind::GatherLoad) may_fail_ = true;
@@ -85,35 +134,11 @@ class Emitter {
   }
 
  private:
-  // ---- per-row analysis ----
-  bool index_per_row(const Index& index) const {
-    return index.strides.empty() || is_zero(index.strides[k_.reduce_axis]);
-  }
-  bool computes_per_row(const Value& v) const {
-    switch (v.kind) {
-      case ValueKind::Literal:
-      case ValueKind::Accumulated: return true;
-      case ValueKind::Load:
-      case ValueKind::IotaAt: return index_per_row(v.index);
-      case ValueKind::GatherLoad: return index_per_row(v.index) && per_row_[v.args[0]];
-      case ValueKind::Compute:
-        for (int a : v.args)
-          if (!per_row_[a]) return false;
-        return true;
-    }
-    return false;
-  }
+  bool index_per_row(const Index& index) const { return cpp::index_per_row(k_, index); }
 
   // ---- text pieces ----
   std::string index_text(const Index& index, bool row_scope) const {
-    std::string s = expr_text(index.offset);
-    for (int d = 0; d < static_cast<int>(index.strides.size()); ++d) {
-      const Expr& stride = index.strides[d];
-      if (is_zero(stride) || is_one(k_.domain[d]) ) continue;
-      INTERNAL_CHECK(!(row_scope && d == inner_)) << "a per-row index varies along the reduce axis";
-      s += " + i" + std::to_string(d) + (is_one(stride) ? "" : " * " + expr_text(stride));
-    }
-    return s;
+    return cpp::index_text(k_, index, inner_, row_scope);
   }
 
   std::string value_name(int id) const { return "v" + std::to_string(id); }
@@ -166,17 +191,7 @@ class Emitter {
   }
 
   std::string iota_text(const Value& v, bool row_scope) const {
-    // The common case, Iota read through its own contiguous view: the loop variable itself.
-    int only = -1;
-    bool simple = is_zero(v.index.offset) && is_one(v.divisor);
-    for (int d = 0; d < static_cast<int>(v.index.strides.size()) && simple; ++d) {
-      if (is_zero(v.index.strides[d])) continue;
-      if (is_one(v.index.strides[d]) && only < 0 && v.extent == k_.domain[d]) only = d;
-      else simple = false;
-    }
-    if (simple && only >= 0) return "i" + std::to_string(only);
-    if (simple && only < 0) return "INT64_C(0)";
-    return "((" + index_text(v.index, row_scope) + ") / " + expr_text(v.divisor) + " % " + expr_text(v.extent) + ")";
+    return cpp::iota_text(k_, v, inner_, row_scope);
   }
 
   std::string store_line(const Store& s, Scope& scope) {

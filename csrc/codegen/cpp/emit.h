@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "codegen/kernel.h"
 
@@ -28,6 +29,17 @@ enum KernelStatus : int64_t {
 // Shared with the CUDA emitter, whose prelude defines the same helpers.
 std::string symbol_var(const std::string& name);
 std::string expr_text(const ir::Expr& e);
+
+// Loop-kernel pieces both emitters share. `inner` is the loop dim a row kernel reduces over (or
+// the innermost dim); loop variables are i<d>.
+// Whether an index stays the same along a row kernel's reduce axis.
+bool index_per_row(const Kernel& kernel, const Index& index);
+// For each value, whether a row kernel computes it once per row rather than per element.
+std::vector<bool> per_row_values(const Kernel& kernel, bool row_kernel);
+// The element offset of `index` over the loop variables; `row_scope`: code outside the inner loop.
+std::string index_text(const Kernel& kernel, const Index& index, int inner, bool row_scope);
+// An IotaAt value's integer: the loop variable itself in the common contiguous case.
+std::string iota_text(const Kernel& kernel, const Value& value, int inner, bool row_scope);
 
 // The function's source, named `name`. Deterministic: the same kernel gives the same text, so
 // that identical layers hash to one binary.

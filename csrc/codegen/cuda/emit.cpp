@@ -72,8 +72,7 @@ class Emitter {
     rank_ = static_cast<int>(k.domain.size());
     row_ = k.kind == KernelKind::Loop && k.reduce_axis >= 0;
     inner_ = row_ ? k.reduce_axis : rank_ - 1;
-    per_row_.assign(k.values.size(), false);
-    for (size_t i = 0; i < k.values.size(); ++i) per_row_[i] = row_ && computes_per_row(k.values[i]);
+    per_row_ = cpp::per_row_values(k, row_);
   }
 
   CudaKernelSource emit(const std::string& name) {
@@ -132,48 +131,15 @@ class Emitter {
   }
 
  private:
-  // ---- per-row analysis (as the C++ emitter's) ----
-  bool index_per_row(const Index& index) const {
-    return index.strides.empty() || is_zero(index.strides[k_.reduce_axis]);
-  }
-  bool computes_per_row(const Value& v) const {
-    switch (v.kind) {
-      case ValueKind::Literal:
-      case ValueKind::Accumulated: return true;
-      case ValueKind::Load:
-      case ValueKind::IotaAt: return index_per_row(v.index);
-      case ValueKind::GatherLoad: return index_per_row(v.index) && per_row_[v.args[0]];
-      case ValueKind::Compute:
-        for (int a : v.args)
-          if (!per_row_[a]) return false;
-        return true;
-    }
-    return false;
-  }
+  bool index_per_row(const Index& index) const { return cpp::index_per_row(k_, index); }
 
   // ---- text pieces ----
   std::string index_text(const Index& index, bool row_scope) const {
-    std::string s = expr_text(index.offset);
-    for (int d = 0; d < static_cast<int>(index.strides.size()); ++d) {
-      const Expr& stride = index.strides[d];
-      if (is_zero(stride) || is_one(k_.domain[d])) continue;
-      INTERNAL_CHECK(!(row_scope && d == inner_)) << "a per-row index varies along the reduce axis";
-      s += " + i" + std::to_string(d) + (is_one(stride) ? "" : " * " + expr_text(stride));
-    }
-    return s;
+    return cpp::index_text(k_, index, inner_, row_scope);
   }
 
   std::string iota_text(const Value& v, bool row_scope) const {
-    int only = -1;
-    bool simple = is_zero(v.index.offset) && is_one(v.divisor);
-    for (int d = 0; d < static_cast<int>(v.index.strides.size()) && simple; ++d) {
-      if (is_zero(v.index.strides[d])) continue;
-      if (is_one(v.index.strides[d]) && only < 0 && v.extent == k_.domain[d]) only = d;
-      else simple = false;
-    }
-    if (simple && only >= 0) return "i" + std::to_string(only);
-    if (simple && only < 0) return "INT64_C(0)";
-    return "((" + index_text(v.index, row_scope) + ") / " + expr_text(v.divisor) + " % " + expr_text(v.extent) + ")";
+    return cpp::iota_text(k_, v, inner_, row_scope);
   }
 
   static std::string value_name(int id) { return "v" + std::to_string(id); }
