@@ -95,11 +95,16 @@ class Session:
         return sum(t.numel() // t.shape[-2] * t.element_size() for layer in self.cache.layers
                    for t in (layer.keys, layer.values))
 
+    def prefill_one_by_one(self, fn: Callable[..., Any]) -> torch.Tensor:
+        """The prompt fed one token at a time into the cache; the first generated token."""
+        for p, ids in enumerate(self.step_ids):
+            token = self.forward(fn, ids, self.positions[p])
+        return token
+
     def bytes_copied_by_one_step(self, fn: Callable[..., Any], bytes_copied: BytesCopied) -> int:
         """What the path copied during one decode step, after a sequential prefill of the prompt."""
         self.cache.reset()
-        for p, ids in enumerate(self.step_ids):
-            token = self.forward(fn, ids, self.positions[p])
+        token = self.prefill_one_by_one(fn)
         before = bytes_copied()
         self.forward(fn, token, self.positions[len(self.step_ids)])
         return bytes_copied() - before
@@ -112,8 +117,7 @@ class Session:
         """(TTFT ms, per-step decode ms, generated ids) of one reset + sequential prefill + decode."""
         self.cache.reset()
         start = time.perf_counter()
-        for p, ids in enumerate(self.step_ids):
-            token = self.forward(fn, ids, self.positions[p])
+        token = self.prefill_one_by_one(fn)
         generated = [int(token.item())]
         ttft = (time.perf_counter() - start) * 1000
         steps = []
@@ -142,13 +146,18 @@ def first_call_ms(session: Session, fn: Callable[..., Any], batched: bool) -> fl
     return (time.perf_counter() - start) * 1000
 
 
+def iteration_stage(i: int, warmups: int, iters: int) -> str:
+    """'warmup 1/2', then 'iter 1/10' ...: the stage of loop iteration i."""
+    return f"iter {i - warmups + 1}/{iters}" if i >= warmups else f"warmup {i + 1}/{warmups}"
+
+
 def measure_encoder(session: Session, fn: Callable[..., Any], iters: int, warmups: int, result: dict) -> None:
     stage(f"first call (1,{len(session.prompt[0])})")
     result["compile_batched_ms"] = session.encode(fn)[0]
     samples = []
     for i in range(warmups + iters):
         timed = i >= warmups
-        stage(f"{'iter' if timed else 'warmup'} {i - warmups + 1 if timed else i + 1}/{iters if timed else warmups}")
+        stage(iteration_stage(i, warmups, iters))
         ms, ids = session.encode(fn)
         if timed:
             samples.append(ms)
@@ -204,7 +213,7 @@ def measure(prepare: Prepare, args: argparse.Namespace, result: dict[str, Any], 
     ttft_seq, ttft_batched, tpot = [], [], []
     for i in range(warmups + iters):
         timed = i >= warmups
-        stage(f"{'iter' if timed else 'warmup'} {i - warmups + 1 if timed else i + 1}/{iters if timed else warmups}")
+        stage(iteration_stage(i, warmups, iters))
         ttft, steps, generated = session.sequential(fn)
         batched = session.batched(fn) if batched_ok else None
         if timed:

@@ -77,10 +77,13 @@ def table_rows(paths: dict[str, dict[str, Any]]) -> list[list[str]]:
             fmt_x(speedup(luminal, inductor, metric, lower)),
         ]
         rows.append(cells)
+    def without_speedups(metric: str, label: str) -> list[str]:
+        return [label] + [fmt(p.get(metric)) if p else "–" for p in (eager, inductor, luminal)] + ["", "", ""]
+
     for metric, label in COUNT_ROWS:
         if any(p and p.get(metric) is not None for p in (eager, inductor, luminal)):
-            rows.append([label] + [fmt(p.get(metric)) if p else "–" for p in (eager, inductor, luminal)] + ["", "", ""])
-    rows.append([NOISE[1]] + [fmt(p.get(NOISE[0])) if p else "–" for p in (eager, inductor, luminal)] + ["", "", ""])
+            rows.append(without_speedups(metric, label))
+    rows.append(without_speedups(*NOISE))
     match = ["greedy tokens = eager's", "(reference)"]
     match += [{None: "–", 1: "yes", 0: "NO"}[p.get("tokens_match_eager")] if p else "–" for p in (inductor, luminal)]
     rows.append(match + ["", "", ""])
