@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import inspect
 import io
 import operator
 import warnings
@@ -345,10 +344,10 @@ def _check_attention_shapes(gm: torch.fx.GraphModule) -> None:
         gm.recompile()
 
 
-def _dynamic_shapes(gm: torch.fx.GraphModule) -> tuple[Any, ...] | None:
+def _dynamic_shapes(gm: torch.fx.GraphModule) -> tuple[dict[int, Any], ...] | None:
     """Dim.AUTO for every dim dynamo made symbolic, so one compile serves all its values: one
-    spec per placeholder, grouped as export sees forward's parameters (named ones after
-    own_copy(); a single *args tuple for a plainly deepcopied GraphModule)."""
+    spec per placeholder, as _internalise()'s recompile gives forward a named parameter each
+    (even for a plainly deepcopied GraphModule, whose forward took *args)."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     specs: list[dict[int, Any]] = []
     any_dynamic = False
@@ -361,12 +360,7 @@ def _dynamic_shapes(gm: torch.fx.GraphModule) -> tuple[Any, ...] | None:
             dims = {0: torch.export.Dim.AUTO}
         any_dynamic |= bool(dims)
         specs.append(dims)
-    if not any_dynamic:
-        return None
-    parameters = inspect.signature(gm.forward).parameters.values()
-    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
-        return (tuple(specs),)
-    return tuple(specs)
+    return tuple(specs) if any_dynamic else None
 
 
 def _stand_in(tensor: torch.Tensor) -> torch.Tensor:

@@ -50,3 +50,28 @@ def test_shape_the_graph_does_not_accept_is_a_user_error():
     program = backend.compiled[0]._bound.program
     with pytest.raises(luminal.UserError, match=r"input '\w+' has shape \[3, 9\] but the compiled graph expects \[s\d+, 8\]"):
         program.run([torch.randn(3, 9)])
+
+
+
+@pytest.mark.parametrize("copy_graph", ["own_copy", "deepcopy"])
+def test_export_graph_takes_either_copy_of_a_dynamic_graph(copy_graph):
+    """A deepcopied GraphModule's forward takes *args; export_graph still exports it with one
+    dynamic-shape spec per placeholder (its recompile restores named parameters), as it does
+    the own_copy() the backend passes."""
+    import copy
+
+    from luminal.export import export_graph, own_copy
+
+    calls = []
+
+    def capture(gm, example_inputs):
+        def run(*args):
+            calls.append((gm, list(args)))
+            return gm(*args)
+
+        return run
+
+    torch.compile(lambda t: (t * 2).sum(-1), backend=capture, dynamic=True)(torch.randn(3, 5))
+    gm, args = calls[0]
+    graph = own_copy(gm) if copy_graph == "own_copy" else copy.deepcopy(gm)
+    assert export_graph(graph, args).archive
