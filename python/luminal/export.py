@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
 import io
 import operator
 import warnings
@@ -344,10 +345,10 @@ def _check_attention_shapes(gm: torch.fx.GraphModule) -> None:
         gm.recompile()
 
 
-def _dynamic_shapes(gm: torch.fx.GraphModule) -> tuple[dict[int, Any], ...] | None:
+def _dynamic_shapes(gm: torch.fx.GraphModule) -> tuple[Any, ...] | None:
     """Dim.AUTO for every dim dynamo made symbolic, so one compile serves all its values: one
-    spec per placeholder, as _internalise()'s recompile gives forward a named parameter each
-    (even for a plainly deepcopied GraphModule, whose forward took *args)."""
+    spec per placeholder, grouped as export sees forward's parameters (named ones after
+    own_copy(); a single *args tuple for a plainly deepcopied GraphModule)."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     specs: list[dict[int, Any]] = []
     any_dynamic = False
@@ -360,7 +361,12 @@ def _dynamic_shapes(gm: torch.fx.GraphModule) -> tuple[dict[int, Any], ...] | No
             dims = {0: torch.export.Dim.AUTO}
         any_dynamic |= bool(dims)
         specs.append(dims)
-    return tuple(specs) if any_dynamic else None
+    if not any_dynamic:
+        return None
+    parameters = inspect.signature(gm.forward).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return (tuple(specs),)
+    return tuple(specs)
 
 
 def _stand_in(tensor: torch.Tensor) -> torch.Tensor:
