@@ -28,7 +28,11 @@ def lcase(name, fn, variants=V, **kw):
 CASES = [
     lcase("mm", torch.mm),
     lcase("matmul_vec", lambda a, b: (a @ b[:, 0], a[0] @ b, a[0] @ b[:, 0])),
+    # One row (a decode step's linear layer): BLAS runs these as GEMV, the row read with a stride
+    # where a is transposed.
+    lcase("mm_one_row", lambda a, b: (a[:1] @ b, a[2:3] @ b)),
     lcase("bmm", torch.bmm, variants=VB),
+    lcase("bmm_one_row", lambda a, b: torch.bmm(a[:, 1:2], b), variants=VB),
     lcase("matmul_broadcast", lambda a, b: a @ b[0], variants=VB),
     lcase("addmm", lambda a, b: torch.addmm(b[0, 0], a, b)),
     lcase("addmm_beta_alpha", lambda a, b: torch.addmm(b[0], a, b, beta=2, alpha=3)),

@@ -57,6 +57,21 @@ void gemm(const BlasView& va, const BlasView& vb, int m, int n, int k, const dou
               static_cast<int>(vb.ld), 0.0, c, std::max(n, 1));
 }
 
+// M = 1: GEMV. OpenBLAS's sgemm packs all of b first (a full extra pass over a weight that a
+// decode step reads once); its gemv streams b once in either layout.
+void gemv(const BlasView& vb, int n, int k, const float* x, int x_stride, const float* b, float* y) {
+  if (vb.transpose == CblasNoTrans)  // b is row-major [k, n]: y = bᵀ x
+    cblas_sgemv(CblasRowMajor, CblasTrans, k, n, 1.0f, b, static_cast<int>(vb.ld), x, x_stride, 0.0f, y, 1);
+  else  // b's memory is row-major [n, k]
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, b, static_cast<int>(vb.ld), x, x_stride, 0.0f, y, 1);
+}
+void gemv(const BlasView& vb, int n, int k, const double* x, int x_stride, const double* b, double* y) {
+  if (vb.transpose == CblasNoTrans)
+    cblas_dgemv(CblasRowMajor, CblasTrans, k, n, 1.0, b, static_cast<int>(vb.ld), x, x_stride, 0.0, y, 1);
+  else
+    cblas_dgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0, b, static_cast<int>(vb.ld), x, x_stride, 0.0, y, 1);
+}
+
 template <typename T>
 void batched(const T* a, const StridedLayout& al, const T* b, const StridedLayout& bl, T* out) {
   const size_t rank = al.shape.size();
@@ -103,7 +118,13 @@ void batched(const T* a, const StridedLayout& al, const T* b, const StridedLayou
     BlasView va{}, vb{};
     const T* pa = operand(a + ao, ma, a_storage, va);
     const T* pb = operand(b + bo, mb, b_storage, vb);
-    gemm(va, vb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), pa, pb, out + e * m * n);
+    if (m == 1) {
+      // a is one row: its elements are 1 apart (NoTrans) or ld apart (Trans, a column view).
+      const int x_stride = va.transpose == CblasNoTrans ? 1 : static_cast<int>(va.ld);
+      gemv(vb, static_cast<int>(n), static_cast<int>(k), pa, x_stride, pb, out + e * n);
+    } else {
+      gemm(va, vb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), pa, pb, out + e * m * n);
+    }
     for (size_t d = folded_rank; d-- > 0;) {
       if (++index[d] < batch[d]) break;
       index[d] = 0;

@@ -1,7 +1,7 @@
 // Batched f32/f64 GEMM through BLAS for the CPU runtime. Operands are read in place when BLAS
 // can express their strides (row- or column-major with a unit stride), packed otherwise; batch
 // dims that only repeat the weight (stride 0 on b, a's rows contiguous across the batch) fold
-// into M, so a [B, S, K] x [K, N] linear layer is one call.
+// into M, so a [B, S, K] x [K, N] linear layer is one call. A single row (M = 1) runs as GEMV.
 #pragma once
 
 #include <cstdint>
