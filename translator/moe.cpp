@@ -75,15 +75,21 @@ Tensor grouped_rows_matmul(TranslationContext& cx, const Tensor& input, const Te
       << op << ": offs of shape " << shape_to_string(offs.shape()) << " for " << weight.shape()[0].to_string()
       << " groups";
   RowGroups groups = row_groups(cx, rows, offs, op);
-  const Expr k = weight.shape()[1], n = weight.shape()[2];
+  const Expr n = weight.shape()[2];
   Tensor out;
   if (dense_grouped_rows(rows, weight.shape()[0])) {
     Tensor every = matmul(cx, unsqueeze(input, 0), weight);                     // [G, S, N]
     Tensor index = expand(unsqueeze(unsqueeze(groups.group, 0), 2), {Expr(int64_t{1}), rows, n});
     out = squeeze(gather(cx, every, 0, index), 0);                              // [S, N]
   } else {
-    Tensor index = expand(unsqueeze(unsqueeze(groups.group, 1), 2), {rows, k, n});
-    Tensor expert_weights = gather(cx, weight, 0, index);                       // [S, K, N]
+    // Gather in the weight's storage order: a Linear-style [G, N, K] weight seen as [G, K, N]
+    // is gathered as [S, N, K] and transposed back, so the copy streams and the product reads K
+    // with unit stride (the GEMV kernel), not a transposing gather then a strided GEMM.
+    const bool k_contiguous = ir::is_one(weight.ref.view.strides()[1]) && !ir::is_one(weight.ref.view.strides()[2]);
+    Tensor stored = k_contiguous ? transpose(weight, 1, 2) : weight;
+    Tensor index = expand(unsqueeze(unsqueeze(groups.group, 1), 2), {rows, stored.shape()[1], stored.shape()[2]});
+    Tensor expert_weights = gather(cx, stored, 0, index);                       // [S, K, N] or [S, N, K]
+    if (k_contiguous) expert_weights = transpose(expert_weights, 1, 2);         // [S, K, N]
     out = squeeze(matmul(cx, unsqueeze(input, 1), expert_weights), 1);          // [S, N]
   }
   Tensor zero = constant(cx, ir::Scalar::of_int(0), out.dtype);
