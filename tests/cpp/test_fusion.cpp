@@ -83,8 +83,22 @@ TEST(Fusion, SoftmaxIsOneRowKernel) {
   b.output(softmax(b, x, shape));
   const std::string source = only_kernel_source(b.graph);
   EXPECT_EQ(count(source, "for (int64_t i1"), 3u) << "max pass, sum pass, output pass:\n" << source;
+  EXPECT_EQ(count(source, "lm_expf("), 1u) << "the sum pass stashes exp in the output:\n" << source;
   std::mt19937 rng(2);
   expect_matches_reference(b.graph, {random_tensor(DType::F32, {6, 333}, rng)}, "softmax", 1e-5);
+}
+
+TEST(Fusion, SoftmaxPlusItsInputComputesExpAgain) {
+  // The output pass also reads x, so stashing exp in an output that may share x's memory could
+  // overwrite x before that read: the kernel recomputes exp instead.
+  IrTestBuilder b;
+  const ir::Shape shape = {5, 129};
+  auto x = b.input("x", DType::F32, shape);
+  b.output(b.binary(Op::Add, softmax(b, x, shape), x));
+  const std::string source = only_kernel_source(b.graph);
+  EXPECT_EQ(count(source, "lm_expf("), 2u) << source;
+  std::mt19937 rng(3);
+  expect_matches_reference(b.graph, {random_tensor(DType::F32, {5, 129}, rng)}, "softmax + x", 1e-5);
 }
 
 TEST(Fusion, RmsNormWithWeightIsOneRowKernel) {

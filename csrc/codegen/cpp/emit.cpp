@@ -1,5 +1,6 @@
 #include "codegen/cpp/emit.h"
 
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -228,6 +229,49 @@ class Emitter {
     return out;
   }
 
+  // A row kernel's last pass may store its element value straight into the output, and the
+  // final pass read it back instead of computing it again: softmax then evaluates exp once per
+  // element, not twice. Only where that is exact and safe: one varying store, in the value's
+  // own dtype, f32/f64 (a half-precision output would round the stash); the value contains a
+  // transcendental (else recomputing is as cheap as reloading); and the store's value depends on
+  // nothing else per element (no other load), so an output sharing memory with an input is
+  // never read after the stash overwrote it. Returns the value, or -1.
+  int stashed_value() const {
+    if (!row_ || k_.reductions.empty()) return -1;
+    const Store* varying = nullptr;
+    for (const Store& s : k_.stores) {
+      if (per_row_[s.value] && index_per_row(s.index)) continue;
+      if (varying) return -1;
+      varying = &s;
+    }
+    if (!varying) return -1;
+    const int x = k_.reductions.back().input;
+    const DType t = k_.params[varying->param].dtype;
+    if (per_row_[x] || k_.values[x].dtype != t || (t != DType::F32 && t != DType::F64)) return -1;
+    std::function<bool(int)> transcendental = [&](int id) {
+      const Value& v = k_.values[id];
+      if (v.kind != ValueKind::Compute) return false;
+      if (v.op == ir::Op::Exp || v.op == ir::Op::Log || v.op == ir::Op::Tanh || v.op == ir::Op::Erf ||
+          v.op == ir::Op::Sigmoid)
+        return true;
+      for (int a : v.args)
+        if (transcendental(a)) return true;
+      return false;
+    };
+    if (!transcendental(x)) return -1;
+    bool uses_x = false;
+    std::function<bool(int)> only_through_x = [&](int id) {
+      if (id == x) return uses_x = true;
+      const Value& v = k_.values[id];
+      if (per_row_[id] || v.kind == ValueKind::Literal) return true;
+      if (v.kind != ValueKind::Compute) return false;
+      for (int a : v.args)
+        if (!only_through_x(a)) return false;
+      return true;
+    };
+    return only_through_x(varying->value) && uses_x ? x : -1;
+  }
+
   std::string loop_body() {
     std::ostringstream out;
     if (row_) {
@@ -268,6 +312,10 @@ class Emitter {
     // Row kernel: one pass per reduction, then the varying stores.
     row_code_.clear();
     row_done_.clear();
+    const int stash = stashed_value();
+    const Store* stash_store = nullptr;
+    for (const Store& s : k_.stores)
+      if (stash >= 0 && !(per_row_[s.value] && index_per_row(s.index))) stash_store = &s;
     for (size_t ri = 0; ri < k_.reductions.size(); ++ri) {
       const Reduction& r = k_.reductions[ri];
       const DType in_dtype = k_.values[r.input].dtype;
@@ -276,6 +324,9 @@ class Emitter {
       std::set<int> done;
       Scope scope{&body, &done, false, "      "};
       const std::string x = ref(r.input, scope);
+      if (stash_store && ri + 1 == k_.reductions.size())
+        body += scope.indent + "p" + std::to_string(stash_store->param) + "[" + index_text(stash_store->index, false) +
+                "] = " + table_.store(k_.params[stash_store->param].dtype, x) + ";\n";
       const std::string acc = "acc" + std::to_string(ri);
       std::string combine = text.combine;
       for (size_t pos; (pos = combine.find("%a")) != std::string::npos;) combine.replace(pos, 2, acc);
@@ -294,6 +345,13 @@ class Emitter {
     std::string final_body;
     std::set<int> final_done;
     Scope final_scope{&final_body, &final_done, false, "      "};
+    if (stash_store) {
+      const DType t = k_.params[stash_store->param].dtype;
+      final_body += final_scope.indent + "const " + table_.compute_type(t) + " " + value_name(stash) + " = " +
+                    table_.load(t, "p" + std::to_string(stash_store->param) + "[" +
+                                       index_text(stash_store->index, false) + "]") + ";\n";
+      final_done.insert(stash);
+    }
     // Per-row values are all defined before the final pass (row_code_), whichever store asks
     // for them first; the per-row store lines themselves come after it.
     std::string row_stores;
