@@ -266,6 +266,20 @@ TEST(Fusion, HalfGemmWidensTheWeightInStorageOrder) {
   expect_matches_reference(b.graph, {random_tensor(DType::BF16, {5, 64}, rng)}, "bf16 gemm", -1, {{"w", weight.ref()}});
 }
 
+TEST(Fusion, HalfPrecisionStoreOfACastRoundsOnce) {
+  // exp in f32, cast back: the store's own rounding is the cast, so the source rounds once.
+  for (DType half : {DType::BF16, DType::F16}) {
+    IrTestBuilder b;
+    auto x = b.input("x", half, {3, 70});
+    auto e = b.unary(Op::Exp, b.unary(Op::Cast, x, DType::F32));
+    b.output(b.unary(Op::Cast, e, half));
+    const std::string source = only_kernel_source(b.graph);
+    EXPECT_EQ(count(source, half == DType::BF16 ? "lm_rbf(" : "lm_rh("), 0u) << source;
+    std::mt19937 rng(13);
+    expect_matches_reference(b.graph, {random_tensor(half, {3, 70}, rng)}, "exp in f32 stored as half");
+  }
+}
+
 TEST(Fusion, ExpOfMinusInfinityStaysOnTheVectorPath) {
   // A causal softmax exponentiates -inf for every masked score; the kernel calls lm_expf, whose
   // -inf lanes never reach libmvec's scalar fallback, and the values match the reference.
