@@ -266,17 +266,20 @@ TEST(Fusion, HalfGemmWidensTheWeightInStorageOrder) {
   expect_matches_reference(b.graph, {random_tensor(DType::BF16, {5, 64}, rng)}, "bf16 gemm", -1, {{"w", weight.ref()}});
 }
 
-TEST(Fusion, HalfPrecisionStoreOfACastRoundsOnce) {
-  // exp in f32, cast back: the store's own rounding is the cast, so the source rounds once.
+TEST(Fusion, HalfPrecisionStoreRoundsOnce) {
+  // A stored half-precision result is rounded by the store alone: exp(x) in f32 cast back, and
+  // a half-precision product (whose cast operand, read by the product, still rounds).
   for (DType half : {DType::BF16, DType::F16}) {
+    const std::string round = half == DType::BF16 ? "lm_rbf(" : "lm_rh(";
     IrTestBuilder b;
     auto x = b.input("x", half, {3, 70});
     auto e = b.unary(Op::Exp, b.unary(Op::Cast, x, DType::F32));
     b.output(b.unary(Op::Cast, e, half));
+    b.output(b.binary(Op::Mul, b.unary(Op::Cast, e, half), x));
     const std::string source = only_kernel_source(b.graph);
-    EXPECT_EQ(count(source, half == DType::BF16 ? "lm_rbf(" : "lm_rh("), 0u) << source;
+    EXPECT_EQ(count(source, round), 1u) << source;
     std::mt19937 rng(13);
-    expect_matches_reference(b.graph, {random_tensor(half, {3, 70}, rng)}, "exp in f32 stored as half");
+    expect_matches_reference(b.graph, {random_tensor(half, {3, 70}, rng)}, "half-precision stores");
   }
 }
 

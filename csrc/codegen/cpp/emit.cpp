@@ -101,6 +101,11 @@ class Emitter {
     row_ = k.reduce_axis >= 0;
     inner_ = row_ ? k.reduce_axis : rank_ - 1;
     per_row_ = cpp::per_row_values(k, row_);
+    uses_.assign(k.values.size(), 0);
+    for (const Value& v : k.values)
+      for (int a : v.args) ++uses_[a];
+    for (const Reduction& r : k.reductions) ++uses_[r.input];
+    for (const Store& st : k.stores) ++uses_[st.value];
     // A kernel that can report an error returns from inside its loops, which `omp simd` forbids.
     for (const Value& v : k.values) {
       if (v.kind == ValueKind::GatherLoad) may_fail_ = true;
@@ -144,6 +149,25 @@ class Emitter {
 
   std::string value_name(int id) const { return "v" + std::to_string(id); }
 
+  // `text` less an outermost table_.round(t, ...) wrapper, if it has one.
+  std::string without_rounding(const std::string& text, DType t) const {
+    const std::string marker = "@";
+    const std::string wrapped = table_.round(t, marker);
+    const size_t at = wrapped.find(marker);
+    const std::string open = wrapped.substr(0, at), close = wrapped.substr(at + 1);
+    if (open.empty() || text.size() < open.size() + close.size() || text.compare(0, open.size(), open) != 0 ||
+        text.compare(text.size() - close.size(), close.size(), close) != 0)
+      return text;
+    // The wrapper's parenthesis must be the one that closes at the end: "lm_rbf(a) + lm_rbf(b)"
+    // is not wrapped as a whole.
+    int depth = 0;
+    for (size_t i = open.size() - 1; i < text.size(); ++i) {
+      depth += text[i] == '(' ? 1 : text[i] == ')' ? -1 : 0;
+      if (depth == 0) return i == text.size() - 1 ? text.substr(open.size(), text.size() - open.size() - close.size()) : text;
+    }
+    return text;
+  }
+
   struct Scope {
     std::string* code;
     std::set<int>* done;
@@ -151,11 +175,13 @@ class Emitter {
     std::string indent;
   };
 
-  // Makes sure value `id` is defined in the right scope and returns its name.
-  std::string ref(int id, Scope& loop) {
+  // Makes sure value `id` is defined in the right scope and returns its name. `unrounded`: a
+  // half-precision Compute is defined without its final rounding to f16/bf16 (for a store,
+  // which rounds the same way).
+  std::string ref(int id, Scope& loop, bool unrounded = false) {
     if (row_ && per_row_[id] && !loop.row_scope) {
       Scope row{&row_code_, &row_done_, true, "    "};
-      return ref(id, row);
+      return ref(id, row, unrounded);
     }
     if (loop.done->count(id)) return value_name(id);
     const Value& v = k_.values[id];
@@ -173,6 +199,7 @@ class Emitter {
         const DType in = v.op == ir::Op::Where ? k_.values[v.args[1]].dtype : k_.values[v.args[0]].dtype;
         bool may_fail = false;
         e = table_.op(v.op, in, v.dtype, args, may_fail);
+        if (unrounded) e = without_rounding(e, v.dtype);
         break;
       }
       case ValueKind::GatherLoad: {
@@ -197,14 +224,14 @@ class Emitter {
 
   std::string store_line(const Store& s, Scope& scope) {
     const Param& p = k_.params[s.param];
-    // A store to f16/bf16 rounds to nearest-even itself, so a value that is only that rounding
-    // of an f32 (a Cast) is stored from its input: rounding twice cost a quarter of a bf16
-    // pointwise kernel's time.
+    // A store to f16/bf16 rounds to nearest-even itself, and rounding twice gives the same bits,
+    // so a half-precision result read by nothing else is stored unrounded: the rounding was a
+    // quarter of a bf16 pointwise kernel's time.
     const Value& stored = k_.values[s.value];
-    if (stored.kind == ValueKind::Compute && stored.op == ir::Op::Cast && stored.dtype == p.dtype &&
-        (p.dtype == DType::BF16 || p.dtype == DType::F16) && k_.values[stored.args[0]].dtype == DType::F32)
+    if ((p.dtype == DType::BF16 || p.dtype == DType::F16) && stored.dtype == p.dtype &&
+        stored.kind == ValueKind::Compute && uses_[s.value] == 1)
       return scope.indent + "p" + std::to_string(s.param) + "[" + index_text(s.index, scope.row_scope) +
-             "] = " + table_.store(p.dtype, ref(stored.args[0], scope)) + ";\n";
+             "] = " + table_.store(p.dtype, ref(s.value, scope, true)) + ";\n";
     const std::string v = ref(s.value, scope);
     return scope.indent + "p" + std::to_string(s.param) + "[" + index_text(s.index, scope.row_scope) +
            "] = " + table_.store(p.dtype, convert_for_store(s.value, p.dtype, v)) + ";\n";
@@ -480,6 +507,7 @@ class Emitter {
   int inner_ = -1;
   bool may_fail_ = false;
   std::vector<bool> per_row_;
+  std::vector<int> uses_;  // per value: the values, reductions and stores reading it
   std::string row_code_;
   std::set<int> row_done_;
 };
