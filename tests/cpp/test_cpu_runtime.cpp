@@ -3,7 +3,11 @@
 // symbolic shapes, errors, and the kernel cache.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+
 #include "common/error.h"
+#include "common/half.h"
 #include "cpu_test_util.h"
 
 namespace luminal::testing {
@@ -75,6 +79,67 @@ TEST(CpuRuntime, CastsBetweenAllDtypes) {
     auto x = b.input("x", from, {2, 21});
     for (DType to : kAllDtypes) b.output(b.unary(Op::Cast, x, to));
     expect_matches_reference(b.graph, {random_tensor(from, {2, 21}, rng)}, std::string("cast from ") + ir::dtype_name(from));
+  }
+}
+
+TEST(CpuRuntime, EveryHalfWidensToTheReferenceBits) {
+  // Generated kernels widen f16 without branches (so the loops vectorise); every one of the 65536
+  // bit patterns must give half_to_float's bits, signed zeros and subnormals included.
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F16, {256, 256});
+  b.output(b.unary(Op::Cast, x, DType::F32));
+  std::vector<uint16_t> all(65536);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
+  std::vector<HostTensor> inputs = {HostTensor::of(DType::F16, {256, 256}, all)};
+  const auto out = run_executable(*compile_cpu(b.graph, {}), b.graph, inputs);
+  ASSERT_EQ(out.size(), 1u);
+  int reported = 0;
+  for (size_t i = 0; i < all.size() && reported < 5; ++i) {
+    const float expected = half_to_float(all[i]);
+    float actual;
+    std::memcpy(&actual, out[0].bytes.data() + i * sizeof(float), sizeof actual);
+    if (std::isnan(expected) && std::isnan(actual)) continue;
+    if (std::memcmp(&expected, &actual, sizeof actual) != 0) {
+      ADD_FAILURE() << "half 0x" << std::hex << all[i] << " widened to " << actual << ", expected " << expected;
+      ++reported;
+    }
+  }
+}
+
+TEST(CpuRuntime, NarrowingToHalfRoundsAsTheReference) {
+  // Generated kernels narrow f32 to f16 without branches. Every half value, the midpoints between
+  // neighbours (ties to even) and one f32 ulp either side of each midpoint, signed, with the
+  // overflow and subnormal edges among them, must give float_to_half's bits.
+  std::vector<float> values;
+  for (uint32_t h = 0; h < 0x7c00u; ++h) {
+    const float lo = half_to_float(static_cast<uint16_t>(h));
+    const float hi = half_to_float(static_cast<uint16_t>(h + 1));
+    const float mid = lo + (hi - lo) / 2;
+    for (float v : {lo, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY)}) {
+      values.push_back(v);
+      values.push_back(-v);
+    }
+  }
+  for (float v : {65519.99f, 65520.0f, 1e10f, INFINITY, NAN, 1e-10f, 0.0f}) {
+    values.push_back(v);
+    values.push_back(-v);
+  }
+  const int64_t n = static_cast<int64_t>(values.size());
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {n});
+  b.output(b.unary(Op::Cast, x, DType::F16));
+  std::vector<HostTensor> inputs = {HostTensor::of(DType::F32, {n}, values)};
+  const auto out = run_executable(*compile_cpu(b.graph, {}), b.graph, inputs);
+  ASSERT_EQ(out.size(), 1u);
+  int reported = 0;
+  for (size_t i = 0; i < values.size() && reported < 5; ++i) {
+    uint16_t actual;
+    std::memcpy(&actual, out[0].bytes.data() + i * sizeof actual, sizeof actual);
+    const uint16_t expected = float_to_half(values[i]);
+    if (actual != expected) {
+      ADD_FAILURE() << values[i] << " narrowed to 0x" << std::hex << actual << ", expected 0x" << expected;
+      ++reported;
+    }
   }
 }
 

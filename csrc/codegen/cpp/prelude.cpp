@@ -36,8 +36,48 @@ double fmod(double, double) noexcept;
 }
 
 namespace {
-inline float lm_h2f(uint16_t h) { return luminal::half_to_float(h); }
-inline uint16_t lm_f2h(float f) { return luminal::float_to_half(f); }
+// half_to_float without its branches and subnormal loop, so that loops over f16 vectorise:
+// a subnormal's (or zero's) magnitude bits times 2^-24 are exact in float; the rest rebias the
+// exponent or keep it all ones (inf/NaN). Bit-identical to half_to_float for every input.
+inline float lm_h2f(uint16_t h) {
+  const uint32_t magnitude = h & 0x7fffu;
+  const float subnormal = (float)(int32_t)magnitude * 5.9604644775390625e-08f;
+  uint32_t subnormal_bits;
+  __builtin_memcpy(&subnormal_bits, &subnormal, sizeof subnormal_bits);
+  const uint32_t shifted = magnitude << 13;
+  const uint32_t bits = magnitude >= 0x7c00u ? (shifted | 0x7f800000u)
+                        : magnitude >= 0x0400u ? shifted + ((127u - 15u) << 23)
+                                               : subnormal_bits;
+  const uint32_t u = bits | ((uint32_t)(h & 0x8000u) << 16);
+  float f;
+  __builtin_memcpy(&f, &u, sizeof f);
+  return f;
+}
+// float_to_half without branches, so that loops storing f16 vectorise: round-to-nearest-even
+// on the bits for normal results (adding 0xfff plus the lowest kept bit), and for results
+// below the smallest normal half an f32 addition of a magic number, which the FPU rounds to
+// the half's subnormal grid. Bit-identical to float_to_half for every input.
+inline uint16_t lm_f2h(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, sizeof u);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const uint32_t magnitude = u & 0x7fffffffu;
+  const uint32_t denormal_magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+  float shifted_f;
+  __builtin_memcpy(&shifted_f, &magnitude, sizeof shifted_f);
+  float magic_f;
+  __builtin_memcpy(&magic_f, &denormal_magic, sizeof magic_f);
+  const float subnormal_f = shifted_f + magic_f;
+  uint32_t subnormal;
+  __builtin_memcpy(&subnormal, &subnormal_f, sizeof subnormal);
+  subnormal -= denormal_magic;
+  const uint32_t normal = (magnitude + ((15u - 127u) << 23) + 0xfffu + ((magnitude >> 13) & 1u)) >> 13;
+  const uint32_t bits = magnitude > 0x7f800000u ? 0x7e00u
+                        : magnitude >= 0x47800000u ? 0x7c00u
+                        : magnitude < 0x38800000u ? subnormal
+                                                  : normal;
+  return (uint16_t)(bits | sign);
+}
 inline float lm_bf2f(uint16_t h) { return luminal::bf16_to_float(h); }
 inline uint16_t lm_f2bf(float f) { return luminal::float_to_bf16(f); }
 // Rounds a float to the nearest f16 / bf16 value, kept as float.
