@@ -222,6 +222,12 @@ class Emitter {
     return cpp::iota_text(k_, v, inner_, row_scope);
   }
 
+  // `value` (compute-type text) written to store `s`'s element, in the param's storage type.
+  std::string store_statement(const Store& s, const std::string& value, const Scope& scope) const {
+    return scope.indent + "p" + std::to_string(s.param) + "[" + index_text(s.index, scope.row_scope) +
+           "] = " + table_.store(k_.params[s.param].dtype, value) + ";\n";
+  }
+
   std::string store_line(const Store& s, Scope& scope) {
     const Param& p = k_.params[s.param];
     // A store to f16/bf16 rounds to nearest-even itself, and rounding twice gives the same bits,
@@ -230,11 +236,8 @@ class Emitter {
     const Value& stored = k_.values[s.value];
     if ((p.dtype == DType::BF16 || p.dtype == DType::F16) && stored.dtype == p.dtype &&
         stored.kind == ValueKind::Compute && uses_[s.value] == 1)
-      return scope.indent + "p" + std::to_string(s.param) + "[" + index_text(s.index, scope.row_scope) +
-             "] = " + table_.store(p.dtype, ref(s.value, scope, true)) + ";\n";
-    const std::string v = ref(s.value, scope);
-    return scope.indent + "p" + std::to_string(s.param) + "[" + index_text(s.index, scope.row_scope) +
-           "] = " + table_.store(p.dtype, convert_for_store(s.value, p.dtype, v)) + ";\n";
+      return store_statement(s, ref(s.value, scope, true), scope);
+    return store_statement(s, convert_for_store(s.value, p.dtype, ref(s.value, scope)), scope);
   }
   std::string convert_for_store(int value, DType to, const std::string& v) const {
     return k_.values[value].dtype == to ? v : table_.convert(k_.values[value].dtype, to, v);
@@ -270,19 +273,20 @@ class Emitter {
   // own dtype, f32/f64 (a half-precision output would round the stash); the value contains a
   // transcendental (else recomputing is as cheap as reloading); and the store's value depends on
   // nothing else per element (no other load), so an output sharing memory with an input is
-  // never read after the stash overwrote it. Returns the value, or -1.
-  int stashed_value() const {
-    if (!row_ || k_.reductions.empty()) return -1;
+  // never read after the stash overwrote it. The stashed value is the last reduction's input;
+  // returns the store that receives it, or nullptr.
+  const Store* stash_store() const {
+    if (!row_ || k_.reductions.empty()) return nullptr;
     const Store* varying = nullptr;
     for (const Store& s : k_.stores) {
       if (per_row_[s.value] && index_per_row(s.index)) continue;
-      if (varying) return -1;
+      if (varying) return nullptr;
       varying = &s;
     }
-    if (!varying) return -1;
+    if (!varying) return nullptr;
     const int x = k_.reductions.back().input;
     const DType t = k_.params[varying->param].dtype;
-    if (per_row_[x] || k_.values[x].dtype != t || (t != DType::F32 && t != DType::F64)) return -1;
+    if (per_row_[x] || k_.values[x].dtype != t || (t != DType::F32 && t != DType::F64)) return nullptr;
     std::function<bool(int)> transcendental = [&](int id) {
       const Value& v = k_.values[id];
       if (v.kind != ValueKind::Compute) return false;
@@ -293,7 +297,7 @@ class Emitter {
         if (transcendental(a)) return true;
       return false;
     };
-    if (!transcendental(x)) return -1;
+    if (!transcendental(x)) return nullptr;
     bool uses_x = false;
     std::function<bool(int)> only_through_x = [&](int id) {
       if (id == x) return uses_x = true;
@@ -304,7 +308,7 @@ class Emitter {
         if (!only_through_x(a)) return false;
       return true;
     };
-    return only_through_x(varying->value) && uses_x ? x : -1;
+    return only_through_x(varying->value) && uses_x ? varying : nullptr;
   }
 
   std::string loop_body() {
@@ -347,10 +351,7 @@ class Emitter {
     // Row kernel: one pass per reduction, then the varying stores.
     row_code_.clear();
     row_done_.clear();
-    const int stash = stashed_value();
-    const Store* stash_store = nullptr;
-    for (const Store& s : k_.stores)
-      if (stash >= 0 && !(per_row_[s.value] && index_per_row(s.index))) stash_store = &s;
+    const Store* const stash = stash_store();
     for (size_t ri = 0; ri < k_.reductions.size(); ++ri) {
       const Reduction& r = k_.reductions[ri];
       const DType in_dtype = k_.values[r.input].dtype;
@@ -359,9 +360,7 @@ class Emitter {
       std::set<int> done;
       Scope scope{&body, &done, false, "      "};
       const std::string x = ref(r.input, scope);
-      if (stash_store && ri + 1 == k_.reductions.size())
-        body += scope.indent + "p" + std::to_string(stash_store->param) + "[" + index_text(stash_store->index, false) +
-                "] = " + table_.store(k_.params[stash_store->param].dtype, x) + ";\n";
+      if (stash && ri + 1 == k_.reductions.size()) body += store_statement(*stash, x, scope);
       const std::string acc = "acc" + std::to_string(ri);
       std::string combine = text.combine;
       for (size_t pos; (pos = combine.find("%a")) != std::string::npos;) combine.replace(pos, 2, acc);
@@ -380,12 +379,13 @@ class Emitter {
     std::string final_body;
     std::set<int> final_done;
     Scope final_scope{&final_body, &final_done, false, "      "};
-    if (stash_store) {
-      const DType t = k_.params[stash_store->param].dtype;
-      final_body += final_scope.indent + "const " + table_.compute_type(t) + " " + value_name(stash) + " = " +
-                    table_.load(t, "p" + std::to_string(stash_store->param) + "[" +
-                                       index_text(stash_store->index, false) + "]") + ";\n";
-      final_done.insert(stash);
+    if (stash) {
+      const int value = k_.reductions.back().input;
+      const DType t = k_.params[stash->param].dtype;
+      final_body += final_scope.indent + "const " + table_.compute_type(t) + " " + value_name(value) + " = " +
+                    table_.load(t, "p" + std::to_string(stash->param) + "[" + index_text(stash->index, false) + "]") +
+                    ";\n";
+      final_done.insert(value);
     }
     // Per-row values are all defined before the final pass (row_code_), whichever store asks
     // for them first; the per-row store lines themselves come after it.
