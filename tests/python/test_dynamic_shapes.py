@@ -52,12 +52,11 @@ def test_shape_the_graph_does_not_accept_is_a_user_error():
         program.run([torch.randn(3, 9)])
 
 
-
 @pytest.mark.parametrize("copy_graph", ["own_copy", "deepcopy"])
 def test_export_graph_takes_either_copy_of_a_dynamic_graph(copy_graph):
-    """A deepcopied GraphModule's forward takes *args; export_graph still exports it with one
-    dynamic-shape spec per placeholder (its recompile restores named parameters), as it does
-    the own_copy() the backend passes."""
+    """A deepcopied GraphModule's forward takes *args, and keeps it through export_graph's
+    recompile: the dynamic-shape specs are then grouped as one tuple for that *args. The
+    own_copy() the backend passes has one named parameter per placeholder instead."""
     import copy
 
     from luminal.export import export_graph, own_copy

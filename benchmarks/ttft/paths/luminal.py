@@ -1,8 +1,9 @@
 """Path `luminal`: torch.compile(model, backend="luminal").
 
 dynamic as in the inductor path (False unless the config asks for automatic dynamic). The
-runtime gets the same thread count as torch, and the cache dir the orchestrator passes. Every compiled graph is kept, so the bench can
-read the bytes the runtime copied (`bytes_copied_total` in each graph's stats).
+runtime gets the same thread count as torch, and the cache dir the orchestrator passes. Every
+compiled graph is kept, so the bench can read the bytes the runtime copied
+(`bytes_copied_total` in each graph's stats).
 """
 
 import sys
