@@ -52,12 +52,7 @@ def _prefill_lengths(family: str, dynamic: bool | None) -> SymbolRecordingBacken
     return backend
 
 
-# Llama is the quick case; the other families share the path (and its fixes) but each compile
-# costs seconds.
-FAMILIES = [pytest.param(f, marks=() if f == "llama" else pytest.mark.slow) for f in sorted(DECODERS)]
-
-
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", sorted(DECODERS))
 def test_dynamic_true_prefill_compiles_once(family):
     """dynamic=True: the sequence length is symbolic from the first compile, and dynamo passes
     every Python float of the model (RMSNorm eps, attention scaling) as a 0-d tensor read with
@@ -71,7 +66,6 @@ def test_dynamic_true_prefill_compiles_once(family):
     assert backend.symbolic == [True] * graphs
 
 
-@pytest.mark.slow
 def test_automatic_dynamic_prefill_compiles_twice():
     """No dynamic= flag: the first length compiles static; the second marks the dim dynamic and
     its compile serves every later length."""
@@ -163,7 +157,6 @@ def _dynamic_cache_decode(dynamic: bool | None) -> SymbolRecordingBackend:
     return backend
 
 
-@pytest.mark.slow
 def test_dynamic_cache_decode_dynamic_true():
     """dynamic=True: one graph for the prompt (an empty cache) and one for every decode step."""
     backend = _dynamic_cache_decode(dynamic=True)
@@ -171,7 +164,6 @@ def test_dynamic_cache_decode_dynamic_true():
     assert backend.symbolic == [True, True]
 
 
-@pytest.mark.slow
 def test_dynamic_cache_decode_automatic_dynamic():
     """No dynamic= flag: the prompt, the first decode step (a cache of 5, static), then one graph
     with the cache length symbolic for every later step. The four K/V tensors get four symbols
@@ -181,7 +173,6 @@ def test_dynamic_cache_decode_automatic_dynamic():
     assert backend.symbolic == [False, False, True]
 
 
-@pytest.mark.slow
 def test_generate_with_dynamic_cache_and_padding_matches_eager():
     """generate()'s default DynamicCache with a left-padded batch: the SDPA mask grows with the
     cache too, and carries its own symbol."""
