@@ -10,6 +10,11 @@ void collect(const Index& index, std::vector<std::string>& out) {
   collect(index.offset, out);
   for (const ir::Expr& s : index.strides) collect(s, out);
 }
+void collect(const MatrixOperand& m, std::vector<std::string>& out) {
+  collect(m.batch, out);
+  collect(m.row_stride, out);
+  collect(m.col_stride, out);
+}
 }  // namespace
 
 std::vector<std::string> Kernel::symbols() const {
@@ -35,6 +40,10 @@ std::vector<std::string> Kernel::symbols() const {
     collect(gemv.w, out);
     collect(gemv.out, out);
   }
+  if (kind == KernelKind::Attention) {
+    for (const ir::Expr& d : {attention.q_len, attention.kv_len, attention.head_dim, attention.value_dim}) collect(d, out);
+    for (const MatrixOperand* m : {&attention.q, &attention.k, &attention.v, &attention.bias}) collect(*m, out);
+  }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -42,6 +51,11 @@ std::vector<std::string> Kernel::symbols() const {
 
 ir::Expr Kernel::parallel_extent() const {
   if (kind == KernelKind::Scatter) return ir::Expr(int64_t{1});
+  if (kind == KernelKind::Attention) {
+    ir::Expr n(int64_t{1});
+    for (size_t d = 0; d + 2 < domain.size(); ++d) n = n * domain[d];
+    return n;
+  }
   if (kind == KernelKind::Gemv) return ir::numel(domain);
   const int inner = reduce_axis >= 0 ? reduce_axis : static_cast<int>(domain.size()) - 1;
   ir::Expr n(int64_t{1});
@@ -53,6 +67,8 @@ ir::Expr Kernel::parallel_extent() const {
 ir::Expr Kernel::inner_extent() const {
   if (domain.empty() || kind == KernelKind::Scatter) return ir::Expr(int64_t{1});
   if (kind == KernelKind::Gemv) return gemv.depth;
+  if (kind == KernelKind::Attention)
+    return attention.q_len * attention.kv_len * (attention.head_dim + attention.value_dim);
   const int inner = reduce_axis >= 0 ? reduce_axis : static_cast<int>(domain.size()) - 1;
   return domain[inner] * ir::Expr(static_cast<int64_t>(std::max<size_t>(1, reductions.size() + 1)));
 }

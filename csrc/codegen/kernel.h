@@ -74,6 +74,7 @@ enum class KernelKind {
   Loop,     // pointwise or row kernel, as above
   Scatter,  // out = data; out[index along axis] = src (or +=): see ScatterSpec
   Gemv,     // a decode-time Linear: see GemvSpec
+  Attention,  // scaled dot-product attention: see AttentionSpec
 };
 
 // out[b.., n] = sum_k a[b.., k] * w[b.., n, k] over the domain [batch.., N], k < `depth`:
@@ -100,6 +101,29 @@ struct ScatterSpec {
   Index src;             // over index_shape
 };
 
+// A matrix operand of attention: element (r, c) of batch b.. is at
+// batch.offset + sum_d b_d * batch.strides[d] + r * row_stride + c * col_stride.
+struct MatrixOperand {
+  Index batch;  // strides over the domain's batch dims only
+  ir::Expr row_stride, col_stride;
+};
+
+// out[b.., l, :] = softmax_s(scale * q[l]·k[s] + bias[l, s]) v[s], f32, over the domain
+// [batch.., L, Ev]; a row whose scores are all -inf gives zeros (torch's _safe_softmax). A
+// pattern kernel so that the [L, S] scores stay in a per-thread block in cache, never in
+// memory, and so that key columns whose bias is -inf for every row of a query block (the
+// causal triangle, a static cache's unused tail, a sliding window) are never read. A work item
+// is one index of the batch dims (a head): its keys and values are packed once for all its
+// query rows. Params: q (0), k (1), v (2), bias (3, when has_bias), out.
+// Query rows per block of an item: their scores against the keys (32 x S floats) stay in L2.
+inline constexpr int64_t kAttentionRows = 32;
+struct AttentionSpec {
+  ir::Expr q_len, kv_len, head_dim, value_dim;  // L, S, E, Ev
+  MatrixOperand q, k, v, bias;                  // [L, E], [S, E], [S, Ev], [L, S]
+  bool has_bias = false;
+  double scale = 1.0;
+};
+
 struct Kernel {
   KernelKind kind = KernelKind::Loop;
   ir::Shape domain;
@@ -110,6 +134,7 @@ struct Kernel {
   std::vector<Store> stores;
   ScatterSpec scatter;
   GemvSpec gemv;
+  AttentionSpec attention;
   std::string label;  // what it computes, for comments and debug dumps ("softmax row", ...)
 
   int add_value(Value v) {
@@ -120,7 +145,7 @@ struct Kernel {
   std::vector<std::string> symbols() const;
   // The number of parallel work items: the product of the domain's dims other than the innermost
   // loop (the reduce axis for row kernels, the last dim otherwise). 1 for Scatter; every
-  // output element for Gemv.
+  // output element for Gemv; every index of the batch dims for Attention.
   ir::Expr parallel_extent() const;
   // Elements touched per work item, for deciding whether splitting across threads pays.
   ir::Expr inner_extent() const;

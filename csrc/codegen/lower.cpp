@@ -257,4 +257,43 @@ LoweredKernel lower_scatter(const ir::Graph& graph, NodeId id) {
   return out;
 }
 
+LoweredKernel lower_attention(const ir::Graph& graph, const passes::AttentionPattern& pattern) {
+  const ir::Node& node = graph.node(pattern.out);
+  const size_t rank = node.shape.size();
+  const size_t batch_rank = rank - 2;
+  LoweredKernel out;
+  Kernel& kernel = out.kernel;
+  kernel.kind = KernelKind::Attention;
+  kernel.domain = node.shape;  // [batch.., L, Ev]
+  kernel.label = "scaled dot-product attention (scores kept per query block)";
+  // Batch strides are 0 where the domain's dim is 1, so that the item index alone decides them.
+  auto matrix = [&](const ir::View& view, size_t row_dim, size_t col_dim) {
+    std::vector<Expr> strides(view.strides().begin(), view.strides().begin() + static_cast<long>(batch_rank));
+    for (size_t d = 0; d < batch_rank; ++d)
+      if (is_one(kernel.domain[d])) strides[d] = Expr(int64_t{0});
+    return MatrixOperand{Index{view.offset(), strides}, view.strides()[row_dim], view.strides()[col_dim]};
+  };
+  AttentionSpec& a = kernel.attention;
+  const ir::View& kt = pattern.k_transposed.view;
+  a.q_len = node.shape[rank - 2];
+  a.kv_len = kt.shape()[rank - 1];
+  a.head_dim = kt.shape()[rank - 2];
+  a.value_dim = node.shape[rank - 1];
+  a.q = matrix(pattern.q.view, rank - 2, rank - 1);
+  a.k = matrix(kt, rank - 1, rank - 2);  // kᵀ's columns are k's rows
+  a.v = matrix(pattern.v.view, rank - 2, rank - 1);
+  a.scale = pattern.scale;
+  kernel.params = {Param{DType::F32, false}, Param{DType::F32, false}, Param{DType::F32, false}};
+  out.param_nodes = {pattern.q.node, pattern.k_transposed.node, pattern.v.node};
+  if (pattern.bias) {
+    a.has_bias = true;
+    a.bias = matrix(pattern.bias->view, rank - 2, rank - 1);
+    kernel.params.push_back(Param{graph.node(pattern.bias->node).dtype, false});
+    out.param_nodes.push_back(pattern.bias->node);
+  }
+  kernel.params.push_back(Param{DType::F32, true});
+  out.param_nodes.push_back(pattern.out);
+  return out;
+}
+
 }  // namespace luminal::codegen

@@ -12,6 +12,7 @@
 
 #include "codegen/kernel.h"
 #include "ir/graph.h"
+#include "passes/attention.h"
 
 namespace luminal::codegen {
 
@@ -31,6 +32,9 @@ LoweredKernel lower_matmul_loop(const ir::Graph& graph, ir::NodeId node);
 LoweredKernel lower_gemv(const ir::Graph& graph, ir::NodeId node);
 
 LoweredKernel lower_scatter(const ir::Graph& graph, ir::NodeId node);
+
+// A matched attention pattern as the attention pattern kernel (AttentionSpec).
+LoweredKernel lower_attention(const ir::Graph& graph, const passes::AttentionPattern& pattern);
 
 // The contiguous strides of a shape.
 std::vector<ir::Expr> contiguous_strides(const ir::Shape& shape);

@@ -12,6 +12,8 @@ struct PassContext {
   std::vector<std::string> log;       // accept/reject decisions, one line each
   int fusion_rounds = 16;             // bound on the fusion fixpoint
   size_t max_group_nodes = 96;        // a fused kernel never grows beyond this many nodes
+  // Group scaled dot-product attention into one pattern kernel (a runtime that has one).
+  bool attention_kernels = false;
 };
 
 }  // namespace luminal::passes

@@ -101,6 +101,77 @@ TEST(Fusion, SoftmaxPlusItsInputComputesExpAgain) {
   expect_matches_reference(b.graph, {random_tensor(DType::F32, {5, 129}, rng)}, "softmax + x", 1e-5);
 }
 
+// Attention as translator/attention.cpp composes it: q [H, L, E], k [H, S, E] read transposed,
+// v [H, S, E], a [L, S] bias broadcast over heads. `scores_out` also returns the scaled scores.
+ir::Graph attention_graph(int64_t heads, int64_t L, int64_t S, int64_t E, bool scores_out) {
+  IrTestBuilder b;
+  auto q = b.input("q", DType::F32, {heads, L, E});
+  auto k = b.input("k", DType::F32, {heads, S, E});
+  auto v = b.input("v", DType::F32, {heads, S, E});
+  auto bias = b.input("bias", DType::F32, {L, S});
+  const ir::Shape scores_shape = {heads, L, S};
+  const ir::Shape row_shape = {heads, L, 1};
+  auto scalar = [&](double value, const ir::Shape& shape) {
+    auto c = b.constant(value, DType::F32, {});
+    return viewed(c, c.view.expand(shape));
+  };
+  auto product = b.matmul(q, viewed(k, k.view.permute({0, 2, 1})));
+  auto scaled = b.binary(Op::Mul, product, scalar(0.25, scores_shape));
+  auto x = b.binary(Op::Add, scaled, viewed(bias, bias.view.expand(scores_shape)));
+  auto max = b.reduce(Op::MaxReduce, x, 2);
+  auto shift = b.where(b.binary(Op::Eq, max, scalar(-INFINITY, row_shape)), scalar(0.0, row_shape), max);
+  auto exps = b.unary(Op::Exp, b.binary(Op::Sub, x, viewed(shift, shift.view.expand(scores_shape))));
+  auto sum = b.reduce(Op::SumReduce, exps, 2);
+  auto safe_sum = b.where(b.binary(Op::Eq, sum, scalar(0.0, row_shape)), scalar(1.0, row_shape), sum);
+  auto probabilities = b.binary(Op::Div, exps, viewed(safe_sum, safe_sum.view.expand(scores_shape)));
+  b.output(b.matmul(probabilities, v));
+  if (scores_out) b.output(scaled);
+  return b.graph;
+}
+
+// A band of 8 keys per query row, with rows 3 and 20 attending nothing.
+HostTensor band_bias(int64_t L, int64_t S) {
+  std::vector<float> values(static_cast<size_t>(L * S), -INFINITY);
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t s = l; s < std::min(S, l + 8); ++s)
+      if (l != 3 && l != 20) values[static_cast<size_t>(l * S + s)] = 0.5f * static_cast<float>(s % 3);
+  return HostTensor::of<float>(DType::F32, {L, S}, values);
+}
+
+TEST(Fusion, AttentionIsOnePatternKernel) {
+  // 37 query rows: a block of 32 and one of 5; 41 keys, head dim 20 (not a multiple of 16).
+  const ir::Graph graph = attention_graph(3, 37, 41, 20, /*scores_out=*/false);
+  passes::PassContext cx;
+  cx.attention_kernels = true;
+  const passes::Partition p = passes::fuse(graph, cx);
+  int attention = 0, others = 0;
+  for (int g : passes::topological_groups(graph, p)) {
+    const passes::GroupKind kind = p.groups[g].kind;
+    if (kind == passes::GroupKind::Source) continue;
+    (kind == passes::GroupKind::Attention ? attention : others) += 1;
+  }
+  EXPECT_EQ(attention, 1);
+  EXPECT_EQ(others, 0) << "no scores buffer: nothing but the attention kernel runs";
+  std::mt19937 rng(7);
+  expect_matches_reference(graph,
+                           {random_tensor(DType::F32, {3, 37, 20}, rng), random_tensor(DType::F32, {3, 41, 20}, rng),
+                            random_tensor(DType::F32, {3, 41, 20}, rng), band_bias(37, 41)},
+                           "attention", 1e-5);
+}
+
+TEST(Fusion, AttentionWhoseScoresAreReadElsewhereIsNotGrouped) {
+  const ir::Graph graph = attention_graph(2, 5, 7, 16, /*scores_out=*/true);
+  passes::PassContext cx;
+  cx.attention_kernels = true;
+  const passes::Partition p = passes::fuse(graph, cx);
+  for (int g : passes::topological_groups(graph, p)) EXPECT_NE(p.groups[g].kind, passes::GroupKind::Attention);
+  std::mt19937 rng(8);
+  expect_matches_reference(graph,
+                           {random_tensor(DType::F32, {2, 5, 16}, rng), random_tensor(DType::F32, {2, 7, 16}, rng),
+                            random_tensor(DType::F32, {2, 7, 16}, rng), random_tensor(DType::F32, {5, 7}, rng)},
+                           "attention + scores", 1e-5);
+}
+
 TEST(Fusion, RmsNormWithWeightIsOneRowKernel) {
   IrTestBuilder b;
   const ir::Shape shape = {5, 257};

@@ -1,5 +1,6 @@
 """scaled_dot_product_attention (kept whole by luminal's decomposition table) against eager:
-masks (bool, float, causal), GQA, custom scale, fully masked rows, f32/f64/f16/bf16."""
+masks (bool, float, causal), GQA, custom scale, fully masked rows, f32/f64/f16/bf16; and the
+CPU runtime's attention pattern kernel: query blocks, strided operands, skipped key columns."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import luminal
 from op_harness import FLOATS, Case, run_case
 
 
@@ -16,6 +18,23 @@ def qkv(q_heads=4, kv_heads=4, L=5, S=5):
         return tuple(torch.randn(2, h, n, 8, generator=g).to(_d) for h, n in ((q_heads, L), (kv_heads, S), (kv_heads, S)))
     return make
 
+
+def strided_qkv(L, S, heads=3, E=24, head_dim_last=True):
+    """q, k, v as HF's attention reads them: [B, H, n, E] views of [B, n, H, E] projections; or,
+    with head_dim_last=False, views whose head dim is not the contiguous one."""
+    def make(_d):
+        g = torch.Generator().manual_seed(L * 100 + S)
+        if head_dim_last:
+            return tuple(torch.randn(2, n, heads, E, generator=g).to(_d).transpose(1, 2) for n in (L, S, S))
+        return tuple(torch.randn(2, heads, E, n, generator=g).to(_d).transpose(-1, -2) for n in (L, S, S))
+    return make
+
+
+# Query row l attends keys [l, l + 8) of 45: a band, so each block of query rows reads a window of
+# keys; rows 5 and 33 attend nothing (zeros).
+BAND_MASK = (torch.arange(45)[None, :] >= torch.arange(40)[:, None]) & (torch.arange(45)[None, :] < torch.arange(40)[:, None] + 8)
+BAND_MASK[5] = False
+BAND_MASK[33] = False
 
 BOOL_MASK = torch.tensor([[True, False, True, True, False]] * 5)
 BOOL_MASK[2] = False  # a fully masked row gives zeros, as torch's _safe_softmax does
@@ -31,9 +50,27 @@ CASES = [
          dtypes=FLOATS, arity=3, variants={}, extra_inputs=[qkv()]),
     Case("sdpa_gqa", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), dtypes=FLOATS,
          arity=3, variants={}, extra_inputs=[qkv(q_heads=4, kv_heads=2)]),
+    # 37 query rows: a block of 32 and one of 5; 2 rows: the decode path; odd head dims.
+    Case("sdpa_strided_blocks", lambda q, k, v: F.scaled_dot_product_attention(q, k, v), dtypes=FLOATS, arity=3,
+         variants={}, extra_inputs=[strided_qkv(37, 41), strided_qkv(2, 41), strided_qkv(37, 41, E=20, head_dim_last=False),
+                                    strided_qkv(3, 9, E=20, head_dim_last=False)]),
+    Case("sdpa_band_mask", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=BAND_MASK), dtypes=FLOATS,
+         arity=3, variants={}, extra_inputs=[strided_qkv(40, 45)]),
 ]
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_attention(case):
     run_case(case)
+
+
+def test_attention_is_one_kernel_without_a_scores_buffer(tmp_path):
+    """The CPU runtime computes masked attention as one pattern kernel: no BLAS product and no
+    softmax row kernel, so no [L, S] scores buffer exists between steps."""
+    q, k, v = strided_qkv(40, 45)(torch.float32)
+    attend = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=BAND_MASK)  # noqa: E731
+    compiled = torch.compile(attend, backend="luminal", options={"debug_dir": str(tmp_path), "fallback": "error"})
+    torch.testing.assert_close(compiled(q, k, v), attend(q, k, v))
+    steps = [line for line in (tmp_path / "cpu_stats.txt").read_text().splitlines() if line.startswith(("kernel", "gemm", "aten"))]
+    assert sum("scaled dot-product attention" in line for line in steps) == 1, steps
+    assert not any(line.startswith("gemm") or "row kernel" in line for line in steps), steps

@@ -132,6 +132,8 @@ class Emitter {
       out << scatter_body();
     } else if (k_.kind == KernelKind::Gemv) {
       out << gemv_body();
+    } else if (k_.kind == KernelKind::Attention) {
+      out << attention_body();
     } else {
       out << loop_body();
     }
@@ -440,6 +442,39 @@ class Emitter {
     out << "    for (int lm_u = 0; lm_u < lm_rows; ++lm_u) p2[lm_o + lm_u * lm_out_stride] = "
         << table_.store(t, "lm_sums[lm_u]") << ";\n";
     out << "    lm_p += lm_rows;\n  }\n";
+    return out.str();
+  }
+
+  // ---- attention ----
+  // A work item is one index of the batch dims: one head's [L, Ev] output.
+  std::string attention_body() const {
+    const AttentionSpec& a = k_.attention;
+    const int batch_rank = rank_ - 2;
+    auto pointer = [&](int param, const MatrixOperand& m) {
+      std::string offset = expr_text(m.batch.offset);
+      for (int d = 0; d < batch_rank; ++d)
+        if (!is_zero(m.batch.strides[d])) offset += " + i" + std::to_string(d) + " * " + expr_text(m.batch.strides[d]);
+      return "p" + std::to_string(param) + " + (" + offset + ")";
+    };
+    auto strides = [&](const MatrixOperand& m) { return expr_text(m.row_stride) + ", " + expr_text(m.col_stride); };
+    std::ostringstream scale;
+    scale.precision(17);
+    scale << a.scale;
+    const int out_param = static_cast<int>(k_.params.size()) - 1;
+    std::vector<int> batch_dims;
+    for (int d = 0; d < batch_rank; ++d) batch_dims.push_back(d);
+    std::ostringstream out;
+    out << "  const int64_t lm_L = " << expr_text(a.q_len) << ", lm_Ev = " << expr_text(a.value_dim) << ";\n";
+    out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end; ++lm_p) {\n";
+    out << item_indices(batch_dims);
+    out << "    if (!lm_attention_head(" << pointer(0, a.q) << ", " << strides(a.q) << ",\n        " << pointer(1, a.k)
+        << ", " << strides(a.k) << ",\n        " << pointer(2, a.v) << ", " << strides(a.v) << ",\n        "
+        << (a.has_bias ? pointer(3, a.bias) : std::string("nullptr")) << ", "
+        << (a.has_bias ? strides(a.bias) : std::string("0, 0")) << ",\n        p" << out_param
+        << " + lm_p * lm_L * lm_Ev, lm_L, " << expr_text(a.kv_len) << ", " << expr_text(a.head_dim)
+        << ", lm_Ev, (float)" << scale.str() << ", " << kAttentionRows << "))\n";
+    out << "      return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n";
+    out << "  }\n";
     return out.str();
   }
 

@@ -7,7 +7,7 @@
 // pool splits the outer loops (no OpenMP runtime: torch brings its own libgomp). `symbols`
 // holds the values of Kernel::symbols(), in that order. It returns 0, or an error code with
 // details in info[0..1]: 1 gather index out of range (index, size), 2 max/min over an empty
-// axis, 3 integer division by zero.
+// axis, 3 integer division by zero, 4 no memory for scratch buffers (the attention kernel).
 #pragma once
 
 #include <string>
@@ -22,6 +22,7 @@ enum KernelStatus : int64_t {
   kKernelIndexOutOfRange = 1,
   kKernelEmptyReduction = 2,
   kKernelDivisionByZero = 3,
+  kKernelOutOfMemory = 4,
 };
 
 // The C variable a symbolic dim's value is read into ("S_s0"), and an index expression over

@@ -163,6 +163,193 @@ struct lm_f16 {
   static float load1(const uint16_t* p) { return lm_h2f(*p); }
 };
 inline float lm_sum8(lm_f32x8 v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
+
+// The attention pattern kernel (codegen/kernel.h AttentionSpec). Generated kernels are built
+// without floating-point contraction (each IR op rounds as the reference's does); the products
+// here stand in for BLAS, which fuses multiply-adds, so they do too.
+inline lm_f32x8 lm_madd8(lm_f32x8 a, lm_f32x8 b, lm_f32x8 c) {
+#if defined(__FMA__)
+  return __builtin_ia32_vfmaddps256(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+// c[R x 16] = a[R x depth] (row stride lda) x b[depth x 16] (row stride ldb): R rows of
+// accumulators in registers (R = 6 uses 12 of AVX2's 16), one broadcast of `a` per row and two
+// loads of `b` per step.
+template <int R>
+inline void lm_tile16(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t depth, float* c, int64_t ldc) {
+  lm_f32x8 acc[R][2] = {};
+  for (int64_t e = 0; e < depth; ++e) {
+    lm_f32x8 b0, b1;
+    __builtin_memcpy(&b0, b + e * ldb, sizeof b0);
+    __builtin_memcpy(&b1, b + e * ldb + 8, sizeof b1);
+    for (int r = 0; r < R; ++r) {
+      const float y = a[r * lda + e];
+      const lm_f32x8 x = {y, y, y, y, y, y, y, y};
+      acc[r][0] = lm_madd8(x, b0, acc[r][0]);
+      acc[r][1] = lm_madd8(x, b1, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    __builtin_memcpy(c + r * ldc, &acc[r][0], sizeof acc[r][0]);
+    __builtin_memcpy(c + r * ldc + 8, &acc[r][1], sizeof acc[r][1]);
+  }
+}
+// c[rows x cols] = a[rows x depth] x b[depth x cols], cols a multiple of 16.
+inline void lm_panel_product(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t depth, float* c,
+                             int64_t ldc, int64_t rows, int64_t cols) {
+  for (int64_t j = 0; j < cols; j += 16) {
+    int64_t r = 0;
+    for (; r + 6 <= rows; r += 6) lm_tile16<6>(a + r * lda, lda, b + j, ldb, depth, c + r * ldc + j, ldc);
+    for (; r + 2 <= rows; r += 2) lm_tile16<2>(a + r * lda, lda, b + j, ldb, depth, c + r * ldc + j, ldc);
+    for (; r < rows; ++r) lm_tile16<1>(a + r * lda, lda, b + j, ldb, depth, c + r * ldc + j, ldc);
+  }
+}
+// Key columns [lo, hi) that some of `rows` rows may attend: outside it every row's bias is -inf,
+// so those probabilities are exactly 0 and their keys and values are never read.
+inline void lm_attended_columns(const float* bias, int64_t b_rs, int64_t b_cs, int64_t rows, int64_t S, int64_t& lo,
+                                int64_t& hi) {
+  lo = 0;
+  hi = S;
+  if (!bias) return;
+  lo = S;
+  hi = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* b = bias + r * b_rs;
+    int64_t first = 0, last = S;
+    while (first < S && b[first * b_cs] == -__builtin_inff()) ++first;
+    while (last > first && b[(last - 1) * b_cs] == -__builtin_inff()) --last;
+    if (first < last) {
+      lo = first < lo ? first : lo;
+      hi = last > hi ? last : hi;
+    }
+  }
+}
+// scores[r][0..n) (row stride lds) = (q·k) * scale + bias -> softmax, in the reference's order
+// of roundings; a row with every score -inf becomes zeros, as torch's _safe_softmax gives.
+inline void lm_attention_softmax(float* scores, int64_t lds, int64_t rows, int64_t n, const float* bias, int64_t b_rs,
+                                 int64_t b_cs, float scale) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* s = scores + r * lds;
+    const float* b = bias ? bias + r * b_rs : nullptr;
+    if (b) {
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) s[j] = s[j] * scale + b[j * b_cs];
+    } else {
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) s[j] = s[j] * scale;
+    }
+    // The max propagates NaN, as the reference's MaxReduce does.
+    float m = -__builtin_inff();
+    bool nan = false;
+#pragma omp simd reduction(max : m) reduction(| : nan)
+    for (int64_t j = 0; j < n; ++j) {
+      m = s[j] > m ? s[j] : m;
+      nan |= s[j] != s[j];
+    }
+    if (nan) m = __builtin_nanf("");
+    if (m == -__builtin_inff()) {
+      for (int64_t j = 0; j < n; ++j) s[j] = 0.0f;
+      continue;
+    }
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < n; ++j) {
+      const float e = lm_expf(s[j] - m);
+      s[j] = e;
+      sum += e;
+    }
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) s[j] = s[j] / sum;
+  }
+}
+// One (batch, head): out [L, Ev] contiguous. A few query rows (decode) take dot products
+// straight from k and v; more rows share k and v packed once into zero-padded panels (kᵀ
+// [E, n16], v [n, ev16]) and go in blocks of `block` rows whose scores stay in cache.
+// Returns false when its scratch memory cannot be allocated.
+inline bool lm_attention_head(const float* q, int64_t q_rs, int64_t q_cs, const float* k, int64_t k_rs, int64_t k_cs,
+                              const float* v, int64_t v_rs, int64_t v_cs, const float* bias, int64_t b_rs,
+                              int64_t b_cs, float* out, int64_t L, int64_t S, int64_t E, int64_t Ev, float scale,
+                              int64_t block) {
+  int64_t lo, hi;
+  lm_attended_columns(bias, b_rs, b_cs, L, S, lo, hi);
+  for (int64_t i = 0; i < L * Ev; ++i) out[i] = 0.0f;
+  if (lo >= hi) return true;
+  const int64_t n = hi - lo;
+  if (L < 4) {
+    float* scores = (float*)__builtin_malloc(sizeof(float) * n);
+    if (scores == nullptr) return false;
+    for (int64_t r = 0; r < L; ++r) {
+      const float* qr = q + r * q_rs;
+      for (int64_t j = 0; j < n; ++j) {
+        const float* kj = k + (lo + j) * k_rs;
+        float dot = 0.0f;
+        if (q_cs == 1 && k_cs == 1) {
+#pragma omp simd reduction(+ : dot)
+          for (int64_t e = 0; e < E; ++e) dot += qr[e] * kj[e];
+        } else {
+          for (int64_t e = 0; e < E; ++e) dot += qr[e * q_cs] * kj[e * k_cs];
+        }
+        scores[j] = dot;
+      }
+      lm_attention_softmax(scores, n, 1, n, bias ? bias + r * b_rs + lo * b_cs : nullptr, 0, b_cs, scale);
+      float* o = out + r * Ev;
+      for (int64_t j = 0; j < n; ++j) {
+        const float p = scores[j];
+        const float* vj = v + (lo + j) * v_rs;
+        if (v_cs == 1) {
+#pragma omp simd
+          for (int64_t c = 0; c < Ev; ++c) o[c] += p * vj[c];
+        } else {
+          for (int64_t c = 0; c < Ev; ++c) o[c] += p * vj[c * v_cs];
+        }
+      }
+    }
+    __builtin_free(scores);
+    return true;
+  }
+  // kᵀ's rows carry 16 columns of zero padding beyond n16, so that a block's window starting
+  // past column 0 still reads 16-wide tiles inside the panel.
+  const int64_t n16 = (n + 15) / 16 * 16, ldk = n16 + 16, ev16 = (Ev + 15) / 16 * 16;
+  const int64_t rows = block < L ? block : L;
+  float* scratch =
+      (float*)__builtin_malloc(sizeof(float) * (E * ldk + n * ev16 + rows * E + rows * ldk + rows * ev16));
+  if (scratch == nullptr) return false;
+  float* kp = scratch;
+  float* vp = kp + E * ldk;
+  float* qp = vp + n * ev16;
+  float* sc = qp + rows * E;
+  float* op = sc + rows * ldk;
+  for (int64_t i = 0; i < E * ldk; ++i) kp[i] = 0.0f;
+  for (int64_t j0 = 0; j0 < n; j0 += 8) {  // 8 key rows at a time, so their lines stay in L1
+    const int64_t j1 = j0 + 8 < n ? j0 + 8 : n;
+    for (int64_t e = 0; e < E; ++e)
+      for (int64_t j = j0; j < j1; ++j) kp[e * ldk + j] = k[(lo + j) * k_rs + e * k_cs];
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    float* row = vp + j * ev16;
+    const float* src = v + (lo + j) * v_rs;
+    for (int64_t c = 0; c < Ev; ++c) row[c] = src[c * v_cs];
+    for (int64_t c = Ev; c < ev16; ++c) row[c] = 0.0f;
+  }
+  for (int64_t r0 = 0; r0 < L; r0 += rows) {
+    const int64_t count = L - r0 < rows ? L - r0 : rows;
+    const float* b = bias ? bias + r0 * b_rs : nullptr;
+    int64_t blo, bhi;
+    lm_attended_columns(b, b_rs, b_cs, count, S, blo, bhi);
+    if (blo >= bhi) continue;  // these rows stay zero
+    const int64_t bn = bhi - blo, bn16 = (bn + 15) / 16 * 16;
+    for (int64_t r = 0; r < count; ++r)
+      for (int64_t e = 0; e < E; ++e) qp[r * E + e] = q[(r0 + r) * q_rs + e * q_cs];
+    lm_panel_product(qp, E, kp + (blo - lo), ldk, E, sc, ldk, count, bn16);
+    lm_attention_softmax(sc, ldk, count, bn, b ? b + blo * b_cs : nullptr, b_rs, b_cs, scale);
+    lm_panel_product(sc, ldk, vp + (blo - lo) * ev16, ev16, bn, op, ev16, count, ev16);
+    for (int64_t r = 0; r < count; ++r) __builtin_memcpy(out + (r0 + r) * Ev, op + r * ev16, sizeof(float) * Ev);
+  }
+  __builtin_free(scratch);
+  return true;
+}
 template <class E, int R>
 inline void lm_gemv_rows(const typename E::T* a, const typename E::T* w, int64_t row_stride, int64_t depth,
                          float* sums) {

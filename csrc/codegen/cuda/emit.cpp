@@ -92,6 +92,9 @@ class Emitter {
         launch.work = Expr(int64_t{1});
         body = scatter_body();
         break;
+      case KernelKind::Attention:
+        INTERNAL_ERROR() << "the CUDA plan does not group attention (PassContext::attention_kernels)";
+        break;
       case KernelKind::Gemv:
         launch.kind = LaunchSpec::Kind::Warp;
         launch.work = ir::numel(k_.domain);

@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "passes/attention.h"
 #include "passes/fusion/legal.h"
 #include "passes/fusion/score.h"
 
@@ -53,10 +54,35 @@ std::string describe(const ir::Graph& graph, const Partition& p, int g) {
   return s.str();
 }
 
+// Each attention pattern becomes one Attention group, before loop fusion could split it up.
+// Its bias must keep a buffer of its own: an inlined constant has none.
+void group_attention(const ir::Graph& graph, Partition& p, PassContext& cx) {
+  for (size_t i = 0; i < graph.size(); ++i) {
+    const ir::NodeId id = static_cast<ir::NodeId>(i);
+    if (graph.node(id).op != ir::Op::Matmul) continue;
+    const std::optional<AttentionPattern> pattern = match_attention(graph, id, p.users, p.is_graph_output);
+    if (!pattern || (pattern->bias && p.group_of[pattern->bias->node] < 0)) continue;
+    const int into = p.group_of[id];
+    for (ir::NodeId member : pattern->nodes) {
+      const int g = p.group_of[member];
+      if (g == into) continue;
+      p.groups[g].alive = false;
+      p.groups[g].nodes.clear();
+      p.group_of[member] = into;
+    }
+    p.groups[into].nodes = pattern->nodes;
+    p.groups[into].kind = GroupKind::Attention;
+    if (!cx.debug_dir.empty())
+      cx.log.push_back("attention %" + std::to_string(id) + ": " + std::to_string(pattern->nodes.size()) +
+                       " nodes in one kernel");
+  }
+}
+
 }  // namespace
 
 Partition fuse(const ir::Graph& graph, PassContext& cx) {
   Partition p = initial_partition(graph);
+  if (cx.attention_kernels) group_attention(graph, p, cx);
   for (int round = 0; round < cx.fusion_rounds; ++round) {
     std::vector<Candidate> candidates;
     for (const auto& [producer, consumer] : producer_consumer_pairs(graph, p)) {

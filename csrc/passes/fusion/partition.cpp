@@ -15,6 +15,7 @@ const char* group_kind_name(GroupKind kind) {
     case GroupKind::Matmul: return "matmul";
     case GroupKind::Scatter: return "scatter";
     case GroupKind::AtenCall: return "aten call";
+    case GroupKind::Attention: return "attention";
   }
   return "?";
 }

@@ -15,6 +15,7 @@ enum class GroupKind {
   Matmul,     // one contraction (BLAS, or a generated GEMV / integer loop)
   Scatter,
   AtenCall,   // one op through the ATen fallback: never fused (a partition boundary)
+  Attention,  // scaled dot-product attention as one pattern kernel (passes/attention.h)
 };
 
 const char* group_kind_name(GroupKind kind);

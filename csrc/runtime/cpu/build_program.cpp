@@ -42,6 +42,7 @@ std::string origin_of(const ir::Graph& graph, const std::vector<NodeId>& nodes) 
 Program build_program(const ir::Graph& input_graph, const CompileOptions& options) {
   passes::PassContext cx;
   cx.debug_dir = options.debug_dir;
+  cx.attention_kernels = true;
   passes::KernelPlan plan = passes::plan_kernels(input_graph, cx);
   Program program;
   program.graph = std::move(plan.graph);
@@ -105,6 +106,12 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     if (group.kind == GroupKind::Matmul) {
       lowered = passes::is_gemv(graph.node(group.nodes[0])) ? codegen::lower_gemv(graph, group.nodes[0])
                                                             : codegen::lower_matmul_loop(graph, group.nodes[0]);
+    } else if (group.kind == GroupKind::Attention) {
+      const std::optional<passes::AttentionPattern> pattern =
+          passes::match_attention(graph, group.nodes.back(), partition.users, partition.is_graph_output);
+      INTERNAL_CHECK(pattern.has_value()) << "attention group %" << group.nodes.back() << " no longer matches";
+      lowered = codegen::lower_attention(graph, *pattern);
+      program.fused_nodes += group.nodes.size();
     } else if (group.kind == GroupKind::Scatter) {
       lowered = codegen::lower_scatter(graph, group.nodes[0]);
       step.scatter = group.nodes[0];

@@ -393,6 +393,9 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
           USER_ERROR() << step.what << ": max/min over an axis of size 0 has no identity";
           break;
         case codegen::cpp::kKernelDivisionByZero: USER_ERROR() << step.what << ": integer division by zero"; break;
+        case codegen::cpp::kKernelOutOfMemory:
+          USER_ERROR() << step.what << ": out of memory for the kernel's scratch buffers";
+          break;
         default: INTERNAL_ERROR() << step.what << ": kernel failed with status " << status;
       }
     }

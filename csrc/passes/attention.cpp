@@ -1,0 +1,137 @@
+#include "passes/attention.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace luminal::passes {
+
+namespace {
+
+using ir::NodeId;
+using ir::Op;
+
+class Matcher {
+ public:
+  explicit Matcher(const ir::Graph& graph) : graph_(graph) {}
+
+  // The producer of `ref` when it has op `op` and `ref` reads all of it in its own layout.
+  const ir::Node* whole(const ir::TensorRef& ref, Op op) {
+    const ir::Node& node = graph_.node(ref.node);
+    if (node.op != op || ref.view != ir::View::contiguous(node.shape)) return nullptr;
+    nodes_.push_back(ref.node);
+    return &node;
+  }
+
+  // The producer of `ref` when it is a reduction result [.., 1] with op `op` that `ref`
+  // broadcasts along the last axis (a keepdim reduction read by its row).
+  const ir::Node* row_broadcast(const ir::TensorRef& ref, Op op) {
+    const ir::Node& node = graph_.node(ref.node);
+    if (node.op != op || node.shape.empty() || !is_one(node.shape.back())) return nullptr;
+    const ir::View own = ir::View::contiguous(node.shape);
+    const size_t rank = node.shape.size();
+    if (ref.view.rank() != rank || !(ref.view.offset() == own.offset())) return nullptr;
+    for (size_t d = 0; d + 1 < rank; ++d)
+      if (!(ref.view.shape()[d] == node.shape[d]) || !(ref.view.strides()[d] == own.strides()[d])) return nullptr;
+    if (!is_zero(ref.view.strides()[rank - 1])) return nullptr;
+    nodes_.push_back(ref.node);
+    return &node;
+  }
+
+  // The value of a Constant read through any broadcast.
+  std::optional<double> constant(const ir::TensorRef& ref) const {
+    const ir::Node& node = graph_.node(ref.node);
+    if (node.op != Op::Constant) return std::nullopt;
+    return node.scalar.as_double();
+  }
+
+  // where(reduced == when, replacement, reduced), reading `reduced` whole: safe softmax's guards.
+  const ir::Node* guarded(const ir::TensorRef& ref, Op reduction, double when, double replacement, NodeId& reduced) {
+    const ir::Node* select = row_broadcast(ref, Op::Where);
+    if (select == nullptr) return nullptr;
+    const ir::Node* test = whole(select->inputs[0], Op::Eq);
+    const std::optional<double> replaced = constant(select->inputs[1]);
+    if (test == nullptr || !replaced || *replaced != replacement) return nullptr;
+    const std::optional<double> compared = constant(test->inputs[1]);
+    if (!compared || !(*compared == when)) return nullptr;
+    // The reduction is over the last axis: one query's row of scores.
+    const ir::Node* source = whole(select->inputs[2], reduction);
+    if (source == nullptr || source->axis != static_cast<int>(source->shape.size()) - 1 ||
+        select->inputs[2].node != test->inputs[0].node)
+      return nullptr;
+    reduced = select->inputs[2].node;
+    return select;
+  }
+
+  std::vector<NodeId>& nodes() { return nodes_; }
+
+ private:
+  const ir::Graph& graph_;
+  std::vector<NodeId> nodes_;
+};
+
+// The reduction's input must be the whole tensor `expected`.
+bool reduces(const ir::Graph& graph, NodeId reduction, NodeId expected) {
+  const ir::Node& node = graph.node(reduction);
+  return node.inputs[0].node == expected && node.inputs[0].view == ir::View::contiguous(graph.node(expected).shape);
+}
+
+}  // namespace
+
+std::optional<AttentionPattern> match_attention(const ir::Graph& graph, NodeId matmul,
+                                                const std::vector<std::vector<NodeId>>& users,
+                                                const std::vector<bool>& is_graph_output) {
+  const ir::Node& out = graph.node(matmul);
+  if (out.op != Op::Matmul || out.dtype != ir::DType::F32) return std::nullopt;
+  Matcher m(graph);
+  const ir::Node* probabilities = m.whole(out.inputs[0], Op::Div);
+  if (probabilities == nullptr) return std::nullopt;
+  const ir::Node* exps = m.whole(probabilities->inputs[0], Op::Exp);
+  NodeId sum = -1;
+  if (exps == nullptr || m.guarded(probabilities->inputs[1], Op::SumReduce, 0.0, 1.0, sum) == nullptr ||
+      !reduces(graph, sum, probabilities->inputs[0].node))
+    return std::nullopt;
+  const ir::Node* shifted = m.whole(exps->inputs[0], Op::Sub);
+  if (shifted == nullptr) return std::nullopt;
+  NodeId max = -1;
+  if (m.guarded(shifted->inputs[1], Op::MaxReduce, -INFINITY, 0.0, max) == nullptr ||
+      !reduces(graph, max, shifted->inputs[0].node))
+    return std::nullopt;
+
+  AttentionPattern pattern;
+  const ir::TensorRef& x = shifted->inputs[0];
+  if (x.view != ir::View::contiguous(graph.node(x.node).shape)) return std::nullopt;
+  const ir::Node* scores = &graph.node(x.node);
+  if (scores->op == Op::Add) {
+    pattern.bias = scores->inputs[1];
+    scores = m.whole(scores->inputs[0], Op::Mul);
+    m.nodes().push_back(x.node);
+  } else {
+    scores = m.whole(x, Op::Mul);
+  }
+  if (scores == nullptr) return std::nullopt;
+  const std::optional<double> scale = m.constant(scores->inputs[1]);
+  const ir::Node* product = m.whole(scores->inputs[0], Op::Matmul);
+  if (!scale || product == nullptr || product->dtype != ir::DType::F32) return std::nullopt;
+  pattern.scale = *scale;
+  pattern.q = product->inputs[0];
+  pattern.k_transposed = product->inputs[1];
+  pattern.v = out.inputs[1];
+  pattern.out = matmul;
+
+  std::vector<NodeId>& nodes = m.nodes();
+  nodes.push_back(matmul);
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  // Skipping the intermediates is only sound when nothing else reads them.
+  for (NodeId id : nodes) {
+    if (id == matmul) continue;
+    if (is_graph_output[id]) return std::nullopt;
+    for (NodeId user : users[id])
+      if (!std::binary_search(nodes.begin(), nodes.end(), user)) return std::nullopt;
+  }
+  if (pattern.bias && std::binary_search(nodes.begin(), nodes.end(), pattern.bias->node)) return std::nullopt;
+  pattern.nodes = nodes;
+  return pattern;
+}
+
+}  // namespace luminal::passes

@@ -1,0 +1,32 @@
+// Recognises scaled dot-product attention in the primitive IR, so that a runtime can compute it
+// as one pattern kernel that never writes the [.., L, S] scores to memory. The shape matched is
+// the one translator/attention.cpp composes:
+//   out = Matmul(P, v),  P = exps / where(sum == 0, 1, sum),  exps = exp(x - where(max == -inf, 0, max)),
+//   x = Matmul(q, kᵀ) * scale [+ bias],  max and sum reduced over the last axis.
+// Only f32 (the translator computes f16/bf16 attention in f32) and only where nothing outside
+// the pattern reads its intermediates, so that skipping them changes no other result.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace luminal::passes {
+
+struct AttentionPattern {
+  ir::NodeId out = -1;                 // the P x v Matmul: [batch.., L, Ev]
+  std::vector<ir::NodeId> nodes;       // every non-constant node of the pattern, ascending
+  ir::TensorRef q;                     // [batch.., L, E]
+  ir::TensorRef k_transposed;          // [batch.., E, S]
+  ir::TensorRef v;                     // [batch.., S, Ev]
+  std::optional<ir::TensorRef> bias;   // [batch.., L, S], added to the scaled scores
+  double scale = 1.0;
+};
+
+// `users[n]` lists the nodes reading node n; `is_graph_output[n]` whether the graph returns it.
+std::optional<AttentionPattern> match_attention(const ir::Graph& graph, ir::NodeId matmul,
+                                                const std::vector<std::vector<ir::NodeId>>& users,
+                                                const std::vector<bool>& is_graph_output);
+
+}  // namespace luminal::passes
