@@ -115,8 +115,9 @@ struct MatrixOperand {
 // causal triangle, a static cache's unused tail, a sliding window) are never read. A work item
 // is one index of the batch dims (a head): its keys and values are packed once for all its
 // query rows. Params: q (0), k (1), v (2), bias (3, when has_bias), out.
-// Query rows per block of an item: their scores against the keys (32 x S floats) stay in L2.
-inline constexpr int64_t kAttentionRows = 32;
+// Query rows per block of an item: their scores against the keys (36 x S floats) stay in L2.
+// A multiple of the kernel's 6-row tile.
+inline constexpr int64_t kAttentionRows = 36;
 struct AttentionSpec {
   ir::Expr q_len, kv_len, head_dim, value_dim;  // L, S, E, Ev
   MatrixOperand q, k, v, bias;                  // [L, E], [S, E], [S, Ev], [L, S]

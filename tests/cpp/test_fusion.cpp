@@ -139,8 +139,8 @@ HostTensor band_bias(int64_t L, int64_t S) {
 }
 
 TEST(Fusion, AttentionIsOnePatternKernel) {
-  // 37 query rows: a block of 32 and one of 5; 41 keys, head dim 20 (not a multiple of 16).
-  const ir::Graph graph = attention_graph(3, 37, 41, 20, /*scores_out=*/false);
+  // 41 query rows: a block of 36 and one of 5; 43 keys, head dim 20 (not a multiple of 16).
+  const ir::Graph graph = attention_graph(3, 41, 43, 20, /*scores_out=*/false);
   passes::PassContext cx;
   cx.attention_kernels = true;
   const passes::Partition p = passes::fuse(graph, cx);
@@ -154,8 +154,8 @@ TEST(Fusion, AttentionIsOnePatternKernel) {
   EXPECT_EQ(others, 0) << "no scores buffer: nothing but the attention kernel runs";
   std::mt19937 rng(7);
   expect_matches_reference(graph,
-                           {random_tensor(DType::F32, {3, 37, 20}, rng), random_tensor(DType::F32, {3, 41, 20}, rng),
-                            random_tensor(DType::F32, {3, 41, 20}, rng), band_bias(37, 41)},
+                           {random_tensor(DType::F32, {3, 41, 20}, rng), random_tensor(DType::F32, {3, 43, 20}, rng),
+                            random_tensor(DType::F32, {3, 43, 20}, rng), band_bias(41, 43)},
                            "attention", 1e-5);
 }
 

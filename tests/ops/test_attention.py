@@ -50,9 +50,9 @@ CASES = [
          dtypes=FLOATS, arity=3, variants={}, extra_inputs=[qkv()]),
     Case("sdpa_gqa", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), dtypes=FLOATS,
          arity=3, variants={}, extra_inputs=[qkv(q_heads=4, kv_heads=2)]),
-    # 37 query rows: a block of 32 and one of 5; 2 rows: the decode path; odd head dims.
+    # 41 query rows: a block of 36 and one of 5; 2 rows: the decode path; odd head dims.
     Case("sdpa_strided_blocks", lambda q, k, v: F.scaled_dot_product_attention(q, k, v), dtypes=FLOATS, arity=3,
-         variants={}, extra_inputs=[strided_qkv(37, 41), strided_qkv(2, 41), strided_qkv(37, 41, E=20, head_dim_last=False),
+         variants={}, extra_inputs=[strided_qkv(41, 43), strided_qkv(2, 41), strided_qkv(41, 43, E=20, head_dim_last=False),
                                     strided_qkv(3, 9, E=20, head_dim_last=False)]),
     Case("sdpa_band_mask", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=BAND_MASK), dtypes=FLOATS,
          arity=3, variants={}, extra_inputs=[strided_qkv(40, 45)]),

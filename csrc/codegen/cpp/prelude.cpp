@@ -178,8 +178,14 @@ inline lm_f32x8 lm_madd8(lm_f32x8 a, lm_f32x8 b, lm_f32x8 c) {
 // accumulators in registers (R = 6 uses 12 of AVX2's 16), one broadcast of `a` per row and two
 // loads of `b` per step.
 template <int R>
-inline void lm_tile16(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t depth, float* c, int64_t ldc) {
+inline void lm_tile16(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t depth, float* c, int64_t ldc,
+                      bool accumulate) {
   lm_f32x8 acc[R][2] = {};
+  if (accumulate)
+    for (int r = 0; r < R; ++r) {
+      __builtin_memcpy(&acc[r][0], c + r * ldc, sizeof acc[r][0]);
+      __builtin_memcpy(&acc[r][1], c + r * ldc + 8, sizeof acc[r][1]);
+    }
   for (int64_t e = 0; e < depth; ++e) {
     lm_f32x8 b0, b1;
     __builtin_memcpy(&b0, b + e * ldb, sizeof b0);
@@ -196,15 +202,18 @@ inline void lm_tile16(const float* a, int64_t lda, const float* b, int64_t ldb, 
     __builtin_memcpy(c + r * ldc + 8, &acc[r][1], sizeof acc[r][1]);
   }
 }
-// c[rows x cols] = a[rows x depth] x b[depth x cols], cols a multiple of 16.
+// c[rows x cols] = a[rows x depth] x b[depth x cols], rows a multiple of 6 and cols of 16: the
+// callers pad their panels, because GCC keeps only the 6-row tile's accumulators in registers.
+// The depth goes in chunks whose 16-column strip of b (256 lines) stays in L1 for every row tile.
 inline void lm_panel_product(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t depth, float* c,
                              int64_t ldc, int64_t rows, int64_t cols) {
-  for (int64_t j = 0; j < cols; j += 16) {
-    int64_t r = 0;
-    for (; r + 6 <= rows; r += 6) lm_tile16<6>(a + r * lda, lda, b + j, ldb, depth, c + r * ldc + j, ldc);
-    for (; r + 2 <= rows; r += 2) lm_tile16<2>(a + r * lda, lda, b + j, ldb, depth, c + r * ldc + j, ldc);
-    for (; r < rows; ++r) lm_tile16<1>(a + r * lda, lda, b + j, ldb, depth, c + r * ldc + j, ldc);
-  }
+  constexpr int64_t kChunk = 256;
+  for (int64_t j = 0; j < cols; j += 16)
+    for (int64_t d = 0; d < depth || d == 0; d += kChunk) {
+      const int64_t chunk = depth - d < kChunk ? depth - d : kChunk;
+      for (int64_t r = 0; r < rows; r += 6)
+        lm_tile16<6>(a + r * lda + d, lda, b + d * ldb + j, ldb, chunk, c + r * ldc + j, ldc, d > 0);
+    }
 }
 // Key columns [lo, hi) that some of `rows` rows may attend: outside it every row's bias is -inf,
 // so those probabilities are exactly 0 and their keys and values are never read.
@@ -240,15 +249,15 @@ inline void lm_attention_softmax(float* scores, int64_t lds, int64_t rows, int64
 #pragma omp simd
       for (int64_t j = 0; j < n; ++j) s[j] = s[j] * scale;
     }
-    // The max propagates NaN, as the reference's MaxReduce does.
+    // This max skips NaN, which the reference's MaxReduce propagates; a NaN score still makes
+    // its exp, the sum and so the whole row NaN, as there. Only a row whose other scores are
+    // all -inf needs the NaN looked for.
     float m = -__builtin_inff();
-    bool nan = false;
-#pragma omp simd reduction(max : m) reduction(| : nan)
-    for (int64_t j = 0; j < n; ++j) {
-      m = s[j] > m ? s[j] : m;
-      nan |= s[j] != s[j];
-    }
-    if (nan) m = __builtin_nanf("");
+#pragma omp simd reduction(max : m)
+    for (int64_t j = 0; j < n; ++j) m = s[j] > m ? s[j] : m;
+    if (m == -__builtin_inff())
+      for (int64_t j = 0; j < n; ++j)
+        if (s[j] != s[j]) m = s[j];
     if (m == -__builtin_inff()) {
       for (int64_t j = 0; j < n; ++j) s[j] = 0.0f;
       continue;
@@ -312,7 +321,8 @@ inline bool lm_attention_head(const float* q, int64_t q_rs, int64_t q_cs, const 
   // kᵀ's rows carry 16 columns of zero padding beyond n16, so that a block's window starting
   // past column 0 still reads 16-wide tiles inside the panel.
   const int64_t n16 = (n + 15) / 16 * 16, ldk = n16 + 16, ev16 = (Ev + 15) / 16 * 16;
-  const int64_t rows = block < L ? block : L;
+  // Rows padded to whole 6-row tiles; the padding rows of q and of the scores are zeros.
+  const int64_t rows = ((block < L ? block : L) + 5) / 6 * 6;
   float* scratch =
       (float*)__builtin_malloc(sizeof(float) * (E * ldk + n * ev16 + rows * E + rows * ldk + rows * ev16));
   if (scratch == nullptr) return false;
@@ -340,11 +350,13 @@ inline bool lm_attention_head(const float* q, int64_t q_rs, int64_t q_cs, const 
     lm_attended_columns(b, b_rs, b_cs, count, S, blo, bhi);
     if (blo >= bhi) continue;  // these rows stay zero
     const int64_t bn = bhi - blo, bn16 = (bn + 15) / 16 * 16;
-    for (int64_t r = 0; r < count; ++r)
-      for (int64_t e = 0; e < E; ++e) qp[r * E + e] = q[(r0 + r) * q_rs + e * q_cs];
-    lm_panel_product(qp, E, kp + (blo - lo), ldk, E, sc, ldk, count, bn16);
+    const int64_t count6 = (count + 5) / 6 * 6;
+    for (int64_t r = 0; r < count6; ++r)
+      for (int64_t e = 0; e < E; ++e) qp[r * E + e] = r < count ? q[(r0 + r) * q_rs + e * q_cs] : 0.0f;
+    lm_panel_product(qp, E, kp + (blo - lo), ldk, E, sc, ldk, count6, bn16);
     lm_attention_softmax(sc, ldk, count, bn, b ? b + blo * b_cs : nullptr, b_rs, b_cs, scale);
-    lm_panel_product(sc, ldk, vp + (blo - lo) * ev16, ev16, bn, op, ev16, count, ev16);
+    for (int64_t i = count * ldk; i < count6 * ldk; ++i) sc[i] = 0.0f;
+    lm_panel_product(sc, ldk, vp + (blo - lo) * ev16, ev16, bn, op, ev16, count6, ev16);
     for (int64_t r = 0; r < count; ++r) __builtin_memcpy(out + (r0 + r) * Ev, op + r * ev16, sizeof(float) * Ev);
   }
   __builtin_free(scratch);
