@@ -14,6 +14,14 @@ using ir::Expr;
 using ir::NodeId;
 using ir::Op;
 
+// `strides` (one per leading dim of `domain`) with 0 where the domain's dim is 1: such a dim's
+// index is always 0, and a 0 stride lets the emitter leave it out.
+std::vector<Expr> zero_unit_dims(const ir::Shape& domain, std::vector<Expr> strides) {
+  for (size_t d = 0; d < strides.size(); ++d)
+    if (is_one(domain[d])) strides[d] = Expr(int64_t{0});
+  return strides;
+}
+
 class GroupLowering {
  public:
   GroupLowering(const ir::Graph& graph, const ir::Shape& domain, int reduce_axis)
@@ -162,11 +170,6 @@ LoweredKernel lower_matmul_loop(const ir::Graph& graph, NodeId id) {
   // Domain [batch.., M, N, K], reduce K.
   ir::Shape domain = node.shape;
   domain.push_back(k);
-  auto zero_unit = [&](std::vector<Expr> strides) {
-    for (size_t d = 0; d < strides.size(); ++d)
-      if (is_one(domain[d])) strides[d] = Expr(int64_t{0});
-    return strides;
-  };
   std::vector<Expr> a_strides(a.strides().begin(), a.strides().begin() + static_cast<long>(rank - 1));
   a_strides.push_back(Expr(int64_t{0}));  // N
   a_strides.push_back(a.strides()[rank - 1]);
@@ -183,8 +186,8 @@ LoweredKernel lower_matmul_loop(const ir::Graph& graph, NodeId id) {
   const DType dtype = node.dtype;
   kernel.params = {Param{dtype, false}, Param{dtype, false}, Param{dtype, true}};
   out.param_nodes = {node.inputs[0].node, node.inputs[1].node, id};
-  Value va{ValueKind::Load, dtype, 0, Index{a.offset(), zero_unit(a_strides)}};
-  Value vb{ValueKind::Load, dtype, 1, Index{b.offset(), zero_unit(b_strides)}};
+  Value va{ValueKind::Load, dtype, 0, Index{a.offset(), zero_unit_dims(domain, a_strides)}};
+  Value vb{ValueKind::Load, dtype, 1, Index{b.offset(), zero_unit_dims(domain, b_strides)}};
   const int ia = kernel.add_value(va);
   const int ib = kernel.add_value(vb);
   // Integers multiply and accumulate in int64 and wrap once on store, as the reference does.
@@ -203,7 +206,7 @@ LoweredKernel lower_matmul_loop(const ir::Graph& graph, NodeId id) {
   const int iacc = kernel.add_value(acc);
   std::vector<Expr> out_strides = contiguous_strides(node.shape);
   out_strides.push_back(Expr(int64_t{0}));
-  kernel.stores.push_back(Store{2, iacc, Index{Expr(int64_t{0}), zero_unit(out_strides)}});
+  kernel.stores.push_back(Store{2, iacc, Index{Expr(int64_t{0}), zero_unit_dims(domain, out_strides)}});
   return out;
 }
 
@@ -219,11 +222,6 @@ LoweredKernel lower_gemv(const ir::Graph& graph, NodeId id) {
   kernel.label = "gemv (M = 1 matmul, weight streamed once)";
   kernel.params = {Param{node.dtype, false}, Param{node.dtype, false}, Param{node.dtype, true}};
   out.param_nodes = {node.inputs[0].node, node.inputs[1].node, id};
-  auto over_domain = [&](std::vector<Expr> strides) {
-    for (size_t d = 0; d < strides.size(); ++d)
-      if (is_one(kernel.domain[d])) strides[d] = Expr(int64_t{0});
-    return strides;
-  };
   std::vector<Expr> a_strides(a.strides().begin(), a.strides().begin() + static_cast<long>(rank - 1));
   a_strides.push_back(Expr(int64_t{0}));  // N
   std::vector<Expr> w_strides(b.strides().begin(), b.strides().begin() + static_cast<long>(rank - 2));
@@ -231,9 +229,9 @@ LoweredKernel lower_gemv(const ir::Graph& graph, NodeId id) {
   w_strides.push_back(b.strides()[rank - 1]);
   GemvSpec& g = kernel.gemv;
   g.depth = a.shape()[rank - 1];
-  g.a = Index{a.offset(), over_domain(a_strides)};
-  g.w = Index{b.offset(), over_domain(w_strides)};
-  g.out = Index{Expr(int64_t{0}), over_domain(contiguous_strides(node.shape))};
+  g.a = Index{a.offset(), zero_unit_dims(kernel.domain, a_strides)};
+  g.w = Index{b.offset(), zero_unit_dims(kernel.domain, w_strides)};
+  g.out = Index{Expr(int64_t{0}), zero_unit_dims(kernel.domain, contiguous_strides(node.shape))};
   return out;
 }
 
@@ -266,12 +264,10 @@ LoweredKernel lower_attention(const ir::Graph& graph, const passes::AttentionPat
   kernel.kind = KernelKind::Attention;
   kernel.domain = node.shape;  // [batch.., L, Ev]
   kernel.label = "scaled dot-product attention (scores kept per query block)";
-  // Batch strides are 0 where the domain's dim is 1, so that the item index alone decides them.
   auto matrix = [&](const ir::View& view, size_t row_dim, size_t col_dim) {
     std::vector<Expr> strides(view.strides().begin(), view.strides().begin() + static_cast<long>(batch_rank));
-    for (size_t d = 0; d < batch_rank; ++d)
-      if (is_one(kernel.domain[d])) strides[d] = Expr(int64_t{0});
-    return MatrixOperand{Index{view.offset(), strides}, view.strides()[row_dim], view.strides()[col_dim]};
+    return MatrixOperand{Index{view.offset(), zero_unit_dims(kernel.domain, std::move(strides))},
+                         view.strides()[row_dim], view.strides()[col_dim]};
   };
   AttentionSpec& a = kernel.attention;
   const ir::View& kt = pattern.k_transposed.view;

@@ -44,22 +44,20 @@ class Matcher {
     return node.scalar.as_double();
   }
 
-  // where(reduced == when, replacement, reduced), reading `reduced` whole: safe softmax's guards.
-  const ir::Node* guarded(const ir::TensorRef& ref, Op reduction, double when, double replacement, NodeId& reduced) {
+  // Whether `ref` reads where(r == when, replacement, r), r reducing the whole `row_source` over
+  // its last axis (one query's row of scores): safe softmax's guards.
+  bool guarded(const ir::TensorRef& ref, Op reduction, double when, double replacement, NodeId row_source) {
     const ir::Node* select = row_broadcast(ref, Op::Where);
-    if (select == nullptr) return nullptr;
+    if (select == nullptr) return false;
     const ir::Node* test = whole(select->inputs[0], Op::Eq);
     const std::optional<double> replaced = constant(select->inputs[1]);
-    if (test == nullptr || !replaced || *replaced != replacement) return nullptr;
+    if (test == nullptr || !replaced || *replaced != replacement) return false;
     const std::optional<double> compared = constant(test->inputs[1]);
-    if (!compared || !(*compared == when)) return nullptr;
-    // The reduction is over the last axis: one query's row of scores.
-    const ir::Node* source = whole(select->inputs[2], reduction);
-    if (source == nullptr || source->axis != static_cast<int>(source->shape.size()) - 1 ||
-        select->inputs[2].node != test->inputs[0].node)
-      return nullptr;
-    reduced = select->inputs[2].node;
-    return select;
+    if (!compared || !(*compared == when)) return false;
+    const ir::Node* reduced = whole(select->inputs[2], reduction);
+    return reduced != nullptr && reduced->axis == static_cast<int>(reduced->shape.size()) - 1 &&
+           select->inputs[2].node == test->inputs[0].node && reduced->inputs[0].node == row_source &&
+           reduced->inputs[0].view == ir::View::contiguous(graph_.node(row_source).shape);
   }
 
   std::vector<NodeId>& nodes() { return nodes_; }
@@ -68,12 +66,6 @@ class Matcher {
   const ir::Graph& graph_;
   std::vector<NodeId> nodes_;
 };
-
-// The reduction's input must be the whole tensor `expected`.
-bool reduces(const ir::Graph& graph, NodeId reduction, NodeId expected) {
-  const ir::Node& node = graph.node(reduction);
-  return node.inputs[0].node == expected && node.inputs[0].view == ir::View::contiguous(graph.node(expected).shape);
-}
 
 }  // namespace
 
@@ -86,15 +78,10 @@ std::optional<AttentionPattern> match_attention(const ir::Graph& graph, NodeId m
   const ir::Node* probabilities = m.whole(out.inputs[0], Op::Div);
   if (probabilities == nullptr) return std::nullopt;
   const ir::Node* exps = m.whole(probabilities->inputs[0], Op::Exp);
-  NodeId sum = -1;
-  if (exps == nullptr || m.guarded(probabilities->inputs[1], Op::SumReduce, 0.0, 1.0, sum) == nullptr ||
-      !reduces(graph, sum, probabilities->inputs[0].node))
+  if (exps == nullptr || !m.guarded(probabilities->inputs[1], Op::SumReduce, 0.0, 1.0, probabilities->inputs[0].node))
     return std::nullopt;
   const ir::Node* shifted = m.whole(exps->inputs[0], Op::Sub);
-  if (shifted == nullptr) return std::nullopt;
-  NodeId max = -1;
-  if (m.guarded(shifted->inputs[1], Op::MaxReduce, -INFINITY, 0.0, max) == nullptr ||
-      !reduces(graph, max, shifted->inputs[0].node))
+  if (shifted == nullptr || !m.guarded(shifted->inputs[1], Op::MaxReduce, -INFINITY, 0.0, shifted->inputs[0].node))
     return std::nullopt;
 
   AttentionPattern pattern;

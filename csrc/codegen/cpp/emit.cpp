@@ -451,10 +451,7 @@ class Emitter {
     const AttentionSpec& a = k_.attention;
     const int batch_rank = rank_ - 2;
     auto pointer = [&](int param, const MatrixOperand& m) {
-      std::string offset = expr_text(m.batch.offset);
-      for (int d = 0; d < batch_rank; ++d)
-        if (!is_zero(m.batch.strides[d])) offset += " + i" + std::to_string(d) + " * " + expr_text(m.batch.strides[d]);
-      return "p" + std::to_string(param) + " + (" + offset + ")";
+      return "p" + std::to_string(param) + " + (" + index_over(m.batch, "i") + ")";
     };
     auto strides = [&](const MatrixOperand& m) { return expr_text(m.row_stride) + ", " + expr_text(m.col_stride); };
     std::ostringstream scale;

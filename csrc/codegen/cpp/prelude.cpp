@@ -174,12 +174,12 @@ inline lm_f32x8 lm_madd8(lm_f32x8 a, lm_f32x8 b, lm_f32x8 c) {
   return a * b + c;
 #endif
 }
-// c[R x 16] = a[R x depth] (row stride lda) x b[depth x 16] (row stride ldb): R rows of
-// accumulators in registers (R = 6 uses 12 of AVX2's 16), one broadcast of `a` per row and two
-// loads of `b` per step.
-template <int R>
-inline void lm_tile16(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t depth, float* c, int64_t ldc,
-                      bool accumulate) {
+// c[6 x 16] (+)= a[6 x depth] (row stride lda) x b[depth x 16] (row stride ldb): six rows of
+// accumulators in registers (12 of AVX2's 16; GCC spills smaller tiles' to the stack), one
+// broadcast of `a` per row and two loads of `b` per step.
+inline void lm_tile6x16(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t depth, float* c, int64_t ldc,
+                        bool accumulate) {
+  constexpr int R = 6;
   lm_f32x8 acc[R][2] = {};
   if (accumulate)
     for (int r = 0; r < R; ++r) {
@@ -203,7 +203,7 @@ inline void lm_tile16(const float* a, int64_t lda, const float* b, int64_t ldb, 
   }
 }
 // c[rows x cols] = a[rows x depth] x b[depth x cols], rows a multiple of 6 and cols of 16: the
-// callers pad their panels, because GCC keeps only the 6-row tile's accumulators in registers.
+// callers pad their panels to whole tiles.
 // The depth goes in chunks whose 16-column strip of b (256 lines) stays in L1 for every row tile.
 inline void lm_panel_product(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t depth, float* c,
                              int64_t ldc, int64_t rows, int64_t cols) {
@@ -212,7 +212,7 @@ inline void lm_panel_product(const float* a, int64_t lda, const float* b, int64_
     for (int64_t d = 0; d < depth || d == 0; d += kChunk) {
       const int64_t chunk = depth - d < kChunk ? depth - d : kChunk;
       for (int64_t r = 0; r < rows; r += 6)
-        lm_tile16<6>(a + r * lda + d, lda, b + d * ldb + j, ldb, chunk, c + r * ldc + j, ldc, d > 0);
+        lm_tile6x16(a + r * lda + d, lda, b + d * ldb + j, ldb, chunk, c + r * ldc + j, ldc, d > 0);
     }
 }
 // Key columns [lo, hi) that some of `rows` rows may attend: outside it every row's bias is -inf,
