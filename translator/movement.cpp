@@ -31,17 +31,85 @@ std::vector<Tensor> split_by(const Tensor& t, int dim, const std::vector<Expr>& 
 }
 
 
+// Up to this many pieces, cat selects each element's piece in place (selected_concat); beyond,
+// every element would load from every piece, and scattering each piece once is cheaper.
+constexpr size_t kMaxSelectedPieces = 4;
+
+// gather(f(x)) is f(gather(x)) for a unary elementwise f. Reading f's operand at the gathered
+// positions lets f fuse with the Gather (rope's -x[..., half:]), whose data must otherwise be a
+// materialised buffer.
+Tensor gather_through_unary(TranslationContext& cx, Tensor data, int dim, const Tensor& index) {
+  std::vector<ir::Node> applied;  // outermost first
+  while (true) {
+    const ir::Node& node = cx.graph().node(data.ref.node);
+    const bool reads_whole_node = data.ref.view.is_contiguous() && data.shape() == node.shape;
+    if (!reads_whole_node || !ir::op_has(node.op, ir::kElementwise) || !ir::op_has(node.op, ir::kUnary)) break;
+    applied.push_back(node);
+    data = Tensor{node.inputs[0], cx.graph().node(node.inputs[0].node).dtype};
+  }
+  Tensor out = gather(cx, data, dim, index);
+  for (auto it = applied.rbegin(); it != applied.rend(); ++it) {
+    ir::Node n = *it;
+    n.shape = out.shape();
+    n.inputs = {out.ref};
+    out = cx.add(std::move(n));
+  }
+  return out;
+}
+
+// cat as an elementwise select: out[.., p, ..] = piece k at p - offset_k for the k whose range
+// holds p. Each piece is read by a Gather whose position is clamped into the piece, so that the
+// pieces not selected are read in bounds, and the whole cat fuses into its consumer (rotate_half
+// into rope's multiply-add) instead of scattering into a zeroed buffer. The positions are an
+// Iota over the whole result, so that their arithmetic fuses too rather than being read through
+// a broadcast. Needs every piece's length along dim static and non-zero: a clamp into an empty
+// piece has no position to read.
+Tensor selected_concat(TranslationContext& cx, const std::vector<Tensor>& pieces, int dim, DType dtype,
+                       const ir::Shape& shape) {
+  ir::Node iota_node;
+  iota_node.op = ir::Op::Iota;
+  iota_node.dtype = DType::I64;
+  iota_node.shape = shape;
+  iota_node.axis = dim;
+  const Tensor positions = cx.add(std::move(iota_node));
+  const auto position_constant = [&](int64_t v) { return constant(cx, ir::Scalar::of_int(v), DType::I64); };
+  const int64_t total = shape[dim].constant_value();
+  Tensor out;
+  int64_t end = total;
+  for (size_t k = pieces.size(); k-- > 0;) {
+    const Tensor& piece = pieces[k];
+    const int64_t length = piece.shape()[dim].constant_value();
+    const int64_t offset = end - length;
+    Tensor local = positions;
+    if (offset > 0) {
+      local = binary(cx, ir::Op::Sub, local, position_constant(offset));
+      local = binary(cx, ir::Op::Max, local, position_constant(0));
+    }
+    if (end < total) local = binary(cx, ir::Op::Min, local, position_constant(length - 1));
+    const Tensor selected = gather_through_unary(cx, cast(cx, piece, dtype), dim, local);
+    out = k + 1 == pieces.size()
+              ? selected
+              : where(cx, binary(cx, ir::Op::Lt, positions, position_constant(end)), selected, out);
+    end = offset;
+  }
+  return out;
+}
+
 // torch.cat of same-rank tensors along dim, promoted to their common dtype.
 Tensor concat(TranslationContext& cx, const std::vector<Tensor>& inputs, int dim) {
   const DType dtype = result_type(inputs, {});
   if (inputs.size() == 1) return cast(cx, inputs[0], dtype);
   ir::Shape shape = inputs[0].shape();
   Expr total(int64_t{0});
+  bool lengths_static = true;
   for (const Tensor& t : inputs) {
     USER_CHECK(t.rank() == inputs[0].rank()) << "cat of tensors of rank " << inputs[0].rank() << " and " << t.rank();
     total = total + t.shape()[dim];
+    const Expr& length = t.shape()[dim];
+    lengths_static = lengths_static && length.is_constant() && length.constant_value() > 0;
   }
   shape[dim] = total;
+  if (lengths_static && inputs.size() <= kMaxSelectedPieces) return selected_concat(cx, inputs, dim, dtype, shape);
   Tensor out = constant(cx, ir::Scalar::of_int(0), dtype, shape);
   Expr offset(int64_t{0});
   for (const Tensor& t : inputs) {

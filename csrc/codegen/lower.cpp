@@ -22,6 +22,20 @@ std::vector<Expr> zero_unit_dims(const ir::Shape& domain, std::vector<Expr> stri
   return strides;
 }
 
+// An IotaAt's value (o / divisor) % extent ignores whole periods of divisor * extent in the
+// offset o, so strides and offset that are whole periods are dropped; an Iota over a result's
+// full shape, read along its own axis, then becomes that domain dim's index (which the emitters
+// write as the loop variable, not as a division).
+void drop_iota_periods(Value& v) {
+  if (!v.divisor.is_constant() || !v.extent.is_constant()) return;
+  const int64_t period = v.divisor.constant_value() * v.extent.constant_value();
+  const auto whole_periods = [&](const Expr& e) { return e.is_constant() && e.constant_value() % period == 0; };
+  if (period <= 0) return;
+  if (whole_periods(v.index.offset)) v.index.offset = Expr(int64_t{0});
+  for (Expr& stride : v.index.strides)
+    if (whole_periods(stride)) stride = Expr(int64_t{0});
+}
+
 class GroupLowering {
  public:
   GroupLowering(const ir::Graph& graph, const ir::Shape& domain, int reduce_axis)
@@ -89,6 +103,7 @@ class GroupLowering {
       v.index = index;
       v.divisor = contiguous_strides(producer.shape)[producer.axis];
       v.extent = producer.shape[producer.axis];
+      drop_iota_periods(v);
     } else {
       v.kind = ValueKind::Load;
       v.param = param(edge.node, false);

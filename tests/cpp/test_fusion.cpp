@@ -367,6 +367,40 @@ TEST(Fusion, ExpOfMinusInfinityStaysOnTheVectorPath) {
   expect_matches_reference(b.graph, {HostTensor::of(DType::F32, {4, 37}, values)}, "exp specials");
 }
 
+TEST(Fusion, ClampedGatherAlongTheInnerDimIsSplitNotChecked) {
+  // cat as the translator writes it for two pieces of x's last dim, swapped: positions clamped
+  // into each piece, a select on position < 5. The positions are proved in range (no bounds
+  // check, so the loop may vectorise) and the inner loop is split where the select flips, so
+  // the compiler folds the clamps into affine loads.
+  IrTestBuilder b;
+  const ir::Shape shape = {3, 12};
+  auto x = b.input("x", DType::F32, shape);
+  auto lit = [&](int64_t v) { return b.constant(ir::Scalar::of_int(v), DType::I64, shape); };
+  auto position = b.iota(1, DType::I64, shape);
+  auto tail = viewed(x, x.view.slice(1, Expr(7), Expr(12), 1));
+  auto head = viewed(x, x.view.slice(1, Expr(0), Expr(7), 1));
+  auto first = b.gather(tail, b.binary(Op::Min, position, lit(4)), 1);
+  auto second = b.gather(head, b.binary(Op::Max, b.binary(Op::Sub, position, lit(5)), lit(0)), 1);
+  b.output(b.binary(Op::Mul, b.where(b.binary(Op::Lt, position, lit(5)), first, second), x));
+  const std::string source = only_kernel_source(b.graph);
+  EXPECT_EQ(count(source, "lm_info[0]"), 0u) << "no bounds check:\n" << source;
+  EXPECT_EQ(count(source, "for (int64_t i1 = INT64_C(0); i1 < INT64_C(5)"), 1u) << source;
+  EXPECT_EQ(count(source, "for (int64_t i1 = INT64_C(5); i1 < INT64_C(12)"), 1u) << source;
+  EXPECT_EQ(count(source, "#pragma omp simd"), 2u) << source;
+  std::mt19937 rng(21);
+  expect_matches_reference(b.graph, {random_tensor(DType::F32, {3, 12}, rng)}, "clamped gathers");
+}
+
+TEST(Fusion, GatherThatMayLeaveItsAxisKeepsTheBoundsCheck) {
+  // Clamped on one side only: the position can reach the extent, so the check stays.
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {3, 6});
+  auto position = b.iota(1, DType::I64, {3, 8});
+  auto gathered = b.gather(x, b.binary(Op::Max, position, b.constant(ir::Scalar::of_int(1), DType::I64, {3, 8})), 1);
+  b.output(gathered);
+  EXPECT_NE(only_kernel_source(b.graph).find("lm_info[0]"), std::string::npos);
+}
+
 ir::Graph cache_test_graph() {
   IrTestBuilder b;
   auto x = b.input("x", DType::F32, {3, 77});

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from op_harness import ALL, Case, f32, run_case
+from op_harness import ALL, FLOATS, INTS, Case, f32, run_case
 
 V3 = {
     "3d": (lambda m: m((2, 3, 4)),),
@@ -69,6 +69,14 @@ CASES = [
     mcase("fill", lambda x: x.clone().fill_(2)),
     Case("cat", lambda a, b: torch.cat([a, b], dim=1), arity=2, variants=PAIR, short=("noncontiguous",)),
     Case("cat_negative_dim", lambda a, b: torch.cat([a, a, b], dim=-2), arity=2, variants=PAIR, short=("3d",)),
+    # Up to four pieces of static length select per element; more are scattered: both paths.
+    Case("cat_last_dim_unequal", lambda a, b: torch.cat([a, a[..., :3]], dim=-1), arity=2, variants=PAIR,
+         short=("noncontiguous",)),
+    Case("cat_five_pieces", lambda a, b: torch.cat([a, b, a, b, a], dim=1), arity=2, variants=PAIR, short=("3d",)),
+    Case("cat_dim0", lambda a, b: torch.cat([a, b[:1, :3]], dim=0) * 2, arity=2, variants=PAIR,
+         short=("3d",)),
+    # rotate_half: a negated piece (read through the negation), fused with its consumer.
+    mcase("rotate_half", lambda x: x * 3 + torch.cat((-x[..., 2:], x[..., :2]), dim=-1), dtypes=FLOATS + INTS),
     Case("stack", lambda a, b: torch.stack([a, a], dim=-1), arity=2, variants=PAIR, short=("3d",)),
     Case("copy", lambda a, b: a.clone().copy_(b[:, :3]), arity=2, variants=PAIR, short=("3d",)),
 ]
@@ -91,6 +99,22 @@ def test_cat_of_legacy_empty_tensors():
     inputs = [lambda _d: (torch.ones(2, 3, dtype=torch.int32), torch.zeros(0, dtype=torch.float16))]
     run_case(Case("cat_legacy_empty", lambda a, b: (torch.cat([a, b, a], dim=1), torch.cat([b, b.to(torch.int32)])),
                   dtypes=(f32,), arity=2, variants={}, extra_inputs=inputs))
+
+
+def rope(x, cos, sin):
+    half = x.shape[-1] // 2
+    return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_rotate_half_fuses_into_one_kernel(tmp_path, dtype):
+    """cat selects its pieces per element, so rope (rotate_half, then the multiply-add) is one
+    pointwise kernel: no zeroed buffer, no scatter, no materialised negation."""
+    x, cos, sin = (torch.randn(3, 5, 16).to(dtype), torch.randn(5, 16).to(dtype), torch.randn(5, 16).to(dtype))
+    compiled = torch.compile(rope, backend="luminal", options={"debug_dir": str(tmp_path), "fallback": "error"})
+    torch.testing.assert_close(compiled(x, cos, sin), rope(x, cos, sin))
+    steps = [line for line in (tmp_path / "cpu_stats.txt").read_text().splitlines() if line.startswith("kernel")]
+    assert len(steps) == 1 and "Where" in steps[0] and "scatter" not in steps[0], steps
 
 
 SCATTER_VARIANTS = {"2d": (lambda m: m((3, 5)),)}

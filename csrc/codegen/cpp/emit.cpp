@@ -1,10 +1,12 @@
 #include "codegen/cpp/emit.h"
 
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "codegen/cpp/op_table.h"
+#include "codegen/value_range.h"
 #include "common/error.h"
 
 namespace luminal::codegen::cpp {
@@ -78,19 +80,70 @@ std::string index_text(const Kernel& kernel, const Index& index, int inner, bool
   return s;
 }
 
-std::string iota_text(const Kernel& kernel, const Value& v, int inner, bool row_scope) {
-  int only = -1;
-  bool simple = is_zero(v.index.offset) && is_one(v.divisor);
-  for (int d = 0; d < static_cast<int>(v.index.strides.size()) && simple; ++d) {
+namespace {
+// The domain dim whose loop index an IotaAt equals, kConstantZero when it is always 0, or
+// kComputed when it needs the division.
+constexpr int kConstantZero = -1;
+constexpr int kComputed = -2;
+int iota_loop_dim(const Kernel& kernel, const Value& v) {
+  if (!is_zero(v.index.offset)) return kComputed;
+  int only = kConstantZero;
+  // (i_d * divisor / divisor) % extent is i_d when dim d has the Iota's extent.
+  for (int d = 0; d < static_cast<int>(v.index.strides.size()); ++d) {
     if (is_zero(v.index.strides[d])) continue;
-    if (is_one(v.index.strides[d]) && only < 0 && v.extent == kernel.domain[d]) only = d;
-    else simple = false;
+    if (v.index.strides[d] == v.divisor && only == kConstantZero && v.extent == kernel.domain[d]) only = d;
+    else return kComputed;
   }
-  if (simple && only >= 0) return "i" + std::to_string(only);
-  if (simple && only < 0) return "INT64_C(0)";
+  return only;
+}
+}  // namespace
+
+std::string iota_text(const Kernel& kernel, const Value& v, int inner, bool row_scope) {
+  const int dim = iota_loop_dim(kernel, v);
+  if (dim >= 0) return "i" + std::to_string(dim);
+  if (dim == kConstantZero) return "INT64_C(0)";
   return "((" + index_text(kernel, v.index, inner, row_scope) + ") / " + expr_text(v.divisor) + " % " +
          expr_text(v.extent) + ")";
 }
+
+namespace {
+// Where a pointwise kernel compares its inner loop index with constants (cat's piece select,
+// masks from arange), the points where a comparison flips. Looping over the pieces between them
+// separately lets the compiler fold the comparison in each, and with it the clamps of cat's
+// positions: the loads become affine and the loop vectorises instead of gathering. At most
+// kMaxInnerSplits, sorted, each inside (0, extent).
+constexpr size_t kMaxInnerSplits = 7;
+std::vector<int64_t> inner_split_points(const Kernel& kernel, int inner) {
+  if (kernel.reduce_axis >= 0 || inner < 0 || !kernel.domain[inner].is_constant()) return {};
+  const int64_t extent = kernel.domain[inner].constant_value();
+  const auto is_inner_index = [&](int id) {
+    const Value& v = kernel.values[id];
+    return v.kind == ValueKind::IotaAt && iota_loop_dim(kernel, v) == inner;
+  };
+  const auto literal = [&](int id) -> std::optional<int64_t> {
+    const Value& v = kernel.values[id];
+    if (v.kind != ValueKind::Literal || !v.literal.is_integer) return std::nullopt;
+    return v.literal.integer;
+  };
+  std::set<int64_t> points;
+  for (const Value& v : kernel.values) {
+    if (v.kind != ValueKind::Compute || !ir::op_has(v.op, ir::kComparison)) continue;
+    const bool index_first = is_inner_index(v.args[0]);
+    const std::optional<int64_t> c = literal(v.args[index_first ? 1 : 0]);
+    if (!c || !(index_first || is_inner_index(v.args[1]))) continue;
+    // i < c and c <= i flip at c; i <= c and c < i flip at c + 1; == and != at both.
+    const bool flips_at_c = v.op == ir::Op::Lt ? index_first : v.op == ir::Op::Le ? !index_first : true;
+    const bool flips_after_c = v.op == ir::Op::Lt ? !index_first : v.op == ir::Op::Le ? index_first : true;
+    if (flips_at_c) points.insert(*c);
+    if (flips_after_c && *c < extent) points.insert(*c + 1);
+  }
+  std::vector<int64_t> inside;
+  for (int64_t p : points)
+    if (p > 0 && p < extent) inside.push_back(p);
+  if (inside.size() > kMaxInnerSplits) return {};
+  return inside;
+}
+}  // namespace
 
 namespace {
 
@@ -108,7 +161,7 @@ class Emitter {
     for (const Store& st : k.stores) ++uses_[st.value];
     // A kernel that can report an error returns from inside its loops, which `omp simd` forbids.
     for (const Value& v : k.values) {
-      if (v.kind == ValueKind::GatherLoad) may_fail_ = true;
+      if (v.kind == ValueKind::GatherLoad && !gather_position_in_range(k, v)) may_fail_ = true;
       if (v.kind == ValueKind::Compute && !ir::is_floating(v.dtype) && (v.op == ir::Op::Div || v.op == ir::Op::Mod))
         may_fail_ = true;
     }
@@ -208,8 +261,9 @@ class Emitter {
         const std::string idx = ref(v.args[0], loop);
         const std::string g = "g" + std::to_string(id);
         *loop.code += loop.indent + "const int64_t " + g + " = (int64_t)" + idx + ";\n";
-        *loop.code += loop.indent + "if (" + g + " < 0 || " + g + " >= " + expr_text(v.extent) + ") { lm_info[0] = " + g +
-                      "; lm_info[1] = " + expr_text(v.extent) + "; return 1; }\n";
+        if (!gather_position_in_range(k_, v))
+          *loop.code += loop.indent + "if (" + g + " < 0 || " + g + " >= " + expr_text(v.extent) +
+                        ") { lm_info[0] = " + g + "; lm_info[1] = " + expr_text(v.extent) + "; return 1; }\n";
         e = table_.load(v.dtype, "p" + std::to_string(v.param) + "[" + index_text(v.index, loop.row_scope) + " + " + g +
                                      " * " + expr_text(v.gather_stride) + "]");
         break;
@@ -344,7 +398,19 @@ class Emitter {
           std::string line = store_line(s, scope);
           code += line;
         }
-        out << simd_pragma("") << loop_header("    ") << code << "    }\n";
+        const std::vector<int64_t> splits = inner_split_points(k_, inner_);
+        if (splits.empty()) {
+          out << simd_pragma("") << loop_header("    ") << code << "    }\n";
+        } else {
+          const std::string var = "i" + std::to_string(inner_);
+          std::vector<std::string> bounds = {"INT64_C(0)"};
+          for (int64_t p : splits) bounds.push_back("INT64_C(" + std::to_string(p) + ")");
+          bounds.push_back(expr_text(k_.domain[inner_]));
+          for (size_t r = 0; r + 1 < bounds.size(); ++r)
+            out << simd_pragma("") << "    for (int64_t " << var << " = " << bounds[r] << "; " << var << " < "
+                << bounds[r + 1] << "; ++" << var << ") {\n"
+                << code << "    }\n";
+        }
       }
       out << "  }\n";
       return out.str();

@@ -7,6 +7,7 @@ target_sources(luminal_core PRIVATE
   csrc/codegen/kernel.cpp
   csrc/codegen/lower.cpp
   csrc/codegen/scalar_helpers.cpp
+  csrc/codegen/value_range.cpp
   csrc/passes/attention.cpp
   csrc/passes/dead_code.cpp
   csrc/passes/fusion/fuse.cpp
