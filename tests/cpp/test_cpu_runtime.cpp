@@ -143,6 +143,44 @@ TEST(CpuRuntime, NarrowingToHalfRoundsAsTheReference) {
   }
 }
 
+TEST(CpuRuntime, BfloatRoundingBetweenOpsMatchesTheReference) {
+  // A bf16 value fused kernels pass between ops is rounded in 32-bit lanes (lm_rbf), not narrowed
+  // and widened: every bf16 value, the midpoints between neighbours (ties to even) and one f32
+  // ulp either side, signed, with infinities, NaN and the overflow edge, must round as the
+  // reference's float_to_bf16 does.
+  std::vector<float> values;
+  for (uint32_t h = 0; h < 0x7f80u; h += 7) {
+    const float lo = bf16_to_float(static_cast<uint16_t>(h));
+    const float hi = bf16_to_float(static_cast<uint16_t>(h + 1));
+    const float mid = lo + (hi - lo) / 2;
+    for (float v : {lo, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY)}) {
+      values.push_back(v);
+      values.push_back(-v);
+    }
+  }
+  for (float v : {3.3961776e38f, 3.4028235e38f, INFINITY, NAN, 1e-40f, 0.0f}) {
+    values.push_back(v);
+    values.push_back(-v);
+  }
+  const int64_t n = static_cast<int64_t>(values.size());
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {n});
+  b.output(b.unary(Op::Cast, b.unary(Op::Cast, x, DType::BF16), DType::F32));
+  std::vector<HostTensor> inputs = {HostTensor::of(DType::F32, {n}, values)};
+  const auto out = run_executable(*compile_cpu(b.graph, {}), b.graph, inputs);
+  ASSERT_EQ(out.size(), 1u);
+  int reported = 0;
+  for (size_t i = 0; i < values.size() && reported < 5; ++i) {
+    float actual;
+    std::memcpy(&actual, out[0].bytes.data() + i * sizeof actual, sizeof actual);
+    const float expected = bf16_to_float(float_to_bf16(values[i]));
+    if (std::memcmp(&expected, &actual, sizeof actual) != 0) {
+      ADD_FAILURE() << values[i] << " rounded to " << actual << ", expected " << expected;
+      ++reported;
+    }
+  }
+}
+
 TEST(CpuRuntime, WhereConstantIota) {
   std::mt19937 rng(4);
   for (DType t : kAllDtypes) {

@@ -192,7 +192,10 @@ std::string CppOpTable::op(Op op, DType in, DType out, const std::vector<std::st
     case Op::Where: return "(" + a[0] + " ? " + a[1] + " : " + a[2] + ")";
     default: INTERNAL_ERROR() << ir::op_name(op) << " is not an elementwise op"; return "";
   }
-  return round(out, e);
+  // Negating or choosing between values of the output dtype gives one of that dtype exactly (a
+  // NaN's payload aside): rounding it again is a wasted vector sequence per op in f16/bf16.
+  const bool exact = in == out && (op == Op::Neg || op == Op::Abs || op == Op::Max || op == Op::Min);
+  return exact ? e : round(out, e);
 }
 
 ReductionText CppOpTable::reduction(Op op, DType t, int id) const {
