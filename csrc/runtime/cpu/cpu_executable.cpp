@@ -355,10 +355,12 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
   for (size_t s = 0; s < program_.steps.size(); ++s) {
     const Step& step = program_.steps[s];
     if (step.kind == Step::Kind::Gemm) {
+      pool_.rest();
       blas_matmul(step.dtype, ptr[step.slots[0]], plan->gemm_a[s], ptr[step.slots[1]], plan->gemm_b[s], ptr[step.slots[2]]);
       continue;
     }
     if (step.kind == Step::Kind::AtenCall) {
+      pool_.rest();  // torch's own threads run the op
       try {
         run_aten_call_step(graph, graph.node(step.aten_call), step, ptr, bindings);
       } catch (...) {

@@ -15,8 +15,11 @@ inline void cpu_relax() {
   _mm_pause();
 #endif
 }
-// How long an idle worker spins before sleeping.
-constexpr auto kSpin = std::chrono::microseconds(50);
+// How long an idle worker spins before sleeping. Long enough to bridge the Python between two
+// calls of a compiled model (dynamo's guards and wrappers take 30-100 us here): a worker that
+// has gone to sleep takes tens of microseconds to wake, and a small kernel is over by then, so
+// it runs on one thread. libgomp, which eager and inductor use, spins on the same scale.
+constexpr auto kSpin = std::chrono::microseconds(1000);
 // Chunks per thread: enough that a late or slow thread's share is picked up by the others.
 constexpr int64_t kChunksPerThread = 4;
 constexpr uint64_t kClosed = uint64_t{1} << 31;
@@ -49,6 +52,7 @@ void ThreadPool::parallel_for(int64_t items, Task task, void* context) {
     task(context, 0, items);
     return;
   }
+  resting_.store(false, std::memory_order_relaxed);
   task_ = task;
   context_ = context;
   items_ = items;
@@ -72,12 +76,15 @@ void ThreadPool::parallel_for(int64_t items, Task task, void* context) {
   }
 }
 
+void ThreadPool::rest() { resting_.store(true, std::memory_order_relaxed); }
+
 void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   while (true) {
     // Spin for a while, then sleep until the generation changes.
     const auto spin_until = std::chrono::steady_clock::now() + kSpin;
-    while (generation_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < spin_until)
+    while (generation_.load(std::memory_order_acquire) == seen && !resting_.load(std::memory_order_relaxed) &&
+           std::chrono::steady_clock::now() < spin_until)
       cpu_relax();
     if (generation_.load(std::memory_order_acquire) == seen) {
       std::unique_lock<std::mutex> lock(sleep_mutex_);

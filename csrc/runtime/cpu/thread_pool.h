@@ -1,7 +1,8 @@
 // A small pool of worker threads for splitting a kernel's work items. Ours, not OpenMP's:
 // torch bundles its own libgomp and a second OpenMP runtime would oversubscribe the cores.
-// Idle workers spin briefly (a decode step runs hundreds of small kernels back to back) and
-// then sleep, so that a BLAS call's own threads get the cores. Work is handed out in chunks
+// Idle workers spin for a while (a decode step runs hundreds of small kernels back to back, and
+// calls follow each other with little Python between) and then sleep; the caller sends them to
+// sleep at once before a BLAS call, whose own threads need the cores. Work is handed out in chunks
 // that threads claim as they arrive, and the caller never waits for a worker that has not
 // started: on a machine shared with other processes a descheduled worker would otherwise hold
 // up every kernel (a loaded 2-core box made decode several times slower that way).
@@ -28,6 +29,9 @@ class ThreadPool {
   // whichever workers join in time; returns when all are done. Only one caller at a time uses
   // the workers: a concurrent caller runs its whole range itself. `task` must not throw.
   void parallel_for(int64_t items, Task task, void* context);
+  // Spinning workers go to sleep now, until the next parallel_for: the caller is about to run
+  // something with threads of its own (a BLAS call), which need the cores.
+  void rest();
 
  private:
   void worker_loop();
@@ -43,6 +47,7 @@ class ThreadPool {
   std::atomic<int> finished_{0};  // joined workers done with the job
   std::atomic<int64_t> next_{0};  // the first unclaimed item
   std::atomic<bool> stop_{false};
+  std::atomic<bool> resting_{false};
   Task task_ = nullptr;
   void* context_ = nullptr;
   int64_t items_ = 0;
