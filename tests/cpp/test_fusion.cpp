@@ -88,17 +88,36 @@ TEST(Fusion, SoftmaxIsOneRowKernel) {
   expect_matches_reference(b.graph, {random_tensor(DType::F32, {6, 333}, rng)}, "softmax", 1e-5);
 }
 
-TEST(Fusion, SoftmaxPlusItsInputComputesExpAgain) {
+TEST(Fusion, SoftmaxPlusItsInputStashesExpOnTheStack) {
   // The output pass also reads x, so stashing exp in an output that may share x's memory could
-  // overwrite x before that read: the kernel recomputes exp instead.
+  // overwrite x before that read: exp goes to a row-sized stack array instead. Past the array's
+  // size limit the kernel computes exp again.
+  for (int64_t row : {129, 9000}) {
+    IrTestBuilder b;
+    const ir::Shape shape = {3, row};
+    auto x = b.input("x", DType::F32, shape);
+    b.output(b.binary(Op::Add, softmax(b, x, shape), x));
+    const std::string source = only_kernel_source(b.graph);
+    const bool on_stack = row <= 8192;
+    EXPECT_EQ(count(source, "lm_expf("), on_stack ? 1u : 2u) << source;
+    EXPECT_EQ(count(source, "lm_stash[i1] = "), on_stack ? 1u : 0u) << source;
+    std::mt19937 rng(3);
+    expect_matches_reference(b.graph, {random_tensor(DType::F32, {3, row}, rng)}, "softmax + x", 1e-5);
+  }
+}
+
+TEST(Fusion, HalfSoftmaxStashesExpOnTheStack) {
+  // A bf16 output would round a stashed f32 exp, so a half-precision softmax keeps it in a
+  // stack array: exp once per element, and the result still matches the reference.
   IrTestBuilder b;
-  const ir::Shape shape = {5, 129};
-  auto x = b.input("x", DType::F32, shape);
-  b.output(b.binary(Op::Add, softmax(b, x, shape), x));
+  const ir::Shape shape = {4, 300};
+  auto x = b.input("x", DType::BF16, shape);
+  b.output(b.unary(Op::Cast, softmax(b, b.unary(Op::Cast, x, DType::F32), shape), DType::BF16));
   const std::string source = only_kernel_source(b.graph);
-  EXPECT_EQ(count(source, "lm_expf("), 2u) << source;
-  std::mt19937 rng(3);
-  expect_matches_reference(b.graph, {random_tensor(DType::F32, {5, 129}, rng)}, "softmax + x", 1e-5);
+  EXPECT_EQ(count(source, "lm_expf("), 1u) << source;
+  EXPECT_EQ(count(source, "lm_stash[i1] = "), 1u) << source;
+  std::mt19937 rng(5);
+  expect_matches_reference(b.graph, {random_tensor(DType::BF16, {4, 300}, rng)}, "bf16 softmax");
 }
 
 // Attention as translator/attention.cpp composes it: q [H, L, E], k [H, S, E] read transposed,

@@ -323,26 +323,25 @@ class Emitter {
     return out;
   }
 
-  // A row kernel's last pass may store its element value straight into the output, and the
-  // final pass read it back instead of computing it again: softmax then evaluates exp once per
-  // element, not twice. Only where that is exact and safe: one varying store, in the value's
-  // own dtype, f32/f64 (a half-precision output would round the stash); the value contains a
-  // transcendental (else recomputing is as cheap as reloading); and the store's value depends on
-  // nothing else per element (no other load), so an output sharing memory with an input is
-  // never read after the stash overwrote it. The stashed value is the last reduction's input;
-  // returns the store that receives it, or nullptr.
-  const Store* stash_store() const {
-    if (!row_ || k_.reductions.empty()) return nullptr;
-    const Store* varying = nullptr;
-    for (const Store& s : k_.stores) {
-      if (per_row_[s.value] && index_per_row(s.index)) continue;
-      if (varying) return nullptr;
-      varying = &s;
-    }
-    if (!varying) return nullptr;
+  // A row kernel's last pass may keep its element value, and the final pass read it back
+  // instead of computing it again: softmax then evaluates exp once per element, not twice.
+  // Only where the value contains a transcendental (else recomputing is as cheap as reloading).
+  // The value goes into the output itself where that is exact and safe: one varying store, in
+  // the value's own dtype, f32/f64 (a half-precision output would round it), and the store's
+  // value depends on nothing else per element (no other load), so an output sharing memory
+  // with an input is never read after the stash overwrote it. Otherwise, for an f32/f64 value
+  // over a static row of at most kMaxScratchStash elements (a half-precision softmax), it goes
+  // into a row-sized array on the stack.
+  static constexpr int64_t kMaxScratchStash = 8192;
+  struct Stash {
+    const Store* store = nullptr;  // the output that receives it
+    bool scratch = false;          // or the stack array lm_stash
+  };
+  Stash stash_plan() const {
+    if (!row_ || k_.reductions.empty()) return {};
     const int x = k_.reductions.back().input;
-    const DType t = k_.params[varying->param].dtype;
-    if (per_row_[x] || k_.values[x].dtype != t || (t != DType::F32 && t != DType::F64)) return nullptr;
+    const DType xt = k_.values[x].dtype;
+    if (per_row_[x] || (xt != DType::F32 && xt != DType::F64)) return {};
     std::function<bool(int)> transcendental = [&](int id) {
       const Value& v = k_.values[id];
       if (v.kind != ValueKind::Compute) return false;
@@ -353,7 +352,15 @@ class Emitter {
         if (transcendental(a)) return true;
       return false;
     };
-    if (!transcendental(x)) return nullptr;
+    if (!transcendental(x)) return {};
+    const Store* varying = nullptr;
+    bool one_varying = true;
+    for (const Store& s : k_.stores) {
+      if (per_row_[s.value] && index_per_row(s.index)) continue;
+      if (varying) one_varying = false;
+      varying = &s;
+    }
+    if (!varying) return {};
     bool uses_x = false;
     std::function<bool(int)> only_through_x = [&](int id) {
       if (id == x) return uses_x = true;
@@ -364,7 +371,11 @@ class Emitter {
         if (!only_through_x(a)) return false;
       return true;
     };
-    return only_through_x(varying->value) && uses_x ? varying : nullptr;
+    if (one_varying && k_.params[varying->param].dtype == xt && only_through_x(varying->value) && uses_x)
+      return {varying, false};
+    const ir::Expr& extent = k_.domain[inner_];
+    if (extent.is_constant() && extent.constant_value() <= kMaxScratchStash) return {nullptr, true};
+    return {};
   }
 
   std::string loop_body() {
@@ -419,7 +430,11 @@ class Emitter {
     // Row kernel: one pass per reduction, then the varying stores.
     row_code_.clear();
     row_done_.clear();
-    const Store* const stash = stash_store();
+    const Stash stash = stash_plan();
+    const std::string inner_var = "i" + std::to_string(inner_);
+    if (stash.scratch)
+      out << "    " << table_.compute_type(k_.values[k_.reductions.back().input].dtype) << " lm_stash["
+          << expr_text(k_.domain[inner_]) << "];\n";
     for (size_t ri = 0; ri < k_.reductions.size(); ++ri) {
       const Reduction& r = k_.reductions[ri];
       const DType in_dtype = k_.values[r.input].dtype;
@@ -428,7 +443,10 @@ class Emitter {
       std::set<int> done;
       Scope scope{&body, &done, false, "      "};
       const std::string x = ref(r.input, scope);
-      if (stash && ri + 1 == k_.reductions.size()) body += store_statement(*stash, x, scope);
+      if (ri + 1 == k_.reductions.size()) {
+        if (stash.store) body += store_statement(*stash.store, x, scope);
+        if (stash.scratch) body += scope.indent + "lm_stash[" + inner_var + "] = " + x + ";\n";
+      }
       const std::string acc = "acc" + std::to_string(ri);
       std::string combine = text.combine;
       for (size_t pos; (pos = combine.find("%a")) != std::string::npos;) combine.replace(pos, 2, acc);
@@ -447,12 +465,19 @@ class Emitter {
     std::string final_body;
     std::set<int> final_done;
     Scope final_scope{&final_body, &final_done, false, "      "};
-    if (stash) {
+    if (stash.store) {
       const int value = k_.reductions.back().input;
-      const DType t = k_.params[stash->param].dtype;
+      const DType t = k_.params[stash.store->param].dtype;
       final_body += final_scope.indent + "const " + table_.compute_type(t) + " " + value_name(value) + " = " +
-                    table_.load(t, "p" + std::to_string(stash->param) + "[" + index_text(stash->index, false) + "]") +
+                    table_.load(t, "p" + std::to_string(stash.store->param) + "[" +
+                                       index_text(stash.store->index, false) + "]") +
                     ";\n";
+      final_done.insert(value);
+    }
+    if (stash.scratch) {
+      const int value = k_.reductions.back().input;
+      final_body += final_scope.indent + "const " + table_.compute_type(k_.values[value].dtype) + " " +
+                    value_name(value) + " = lm_stash[" + inner_var + "];\n";
       final_done.insert(value);
     }
     // Per-row values are all defined before the final pass (row_code_), whichever store asks
