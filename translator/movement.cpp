@@ -66,12 +66,7 @@ Tensor gather_through_unary(TranslationContext& cx, Tensor data, int dim, const 
 // piece has no position to read.
 Tensor selected_concat(TranslationContext& cx, const std::vector<Tensor>& pieces, int dim, DType dtype,
                        const ir::Shape& shape) {
-  ir::Node iota_node;
-  iota_node.op = ir::Op::Iota;
-  iota_node.dtype = DType::I64;
-  iota_node.shape = shape;
-  iota_node.axis = dim;
-  const Tensor positions = cx.add(std::move(iota_node));
+  const Tensor positions = iota(cx, shape, dim, DType::I64);
   const auto position_constant = [&](int64_t v) { return constant(cx, ir::Scalar::of_int(v), DType::I64); };
   const int64_t total = shape[dim].constant_value();
   Tensor out;

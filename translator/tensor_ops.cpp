@@ -126,14 +126,16 @@ Tensor constant(TranslationContext& cx, const ir::Scalar& value, DType dtype, co
   return cx.add(std::move(n));
 }
 
-Tensor iota(TranslationContext& cx, const Expr& length, DType dtype) {
+Tensor iota(TranslationContext& cx, const ir::Shape& shape, int axis, DType dtype) {
   ir::Node n;
   n.op = ir::Op::Iota;
   n.dtype = dtype;
-  n.shape = {length};
-  n.axis = 0;
+  n.shape = shape;
+  n.axis = axis;
   return cx.add(std::move(n));
 }
+
+Tensor iota(TranslationContext& cx, const Expr& length, DType dtype) { return iota(cx, {length}, 0, dtype); }
 
 Tensor size_value(TranslationContext& cx, const Expr& size, DType dtype) {
   if (size.is_constant()) return constant(cx, ir::Scalar::of_int(size.constant_value()), dtype);

@@ -47,6 +47,8 @@ Tensor materialize(TranslationContext& cx, const Operand& operand, ir::DType dty
 // ---- sources ----
 // The value is converted to `dtype` as torch would (floats to integers truncate, to bool != 0).
 Tensor constant(TranslationContext& cx, const ir::Scalar& value, ir::DType dtype, const ir::Shape& shape = {});
+// The index along `axis` at every position of `shape`; the 1-d form is 0..length-1.
+Tensor iota(TranslationContext& cx, const ir::Shape& shape, int axis, ir::DType dtype);
 Tensor iota(TranslationContext& cx, const ir::Expr& length, ir::DType dtype);
 // A 0-d tensor holding the value of a size expression: a Constant when static, else the sum of
 // `size` ones (the IR has no symbolic scalar; sizes are never negative). `x * seq_len`.

@@ -82,6 +82,26 @@ TEST(CpuRuntime, CastsBetweenAllDtypes) {
   }
 }
 
+// Values that probe rounding to a 16-bit float format: every `step`-th finite positive bit
+// pattern below `finite_end` widened by `widen`, the midpoint to its neighbour (a tie) and one
+// f32 ulp either side of it, then `edges`; each value with both signs.
+std::vector<float> rounding_probes(float (*widen)(uint16_t), uint32_t finite_end, uint32_t step,
+                                   std::initializer_list<float> edges) {
+  std::vector<float> values;
+  const auto both_signs = [&](float v) {
+    values.push_back(v);
+    values.push_back(-v);
+  };
+  for (uint32_t h = 0; h < finite_end; h += step) {
+    const float lo = widen(static_cast<uint16_t>(h));
+    const float hi = widen(static_cast<uint16_t>(h + 1));
+    const float mid = lo + (hi - lo) / 2;
+    for (float v : {lo, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY)}) both_signs(v);
+  }
+  for (float v : edges) both_signs(v);
+  return values;
+}
+
 TEST(CpuRuntime, EveryHalfWidensToTheReferenceBits) {
   // Generated kernels widen f16 without branches (so the loops vectorise); every one of the 65536
   // bit patterns must give half_to_float's bits, signed zeros and subnormals included.
@@ -110,20 +130,8 @@ TEST(CpuRuntime, NarrowingToHalfRoundsAsTheReference) {
   // Generated kernels narrow f32 to f16 without branches. Every half value, the midpoints between
   // neighbours (ties to even) and one f32 ulp either side of each midpoint, signed, with the
   // overflow and subnormal edges among them, must give float_to_half's bits.
-  std::vector<float> values;
-  for (uint32_t h = 0; h < 0x7c00u; ++h) {
-    const float lo = half_to_float(static_cast<uint16_t>(h));
-    const float hi = half_to_float(static_cast<uint16_t>(h + 1));
-    const float mid = lo + (hi - lo) / 2;
-    for (float v : {lo, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY)}) {
-      values.push_back(v);
-      values.push_back(-v);
-    }
-  }
-  for (float v : {65519.99f, 65520.0f, 1e10f, INFINITY, NAN, 1e-10f, 0.0f}) {
-    values.push_back(v);
-    values.push_back(-v);
-  }
+  const std::vector<float> values =
+      rounding_probes(half_to_float, 0x7c00u, 1, {65519.99f, 65520.0f, 1e10f, INFINITY, NAN, 1e-10f, 0.0f});
   const int64_t n = static_cast<int64_t>(values.size());
   IrTestBuilder b;
   auto x = b.input("x", DType::F32, {n});
@@ -148,20 +156,8 @@ TEST(CpuRuntime, BfloatRoundingBetweenOpsMatchesTheReference) {
   // and widened: every bf16 value, the midpoints between neighbours (ties to even) and one f32
   // ulp either side, signed, with infinities, NaN and the overflow edge, must round as the
   // reference's float_to_bf16 does.
-  std::vector<float> values;
-  for (uint32_t h = 0; h < 0x7f80u; h += 7) {
-    const float lo = bf16_to_float(static_cast<uint16_t>(h));
-    const float hi = bf16_to_float(static_cast<uint16_t>(h + 1));
-    const float mid = lo + (hi - lo) / 2;
-    for (float v : {lo, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY)}) {
-      values.push_back(v);
-      values.push_back(-v);
-    }
-  }
-  for (float v : {3.3961776e38f, 3.4028235e38f, INFINITY, NAN, 1e-40f, 0.0f}) {
-    values.push_back(v);
-    values.push_back(-v);
-  }
+  const std::vector<float> values =
+      rounding_probes(bf16_to_float, 0x7f80u, 7, {3.3961776e38f, 3.4028235e38f, INFINITY, NAN, 1e-40f, 0.0f});
   const int64_t n = static_cast<int64_t>(values.size());
   IrTestBuilder b;
   auto x = b.input("x", DType::F32, {n});

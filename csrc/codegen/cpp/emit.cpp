@@ -304,9 +304,12 @@ class Emitter {
     return "    #pragma omp simd" + (clause.empty() ? "" : " " + clause) + "\n";
   }
 
-  std::string loop_header(const std::string& indent) const {
+  // The inner loop over [begin, end); by default the whole inner extent.
+  std::string loop_header(const std::string& indent, const std::string& begin = "0",
+                          const std::string& end = "") const {
     const std::string var = "i" + std::to_string(inner_);
-    return indent + "for (int64_t " + var + " = 0; " + var + " < " + expr_text(k_.domain[inner_]) + "; ++" + var + ") {\n";
+    return indent + "for (int64_t " + var + " = " + begin + "; " + var + " < " +
+           (end.empty() ? expr_text(k_.domain[inner_]) : end) + "; ++" + var + ") {\n";
   }
 
   // Declares the loop variables of `dims` (outermost first) from the work item lm_p.
@@ -413,14 +416,11 @@ class Emitter {
         if (splits.empty()) {
           out << simd_pragma("") << loop_header("    ") << code << "    }\n";
         } else {
-          const std::string var = "i" + std::to_string(inner_);
           std::vector<std::string> bounds = {"INT64_C(0)"};
           for (int64_t p : splits) bounds.push_back("INT64_C(" + std::to_string(p) + ")");
           bounds.push_back(expr_text(k_.domain[inner_]));
           for (size_t r = 0; r + 1 < bounds.size(); ++r)
-            out << simd_pragma("") << "    for (int64_t " << var << " = " << bounds[r] << "; " << var << " < "
-                << bounds[r + 1] << "; ++" << var << ") {\n"
-                << code << "    }\n";
+            out << simd_pragma("") << loop_header("    ", bounds[r], bounds[r + 1]) << code << "    }\n";
         }
       }
       out << "  }\n";
@@ -465,19 +465,17 @@ class Emitter {
     std::string final_body;
     std::set<int> final_done;
     Scope final_scope{&final_body, &final_done, false, "      "};
-    if (stash.store) {
+    if (stash.store || stash.scratch) {
+      // The stash holds the value in its own dtype either way (stash_plan requires the output's
+      // dtype to be the value's).
       const int value = k_.reductions.back().input;
-      const DType t = k_.params[stash.store->param].dtype;
-      final_body += final_scope.indent + "const " + table_.compute_type(t) + " " + value_name(value) + " = " +
-                    table_.load(t, "p" + std::to_string(stash.store->param) + "[" +
-                                       index_text(stash.store->index, false) + "]") +
+      const DType t = k_.values[value].dtype;
+      const std::string read =
+          stash.store ? table_.load(t, "p" + std::to_string(stash.store->param) + "[" +
+                                           index_text(stash.store->index, false) + "]")
+                      : "lm_stash[" + inner_var + "]";
+      final_body += final_scope.indent + "const " + table_.compute_type(t) + " " + value_name(value) + " = " + read +
                     ";\n";
-      final_done.insert(value);
-    }
-    if (stash.scratch) {
-      const int value = k_.reductions.back().input;
-      final_body += final_scope.indent + "const " + table_.compute_type(k_.values[value].dtype) + " " +
-                    value_name(value) + " = lm_stash[" + inner_var + "];\n";
       final_done.insert(value);
     }
     // Per-row values are all defined before the final pass (row_code_), whichever store asks
