@@ -20,53 +20,57 @@ Tensor scalar_constant(TranslationContext& cx, double value, DType dtype) {
   return constant(cx, ir::Scalar::of_float(value), dtype);
 }
 
-// Row r of a matrix grouped by `offs` (ascending ends of the groups) belongs to group
-// #{g : offs[g] <= r}. Rows at or past offs[-1] belong to no group; their group id is clamped
-// to the last group so that every weight read stays in bounds whatever offs holds, and
-// `in_group` tells them apart (upstream luminal needed the same clamp: the all-ones offs of its
-// profiler's dummy inputs pushed ids to G).
+// Row r of a matrix grouped by `offs` belongs to the last group g whose range
+// [offs[g-1], offs[g]) (offs[-1] = 0) holds it: the GroupedMatmul semantics of ir/ops.def, so
+// that both lowerings agree even where offs does not ascend. Rows in no group (at or past
+// offs[-1] when it ascends) get group 0, so that every weight read stays in bounds whatever offs
+// holds, and `in_group` tells them apart (upstream luminal needed the same clamp: the all-ones
+// offs of its profiler's dummy inputs pushed ids to G).
 struct RowGroups {
   Tensor group;     // i64 [rows], in [0, G)
   Tensor in_group;  // bool [rows]
 };
 
+void check_offs(const Tensor& offs, const std::string& op) {
+  USER_CHECK(offs.rank() == 1) << op << ": offs must be 1-d, got shape " << shape_to_string(offs.shape());
+  USER_CHECK(ir::is_integral(offs.dtype) && !ir::is_bool(offs.dtype))
+      << op << ": offs must be an integer tensor, got " << ir::dtype_name(offs.dtype);
+}
+
 RowGroups row_groups(TranslationContext& cx, const Expr& rows, const Tensor& offs_arg, const std::string& op) {
-  USER_CHECK(offs_arg.rank() == 1) << op << ": offs must be 1-d, got shape " << shape_to_string(offs_arg.shape());
-  USER_CHECK(ir::is_integral(offs_arg.dtype) && !ir::is_bool(offs_arg.dtype))
-      << op << ": offs must be an integer tensor, got " << ir::dtype_name(offs_arg.dtype);
-  Tensor offs = cast(cx, offs_arg, DType::I64);
-  const Expr groups = offs.shape()[0];
+  check_offs(offs_arg, op);
+  Tensor ends = cast(cx, offs_arg, DType::I64);
+  const Expr groups = ends.shape()[0];
   USER_CHECK(!(groups.is_constant() && groups.constant_value() == 0)) << op << ": offs is empty (no groups)";
-  Tensor r = unsqueeze(iota(cx, rows, DType::I64), 1);                          // [rows, 1]
-  Tensor ended = cast(cx, binary(cx, Op::Le, unsqueeze(offs, 0), r), DType::I64);  // [rows, G]
-  Tensor group = reduce(cx, Op::SumReduce, ended, {1}, /*keepdim=*/false);
-  Tensor group_count = size_value(cx, groups, DType::I64);
-  Tensor last_group = binary(cx, Op::Sub, group_count, constant(cx, ir::Scalar::of_int(1), DType::I64));
-  Tensor in_group = binary(cx, Op::Lt, group, group_count);
-  return {binary(cx, Op::Min, group, last_group), in_group};
+  const auto i64 = [&](int64_t v) { return constant(cx, ir::Scalar::of_int(v), DType::I64); };
+  Tensor g = iota(cx, groups, DType::I64);                                              // [G]
+  Tensor previous = gather(cx, ends, 0, binary(cx, Op::Max, binary(cx, Op::Sub, g, i64(1)), i64(0)));
+  Tensor begins = where(cx, binary(cx, Op::Eq, g, i64(0)), i64(0), previous);           // [G]
+  Tensor r = unsqueeze(iota(cx, rows, DType::I64), 1);                                  // [rows, 1]
+  Tensor holds = binary(cx, Op::And, binary(cx, Op::Le, unsqueeze(begins, 0), r),
+                        binary(cx, Op::Lt, r, unsqueeze(ends, 0)));                     // [rows, G]
+  Tensor last = reduce(cx, Op::MaxReduce, where(cx, holds, unsqueeze(g, 0), i64(-1)), {1}, /*keepdim=*/false);
+  return {binary(cx, Op::Max, last, i64(0)), binary(cx, Op::Le, i64(0), last)};
 }
 
-// Whether grouped_rows_matmul multiplies every row by every group's weight and then picks. With
-// at least as many rows as groups (a prefill), gathering a [K, N] slice per row reads more weight
-// bytes than all G slices together and writes each copy out; the dense product reads each
-// expert's weights once, through BLAS, but does G / top-k times the FLOPs. On this CPU class
-// (~20 GB/s, ~80 GFLOP/s f32) that wins up to about 20 groups, so dense is used for at most 16:
-// Mixtral's 8 experts, not Qwen3-MoE's 128. Few rows (a decode step's top-k) always gather;
-// symbolic rows are a prefill, as decode shapes are static.
-constexpr int64_t kDenseMaxGroups = 16;
-
-bool dense_grouped_rows(const Expr& rows, const Expr& groups) {
-  if (!groups.is_constant() || groups.constant_value() > kDenseMaxGroups) return false;
-  return !rows.is_constant() || rows.constant_value() >= groups.constant_value();
+// Whether grouped_rows_matmul gathers each row's expert weights rather than emitting a
+// GroupedMatmul: a decode step, whose few rows (its top-k, static) are fewer than the experts.
+// Its gathered [K, N] slices feed the generated GEMV kernel, which streams bf16 weights without
+// widening them first. Every other floating product is a GroupedMatmul: one BLAS call per
+// expert with rows, each routed expert's weights read once, and none of the others; symbolic
+// rows are a prefill, as decode shapes are static. Integers (no BLAS) always gather.
+bool gathers_expert_weights(const Expr& rows, const Expr& groups, DType dtype) {
+  if (!ir::is_floating(dtype)) return true;
+  return rows.is_constant() && (!groups.is_constant() || rows.constant_value() < groups.constant_value());
 }
 
-// input [S, K] x weight [G, K, N] grouped along S by offs -> [S, N]. Few rows: gather-then-
-// matmul, each row reading only its own expert's [K, N] slice (in the weight's dtype, never a
-// cast copy of all experts: upstream luminal's first version cast every expert's weights to f32
-// and ran out of memory on Qwen3-30B-A3B), then a batched [1, K] x [K, N] product per row. Many
-// rows: see dense_grouped_rows. offs stays a runtime tensor either way, so one compile serves
-// every routing. Rows past offs[-1] are zero (the fallback's zero-filled output; torch's kernel
-// leaves them unwritten).
+// input [S, K] x weight [G, K, N] grouped along S by offs -> [S, N], as a GroupedMatmul (see
+// gathers_expert_weights) or gather-then-matmul: each row reads only its own expert's [K, N]
+// slice (in the weight's dtype, never a cast copy of all experts: upstream luminal's first
+// version cast every expert's weights to f32 and ran out of memory on Qwen3-30B-A3B), then a
+// batched [1, K] x [K, N] product per row. offs stays a runtime tensor either way, so one compile
+// serves every routing. Rows past offs[-1] are zero (the fallback's zero-filled output; torch's
+// kernel leaves them unwritten).
 Tensor grouped_rows_matmul(TranslationContext& cx, const Tensor& input, const Tensor& weight, const Tensor& offs,
                            const std::string& op) {
   const Expr rows = input.shape()[0];
@@ -74,24 +78,18 @@ Tensor grouped_rows_matmul(TranslationContext& cx, const Tensor& input, const Te
                                   !(offs.shape()[0].is_constant() && weight.shape()[0].is_constant())))
       << op << ": offs of shape " << shape_to_string(offs.shape()) << " for " << weight.shape()[0].to_string()
       << " groups";
+  check_offs(offs, op);
+  if (!gathers_expert_weights(rows, weight.shape()[0], input.dtype)) return grouped_matmul(cx, input, weight, offs);
   RowGroups groups = row_groups(cx, rows, offs, op);
-  const Expr n = weight.shape()[2];
-  Tensor out;
-  if (dense_grouped_rows(rows, weight.shape()[0])) {
-    Tensor every = matmul(cx, unsqueeze(input, 0), weight);                     // [G, S, N]
-    Tensor index = expand(unsqueeze(unsqueeze(groups.group, 0), 2), {Expr(int64_t{1}), rows, n});
-    out = squeeze(gather(cx, every, 0, index), 0);                              // [S, N]
-  } else {
-    // Gather in the weight's storage order: a Linear-style [G, N, K] weight seen as [G, K, N]
-    // is gathered as [S, N, K] and transposed back, so the copy streams and the product reads K
-    // with unit stride (the GEMV kernel), not a transposing gather then a strided GEMM.
-    const bool k_contiguous = ir::is_one(weight.ref.view.strides()[1]) && !ir::is_one(weight.ref.view.strides()[2]);
-    Tensor stored = k_contiguous ? transpose(weight, 1, 2) : weight;
-    Tensor index = expand(unsqueeze(unsqueeze(groups.group, 1), 2), {rows, stored.shape()[1], stored.shape()[2]});
-    Tensor expert_weights = gather(cx, stored, 0, index);                       // [S, K, N] or [S, N, K]
-    if (k_contiguous) expert_weights = transpose(expert_weights, 1, 2);         // [S, K, N]
-    out = squeeze(matmul(cx, unsqueeze(input, 1), expert_weights), 1);          // [S, N]
-  }
+  // Gather in the weight's storage order: a Linear-style [G, N, K] weight seen as [G, K, N] is
+  // gathered as [S, N, K] and transposed back, so the copy streams and the product reads K with
+  // unit stride (the GEMV kernel), not a transposing gather then a strided GEMM.
+  const bool k_contiguous = ir::is_one(weight.ref.view.strides()[1]) && !ir::is_one(weight.ref.view.strides()[2]);
+  Tensor stored = k_contiguous ? transpose(weight, 1, 2) : weight;
+  Tensor index = expand(unsqueeze(unsqueeze(groups.group, 1), 2), {rows, stored.shape()[1], stored.shape()[2]});
+  Tensor expert_weights = gather(cx, stored, 0, index);                       // [S, K, N] or [S, N, K]
+  if (k_contiguous) expert_weights = transpose(expert_weights, 1, 2);         // [S, K, N]
+  Tensor out = squeeze(matmul(cx, unsqueeze(input, 1), expert_weights), 1);    // [S, N]
   Tensor zero = constant(cx, ir::Scalar::of_int(0), out.dtype);
   return where(cx, unsqueeze(groups.in_group, 1), out, zero);
 }

@@ -446,6 +446,18 @@ Tensor matmul(TranslationContext& cx, const Tensor& a, const Tensor& b) {
   return out;
 }
 
+Tensor grouped_matmul(TranslationContext& cx, const Tensor& a, const Tensor& b, const Tensor& offs) {
+  INTERNAL_CHECK(a.rank() == 2 && b.rank() == 3 && offs.rank() == 1 && a.dtype == b.dtype && ir::is_floating(a.dtype))
+      << "grouped matmul of " << shape_to_string(a.shape()) << " " << ir::dtype_name(a.dtype) << " x "
+      << shape_to_string(b.shape()) << " " << ir::dtype_name(b.dtype);
+  ir::Node n;
+  n.op = ir::Op::GroupedMatmul;
+  n.dtype = a.dtype;
+  n.shape = {a.shape()[0], b.shape()[2]};
+  n.inputs = {a.ref, b.ref, cast(cx, offs, DType::I64).ref};
+  return cx.add(std::move(n));
+}
+
 // ---- indexing ----
 
 Tensor index_along(const Tensor& positions, int dim, ir::Shape shape) {

@@ -81,6 +81,9 @@ Tensor reduce(TranslationContext& cx, ir::Op op, const Tensor& t, const std::vec
 // ---- contraction ----
 // torch.matmul semantics for rank >= 1 operands (1-d operands are unsqueezed then squeezed).
 Tensor matmul(TranslationContext& cx, const Tensor& a, const Tensor& b);
+// a [S, K] x b [G, K, N] with row groups ending at offs [G] -> [S, N] (GroupedMatmul in
+// ir/ops.def); a and b of one floating dtype, offs of any integer dtype.
+Tensor grouped_matmul(TranslationContext& cx, const Tensor& a, const Tensor& b, const Tensor& offs);
 
 // ---- indexing ----
 Tensor gather(TranslationContext& cx, const Tensor& data, int axis, const Tensor& index);

@@ -105,6 +105,19 @@ void verify_node(const Graph& graph, NodeId id) {
     INTERNAL_CHECK(a[a.size() - 1] == b[b.size() - 2]) << "matmul inner dims " << shape_to_string(a) << " x "
                                                         << shape_to_string(b);
   }
+  if (n.op == Op::GroupedMatmul) {
+    const Shape& a = n.inputs[0].view.shape();
+    const Shape& b = n.inputs[1].view.shape();
+    const Shape& offs = n.inputs[2].view.shape();
+    INTERNAL_CHECK(a.size() == 2 && b.size() == 3 && offs.size() == 1) << "grouped matmul ranks";
+    INTERNAL_CHECK(a[1] == b[1] && offs[0] == b[0]) << "grouped matmul of " << shape_to_string(a) << " x "
+                                                    << shape_to_string(b) << " with offs " << shape_to_string(offs);
+    INTERNAL_CHECK(n.shape == Shape({a[0], b[2]})) << "grouped matmul output shape " << shape_to_string(n.shape);
+    INTERNAL_CHECK(is_floating(n.dtype) && input_dtype(0) == n.dtype && input_dtype(1) == n.dtype)
+        << "grouped matmul of " << dtype_name(input_dtype(0)) << " x " << dtype_name(input_dtype(1)) << " to "
+        << dtype_name(n.dtype);
+    INTERNAL_CHECK(input_dtype(2) == DType::I64) << "grouped matmul offs must be i64";
+  }
   if (n.op == Op::Gather || n.op == Op::Scatter) {
     INTERNAL_CHECK(input_dtype(1) == DType::I64) << "index must be i64";
     INTERNAL_CHECK(n.axis >= 0 && n.axis < static_cast<int>(n.inputs[0].view.rank())) << "indexing axis " << n.axis;

@@ -87,6 +87,9 @@ struct IrTestBuilder {
     shape.back() = b.view.shape().back();
     return add(make(Op::Matmul, dtype_of(a), shape, {a, b}));
   }
+  TensorRef grouped_matmul(const TensorRef& a, const TensorRef& b, const TensorRef& offs) {
+    return add(make(Op::GroupedMatmul, dtype_of(a), {a.view.shape()[0], b.view.shape()[2]}, {a, b, offs}));
+  }
   TensorRef gather(const TensorRef& data, const TensorRef& index, int axis) {
     ir::Node node = make(Op::Gather, dtype_of(data), index.view.shape(), {data, index});
     node.axis = axis;

@@ -252,6 +252,34 @@ TEST(CpuRuntime, MatmulAllPaths) {
   }
 }
 
+TEST(CpuRuntime, GroupedMatmulMatchesTheReference) {
+  // Symbolic rows (a prefill), a Linear-style transposed weight and a plain one, a column view of
+  // the rows, and offs with empty groups, rows past the last group, ranges that do not ascend
+  // and ends outside [0, S]; a consumer fused after it.
+  std::mt19937 rng(21);
+  const Expr s = Expr::symbol("s0");
+  const std::vector<std::vector<int64_t>> routings = {
+      {3, 3, 8, 10}, {2, 5, 6, 6}, {6, 2, 9, 10}, {-3, 4, 20, 20}, {0, 0, 0, 0}, {10, 10, 10, 10}};
+  for (DType t : {DType::F32, DType::F64, DType::BF16, DType::F16}) {
+    IrTestBuilder b;
+    auto a = b.input("a", t, {s, 12});
+    auto a_columns = b.input("a_columns", t, {12, s});
+    auto w = b.input("w", t, {4, 12, 7});
+    auto w_linear = b.input("w_linear", t, {4, 7, 12});
+    auto offs = b.input("offs", DType::I64, {4});
+    b.output(b.unary(Op::Neg, b.grouped_matmul(a, w, offs)));
+    b.output(b.grouped_matmul(viewed(a_columns, a_columns.view.permute({1, 0})),
+                              viewed(w_linear, w_linear.view.permute({0, 2, 1})), offs));
+    for (const std::vector<int64_t>& ends : routings) {
+      expect_matches_reference(
+          b.graph,
+          {random_tensor(t, {10, 12}, rng), random_tensor(t, {12, 10}, rng), random_tensor(t, {4, 12, 7}, rng),
+           random_tensor(t, {4, 7, 12}, rng), HostTensor::of<int64_t>(DType::I64, {4}, ends)},
+          std::string("grouped matmul ") + ir::dtype_name(t), t == DType::F32 ? 1e-5 : (t == DType::F16 ? 5e-3 : -1));
+    }
+  }
+}
+
 TEST(CpuRuntime, GatherAndScatter) {
   std::mt19937 rng(9);
   for (DType t : {DType::F32, DType::I64, DType::BF16, DType::Bool}) {

@@ -82,17 +82,24 @@ FALLBACK_VARIANTS = {
     # transformers passes the [G, N, K] parameter transposed, and the gathered rows of a view.
     "transposed_weight": (lambda m: m((6, 8)), lambda m: m((3, 5, 8)).transpose(-2, -1), offs(3, 3, 6)),
     "noncontiguous_input": (lambda m: m((8, 6)).t(), lambda m: m((2, 8, 4)), offs(2, 6)),
+    # Ends past the rows are clamped, as Python slicing clamps them in the fallback.
+    "ends_past_rows": (lambda m: m((6, 8)), lambda m: m((3, 8, 5)), offs(2, 9, 9)),
+    # offs that does not ascend: each group slices from the previous end, and a later group's
+    # product overwrites an earlier one's rows (torch's own kernel requires ascending offs).
+    "not_ascending": (lambda m: m((6, 8)), lambda m: m((3, 8, 5)), offs(4, 2, 6)),
     # Fewer rows than experts (a decode step's top-k): each row gathers its expert's weight; the
-    # variants above have at least as many rows as experts and multiply by every expert.
+    # variants above have at least as many rows as experts and run one product per expert.
     "few_rows": (lambda m: m((2, 8)), lambda m: m((4, 8, 5)), offs(0, 1, 1, 2)),
     "few_rows_transposed_weight": (
         lambda m: m((3, 8)), lambda m: m((5, 6, 8)).transpose(-2, -1), offs(1, 1, 2, 3, 3)
     ),
-    # More than 16 experts (Qwen3-MoE has 128): rows gather even when they outnumber the experts.
+    "few_rows_not_ascending": (lambda m: m((3, 8)), lambda m: m((4, 8, 5)), offs(2, 1, 3, 3)),
+    # Many experts (Qwen3-MoE has 128), most of them empty.
     "many_experts": (lambda m: m((20, 8)), lambda m: m((17, 8, 5)), offs(*range(1, 17), 20)),
 }
 FALLBACK_CASE = Case("grouped_mm_fallback", fallback, dtypes=FLOATS, variants=FALLBACK_VARIANTS, arity=3,
-                     short=("groups", "transposed_weight", "tail_rows", "few_rows", "many_experts"),
+                     short=("groups", "transposed_weight", "tail_rows", "not_ascending", "few_rows",
+                            "few_rows_not_ascending", "many_experts"),
                      domains=((-2, 2), (-2, 2)), tolerance_scale=2.0)
 
 
@@ -115,11 +122,24 @@ def test_grouped_mm_fallback_one_compile_for_every_routing():
     assert len(backend.compiled) == 1
 
 
-@pytest.mark.parametrize("rows", [2, 4], ids=["gathered_per_row", "every_expert_then_picked"])
+def test_grouped_rows_run_one_blas_call_per_expert(tmp_path):
+    """At least as many rows as experts (a prefill): one grouped BLAS step reads each routed
+    expert's weights in place; no kernel gathers a weight copy per row."""
+    compiled = torch.compile(fallback, backend="luminal", options={"debug_dir": str(tmp_path), "fallback": "error"})
+    a, w = torch.randn(6, 8), torch.randn(3, 5, 8).transpose(-2, -1)
+    o = torch.tensor([2, 2, 6], dtype=torch.int32)
+    assert_close(compiled(a, w, o), fallback(a, w, o))
+    steps = [line for line in (tmp_path / "cpu_stats.txt").read_text().splitlines()
+             if line.startswith(("kernel", "gemm", "grouped", "aten"))]
+    assert sum(line.startswith("grouped") for line in steps) == 1, steps
+    assert not any(line.startswith(("gemm", "aten")) or "gather" in line for line in steps), steps
+
+
+@pytest.mark.parametrize("rows", [2, 4], ids=["gathered_per_row", "grouped_per_expert"])
 def test_grouped_mm_reads_only_routed_experts(rows):
     """A NaN in an expert no row is routed to never reaches the output, in both lowerings: a row
-    gathers its own expert's weight, or picks its own expert's product (a dense product masked
-    afterwards would spread it: NaN * 0 is NaN)."""
+    gathers its own expert's weight, or each expert with rows multiplies only its own (a dense
+    product masked afterwards would spread it: NaN * 0 is NaN)."""
     compiled = torch.compile(fallback, backend=CountingBackend(), fullgraph=True)
     a, w = torch.randn(rows, 8), torch.randn(3, 8, 5)
     w[1] = float("nan")

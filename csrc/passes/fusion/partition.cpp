@@ -13,6 +13,7 @@ const char* group_kind_name(GroupKind kind) {
     case GroupKind::Pointwise: return "pointwise";
     case GroupKind::Row: return "row";
     case GroupKind::Matmul: return "matmul";
+    case GroupKind::GroupedMatmul: return "grouped matmul";
     case GroupKind::Scatter: return "scatter";
     case GroupKind::AtenCall: return "aten call";
     case GroupKind::Attention: return "attention";
@@ -32,7 +33,8 @@ Partition initial_partition(const ir::Graph& graph) {
     const ir::Node& node = graph.node(static_cast<ir::NodeId>(i));
     for (size_t j = 0; j < node.inputs.size(); ++j) {
       p.users[node.inputs[j].node].push_back(static_cast<ir::NodeId>(i));
-      const bool operand = node.op == Op::Matmul || node.op == Op::Scatter || node.op == Op::AtenCall ||
+      const bool operand = node.op == Op::Matmul || node.op == Op::GroupedMatmul || node.op == Op::Scatter ||
+                           node.op == Op::AtenCall ||
                            (node.op == Op::Gather && j == 0);
       if (operand) needs_buffer[node.inputs[j].node] = true;
     }
@@ -55,6 +57,7 @@ Partition initial_partition(const ir::Graph& graph) {
         g.kind = GroupKind::Pointwise;
         break;
       case Op::Matmul: g.kind = GroupKind::Matmul; break;
+      case Op::GroupedMatmul: g.kind = GroupKind::GroupedMatmul; break;
       case Op::Scatter: g.kind = GroupKind::Scatter; break;
       case Op::AtenCall: g.kind = GroupKind::AtenCall; break;
       default:

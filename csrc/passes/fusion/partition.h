@@ -13,6 +13,7 @@ enum class GroupKind {
   Pointwise,  // elementwise ops (and Gather) over one shape
   Row,        // reductions over one axis with their elementwise prologue and epilogue
   Matmul,     // one contraction (BLAS, or a generated GEMV / integer loop)
+  GroupedMatmul,  // one BLAS product per expert, the groups read at run time
   Scatter,
   AtenCall,   // one op through the ATen fallback: never fused (a partition boundary)
   Attention,  // scaled dot-product attention as one pattern kernel (passes/attention.h)

@@ -102,6 +102,19 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       program.steps.push_back(std::move(step));
       continue;
     }
+    if (group.kind == GroupKind::GroupedMatmul) {
+      const ir::Node& node = graph.node(group.nodes[0]);
+      step.kind = Step::Kind::GroupedGemm;
+      step.dtype = node.dtype;
+      step.a = node.inputs[0].view;
+      step.b = node.inputs[1].view;
+      step.offs = node.inputs[2].view;
+      for (const ir::TensorRef& input : node.inputs) step.slots.push_back(program.slot_of_node[input.node]);
+      step.slots.push_back(arena_slot(group.nodes[0]));
+      step.what = "grouped matmul (BLAS per expert) from " + node.origin;
+      program.steps.push_back(std::move(step));
+      continue;
+    }
     codegen::LoweredKernel lowered;
     if (group.kind == GroupKind::Matmul) {
       lowered = passes::is_gemv(graph.node(group.nodes[0])) ? codegen::lower_gemv(graph, group.nodes[0])
@@ -195,7 +208,10 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
           << "\ntranslation units " << program.jit.translation_units << "\ncompiled now " << program.jit.compiled
           << "\njit ms " << program.jit.compile_ms << "\n";
     for (const Step& step : program.steps) {
-      const char* kind = step.kind == Step::Kind::Gemm ? "gemm   " : step.kind == Step::Kind::AtenCall ? "aten   " : "kernel ";
+      const char* kind = step.kind == Step::Kind::Gemm          ? "gemm   "
+                         : step.kind == Step::Kind::GroupedGemm ? "grouped"
+                         : step.kind == Step::Kind::AtenCall    ? "aten   "
+                                                                : "kernel ";
       stats << kind << step.kernel_name << "  " << step.what << "\n";
     }
   }

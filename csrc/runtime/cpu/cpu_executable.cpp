@@ -130,7 +130,7 @@ struct CpuExecutable::CallPlan {
   std::vector<std::vector<int64_t>> step_symbols;
   std::vector<int64_t> step_items;
   std::vector<bool> step_parallel;
-  std::vector<StridedLayout> gemm_a, gemm_b;
+  std::vector<StridedLayout> gemm_a, gemm_b, gemm_offs;  // Gemm and GroupedGemm steps
   // Scatter steps updating a caller's buffer: the bytes of the copy of that buffer (none when
   // in place) and of the elements written.
   std::vector<int64_t> scatter_copy_bytes, scatter_write_bytes;
@@ -224,27 +224,20 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::plan_for(const ir:
     }
     plan->scatter_copy_bytes.push_back(copy_bytes);
     plan->scatter_write_bytes.push_back(write_bytes);
-    if (step.kind == Step::Kind::Kernel) {
-      const int64_t items = step.items.evaluate(bindings);
-      plan->step_items.push_back(items);
-      plan->step_parallel.push_back(items > 1 && items * step.work_per_item.evaluate(bindings) >= kParallelThreshold);
-      plan->gemm_a.emplace_back();
-      plan->gemm_b.emplace_back();
-    } else if (step.kind == Step::Kind::AtenCall) {
-      plan->step_items.push_back(0);
-      plan->step_parallel.push_back(false);
-      plan->gemm_a.emplace_back();
-      plan->gemm_b.emplace_back();
-    } else {
-      plan->step_items.push_back(0);
-      plan->step_parallel.push_back(false);
-      auto layout = [&](const ir::View& v) {
-        return StridedLayout{ir::evaluate_shape(v.shape(), bindings), ir::evaluate_shape(v.strides(), bindings),
-                             v.offset().evaluate(bindings)};
-      };
-      plan->gemm_a.push_back(layout(step.a));
-      plan->gemm_b.push_back(layout(step.b));
-    }
+    const bool kernel = step.kind == Step::Kind::Kernel;
+    const int64_t items = kernel ? step.items.evaluate(bindings) : 0;
+    plan->step_items.push_back(items);
+    plan->step_parallel.push_back(kernel && items > 1 &&
+                                  items * step.work_per_item.evaluate(bindings) >= kParallelThreshold);
+    const bool gemm = step.kind == Step::Kind::Gemm || step.kind == Step::Kind::GroupedGemm;
+    auto layout = [&](const ir::View& v) {
+      if (!gemm || v.rank() == 0) return StridedLayout{};
+      return StridedLayout{ir::evaluate_shape(v.shape(), bindings), ir::evaluate_shape(v.strides(), bindings),
+                           v.offset().evaluate(bindings)};
+    };
+    plan->gemm_a.push_back(layout(step.a));
+    plan->gemm_b.push_back(layout(step.b));
+    plan->gemm_offs.push_back(layout(step.offs));
   }
   for (const OutputSpec& o : program_.outputs) {
     plan->output_shapes.push_back(ir::evaluate_shape(o.ref.view.shape(), bindings));
@@ -357,6 +350,12 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
     if (step.kind == Step::Kind::Gemm) {
       pool_.rest();
       blas_matmul(step.dtype, ptr[step.slots[0]], plan->gemm_a[s], ptr[step.slots[1]], plan->gemm_b[s], ptr[step.slots[2]]);
+      continue;
+    }
+    if (step.kind == Step::Kind::GroupedGemm) {
+      pool_.rest();
+      blas_grouped_matmul(step.dtype, ptr[step.slots[0]], plan->gemm_a[s], ptr[step.slots[1]], plan->gemm_b[s],
+                          static_cast<const int64_t*>(ptr[step.slots[2]]), plan->gemm_offs[s], ptr[step.slots[3]]);
       continue;
     }
     if (step.kind == Step::Kind::AtenCall) {

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "common/error.h"
+#include "common/half.h"
 
 namespace luminal::runtime::cpu {
 
@@ -72,6 +73,23 @@ void gemv(const BlasView& vb, int n, int k, const double* x, int x_stride, const
     cblas_dgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0, b, static_cast<int>(vb.ld), x, x_stride, 0.0, y, 1);
 }
 
+// out (contiguous [ma.rows, mb.cols]) = ma x mb, with K > 0; operands BLAS cannot read in
+// place are packed into the storage vectors.
+template <typename T>
+void product(const T* a, const Matrix& ma, const T* b, const Matrix& mb, T* out, std::vector<T>& a_storage,
+             std::vector<T>& b_storage) {
+  BlasView va{}, vb{};
+  const T* pa = operand(a, ma, a_storage, va);
+  const T* pb = operand(b, mb, b_storage, vb);
+  if (ma.rows == 1) {
+    // a is one row: its elements are 1 apart (NoTrans) or ld apart (Trans, a column view).
+    const int x_stride = va.transpose == CblasNoTrans ? 1 : static_cast<int>(va.ld);
+    gemv(vb, static_cast<int>(mb.cols), static_cast<int>(ma.cols), pa, x_stride, pb, out);
+  } else {
+    gemm(va, vb, static_cast<int>(ma.rows), static_cast<int>(mb.cols), static_cast<int>(ma.cols), pa, pb, out);
+  }
+}
+
 template <typename T>
 void batched(const T* a, const StridedLayout& al, const T* b, const StridedLayout& bl, T* out) {
   const size_t rank = al.shape.size();
@@ -115,16 +133,7 @@ void batched(const T* a, const StridedLayout& al, const T* b, const StridedLayou
     }
     const Matrix ma{m, k, a_row_stride, al.strides[rank - 1]};
     const Matrix mb{k, n, bl.strides[rank - 2], bl.strides[rank - 1]};
-    BlasView va{}, vb{};
-    const T* pa = operand(a + ao, ma, a_storage, va);
-    const T* pb = operand(b + bo, mb, b_storage, vb);
-    if (m == 1) {
-      // a is one row: its elements are 1 apart (NoTrans) or ld apart (Trans, a column view).
-      const int x_stride = va.transpose == CblasNoTrans ? 1 : static_cast<int>(va.ld);
-      gemv(vb, static_cast<int>(n), static_cast<int>(k), pa, x_stride, pb, out + e * n);
-    } else {
-      gemm(va, vb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), pa, pb, out + e * m * n);
-    }
+    product(a + ao, ma, b + bo, mb, out + e * m * n, a_storage, b_storage);
     for (size_t d = folded_rank; d-- > 0;) {
       if (++index[d] < batch[d]) break;
       index[d] = 0;
@@ -132,7 +141,88 @@ void batched(const T* a, const StridedLayout& al, const T* b, const StridedLayou
   }
 }
 
+// A half-precision matrix widened to f32 in its own memory order (column-major when its rows
+// are the unit-stride dim, as a Linear weight seen transposed), so that the copy streams; `m`
+// becomes the copy's description.
+void widen(const uint16_t* data, Matrix& m, float (*to_float)(uint16_t), std::vector<float>& storage) {
+  storage.resize(static_cast<size_t>(m.rows * m.cols));
+  if (m.rows > 1 && m.row_stride == 1) {
+    for (int64_t c = 0; c < m.cols; ++c)
+      for (int64_t r = 0; r < m.rows; ++r) storage[c * m.rows + r] = to_float(data[r + c * m.col_stride]);
+    m = Matrix{m.rows, m.cols, 1, m.rows};
+  } else {
+    for (int64_t r = 0; r < m.rows; ++r)
+      for (int64_t c = 0; c < m.cols; ++c) storage[r * m.cols + c] = to_float(data[r * m.row_stride + c * m.col_stride]);
+    m = Matrix{m.rows, m.cols, m.cols, 1};
+  }
+}
+
+// Calls `multiply(g, begin, end)` for each group with rows, in order (see GroupedMatmul in
+// ir/ops.def for the ranges).
+template <typename F>
+void for_each_group(const int64_t* offs, const StridedLayout& ol, int64_t rows, F&& multiply) {
+  int64_t begin = 0;
+  for (int64_t g = 0; g < ol.shape[0]; ++g) {
+    const int64_t end = std::clamp<int64_t>(offs[ol.offset + g * ol.strides[0]], 0, rows);
+    if (end > begin) multiply(g, begin, end);
+    begin = end;
+  }
+}
+
+template <typename T>
+void grouped(const T* a, const StridedLayout& al, const T* b, const StridedLayout& bl, const int64_t* offs,
+             const StridedLayout& ol, T* out) {
+  const int64_t n = bl.shape[2];
+  std::vector<T> a_storage, b_storage;
+  for_each_group(offs, ol, al.shape[0], [&](int64_t g, int64_t begin, int64_t end) {
+    const Matrix ma{end - begin, al.shape[1], al.strides[0], al.strides[1]};
+    const Matrix mb{bl.shape[1], n, bl.strides[1], bl.strides[2]};
+    product(a + al.offset + begin * al.strides[0], ma, b + bl.offset + g * bl.strides[0], mb, out + begin * n,
+            a_storage, b_storage);
+  });
+}
+
+// f16/bf16: each routed expert's weights and its rows are widened to f32 (never the experts no
+// row is routed to), multiplied with sgemm and rounded once, as the reference runtime does.
+void grouped_half(const uint16_t* a, const StridedLayout& al, const uint16_t* b, const StridedLayout& bl,
+                  const int64_t* offs, const StridedLayout& ol, uint16_t* out, bool bfloat) {
+  const int64_t n = bl.shape[2];
+  float (*to_float)(uint16_t) = bfloat ? bf16_to_float : half_to_float;
+  uint16_t (*from_float)(float) = bfloat ? float_to_bf16 : float_to_half;
+  std::vector<float> a_wide, b_wide, product_rows, a_storage, b_storage;
+  for_each_group(offs, ol, al.shape[0], [&](int64_t g, int64_t begin, int64_t end) {
+    Matrix ma{end - begin, al.shape[1], al.strides[0], al.strides[1]};
+    Matrix mb{bl.shape[1], n, bl.strides[1], bl.strides[2]};
+    widen(a + al.offset + begin * al.strides[0], ma, to_float, a_wide);
+    widen(b + bl.offset + g * bl.strides[0], mb, to_float, b_wide);
+    product_rows.resize(static_cast<size_t>(ma.rows * n));
+    product(a_wide.data(), ma, b_wide.data(), mb, product_rows.data(), a_storage, b_storage);
+    for (size_t i = 0; i < product_rows.size(); ++i) out[begin * n + static_cast<int64_t>(i)] = from_float(product_rows[i]);
+  });
+}
+
 }  // namespace
+
+void blas_grouped_matmul(ir::DType dtype, const void* a, const StridedLayout& al, const void* b,
+                         const StridedLayout& bl, const int64_t* offs, const StridedLayout& ol, void* out) {
+  const int64_t rows = al.shape[0], k = al.shape[1], n = bl.shape[2];
+  std::memset(out, 0, static_cast<size_t>(rows * n) * ir::dtype_size(dtype));
+  if (rows == 0 || n == 0 || k == 0) return;
+  USER_CHECK(rows <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX) << "grouped matmul dims beyond BLAS's 32-bit range";
+  switch (dtype) {
+    case ir::DType::F32:
+      return grouped(static_cast<const float*>(a), al, static_cast<const float*>(b), bl, offs, ol,
+                     static_cast<float*>(out));
+    case ir::DType::F64:
+      return grouped(static_cast<const double*>(a), al, static_cast<const double*>(b), bl, offs, ol,
+                     static_cast<double*>(out));
+    case ir::DType::BF16:
+    case ir::DType::F16:
+      return grouped_half(static_cast<const uint16_t*>(a), al, static_cast<const uint16_t*>(b), bl, offs, ol,
+                          static_cast<uint16_t*>(out), dtype == ir::DType::BF16);
+    default: INTERNAL_ERROR() << "grouped matmul of " << ir::dtype_name(dtype);
+  }
+}
 
 void blas_matmul(ir::DType dtype, const void* a, const StridedLayout& al, const void* b, const StridedLayout& bl,
                  void* out) {

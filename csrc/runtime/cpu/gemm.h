@@ -1,7 +1,8 @@
-// Batched f32/f64 GEMM through BLAS for the CPU runtime. Operands are read in place when BLAS
-// can express their strides (row- or column-major with a unit stride), packed otherwise; batch
-// dims that only repeat the weight (stride 0 on b, a's rows contiguous across the batch) fold
-// into M, so a [B, S, K] x [K, N] linear layer is one call. A single row (M = 1) runs as GEMV.
+// Batched f32/f64 GEMM, and MoE's grouped GEMM, through BLAS for the CPU runtime. Operands are
+// read in place when BLAS can express their strides (row- or column-major with a unit stride),
+// packed otherwise; batch dims that only repeat the weight (stride 0 on b, a's rows contiguous
+// across the batch) fold into M, so a [B, S, K] x [K, N] linear layer is one call. A single row
+// (M = 1) runs as GEMV.
 #pragma once
 
 #include <cstdint>
@@ -20,5 +21,12 @@ struct StridedLayout {
 // out (contiguous, shape = a's batch dims + [M, N]) = a [.., M, K] x b [.., K, N]; dtype f32 or f64.
 void blas_matmul(ir::DType dtype, const void* a, const StridedLayout& a_layout, const void* b,
                  const StridedLayout& b_layout, void* out);
+
+// out (contiguous [S, N]) = the grouped product of a [S, K] and b [G, K, N] whose row groups end
+// at offs (i64): GroupedMatmul in ir/ops.def. One BLAS call per expert with rows; f16/bf16 widen
+// only those experts' weights to f32, and round the product once.
+void blas_grouped_matmul(ir::DType dtype, const void* a, const StridedLayout& a_layout, const void* b,
+                         const StridedLayout& b_layout, const int64_t* offs, const StridedLayout& offs_layout,
+                         void* out);
 
 }  // namespace luminal::runtime::cpu

@@ -22,7 +22,7 @@ struct Slot {
 };
 
 struct Step {
-  enum class Kind { Kernel, Gemm, AtenCall } kind = Kind::Kernel;
+  enum class Kind { Kernel, Gemm, GroupedGemm, AtenCall } kind = Kind::Kernel;
   std::string what;  // for error messages: the kernel label and the aten op it came from
   // Kernel
   std::string kernel_name;
@@ -33,9 +33,10 @@ struct Step {
   ir::Expr work_per_item;            // elements per item, to decide whether threads pay
   // A scatter kernel (params: out, data, index, src): the Scatter node it computes; else -1.
   ir::NodeId scatter = -1;
-  // Gemm: out = a x b, f32/f64
+  // Gemm: out = a x b, f32/f64. GroupedGemm: out = the grouped product of a and b with row
+  // groups ending at offs (slots: a, b, offs, out).
   ir::DType dtype = ir::DType::F32;
-  ir::View a, b;
+  ir::View a, b, offs;
   // AtenCall: the node run through the ATen fallback; slots are its inputs' then its own.
   ir::NodeId aten_call = -1;
 };

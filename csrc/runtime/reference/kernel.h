@@ -38,6 +38,7 @@ Kernel source_kernel(const ir::Node& node);  // Constant, Iota
 Kernel elementwise_kernel(const ir::Graph& graph, const ir::Node& node);
 Kernel reduce_kernel(const ir::Graph& graph, const ir::Node& node);
 Kernel matmul_kernel(const ir::Graph& graph, const ir::Node& node);
+Kernel grouped_matmul_kernel(const ir::Graph& graph, const ir::Node& node);
 Kernel gather_kernel(const ir::Graph& graph, const ir::Node& node);
 Kernel scatter_kernel(const ir::Graph& graph, const ir::Node& node);
 Kernel aten_call_kernel(const ir::Graph& graph, const ir::Node& node);  // through the ATen fallback

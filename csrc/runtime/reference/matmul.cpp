@@ -1,4 +1,4 @@
-// Batched matmul [..., M, K] x [..., K, N] -> [..., M, N].
+// Batched matmul [..., M, K] x [..., K, N] -> [..., M, N], and the grouped matmul of MoE experts.
 //
 // f32/f64 go through OpenBLAS; a matrix whose strides BLAS can express (row- or column-major
 // with a unit stride) is passed in place, any other view is packed first. f16/bf16 are widened
@@ -6,6 +6,7 @@
 // bool use a plain loop accumulating in int64 (wrapping).
 #include <cblas.h>
 
+#include <algorithm>
 #include <climits>
 #include <optional>
 #include <vector>
@@ -176,7 +177,47 @@ void multiply(const KernelCall& call) {
   });
 }
 
+// The row range [begin, end) of each group, as transformers' grouped_mm_fallback slices it: each
+// group starts where the previous offs entry ends, both clamped into [0, rows].
+std::vector<std::pair<int64_t, int64_t>> group_row_ranges(const Operand& offs, int64_t rows) {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  int64_t begin = 0;
+  for (int64_t g = 0; g < offs.layout.shape[0]; ++g) {
+    const int64_t end = std::clamp<int64_t>(
+        load_int(offs.data, offs.dtype, offs.layout.offset + g * offs.layout.strides[0]), 0, rows);
+    ranges.emplace_back(begin, end);
+    begin = end;
+  }
+  return ranges;
+}
+
+void grouped_multiply(const KernelCall& call) {
+  const Operand& a = call.inputs[0];
+  const Operand& b = call.inputs[1];
+  const int64_t rows = call.shape[0], cols = call.shape[1], inner = a.layout.shape[1];
+  UNSUPPORTED_CHECK(fits_blas_int(rows) && fits_blas_int(cols) && fits_blas_int(inner))
+      << "grouped matmul dims beyond BLAS's 32-bit range: " << rows << " x " << inner << " x " << cols;
+  for (int64_t i = 0; i < rows * cols; ++i) store_float(call.output, call.node.dtype, i, 0.0);
+  const std::vector<std::pair<int64_t, int64_t>> ranges = group_row_ranges(call.inputs[2], rows);
+  for (size_t g = 0; g < ranges.size(); ++g) {
+    const auto [begin, end] = ranges[g];
+    if (end <= begin || cols == 0 || inner == 0) continue;
+    const Matrix lhs{a.data, a.dtype, a.layout.offset + begin * a.layout.strides[0], end - begin, inner,
+                     a.layout.strides[0], a.layout.strides[1]};
+    const Matrix rhs{b.data, b.dtype, b.layout.offset + static_cast<int64_t>(g) * b.layout.strides[0], inner, cols,
+                     b.layout.strides[1], b.layout.strides[2]};
+    multiply_floats(lhs, rhs, call.output, call.node.dtype, begin * cols);
+  }
+}
+
 }  // namespace
+
+Kernel grouped_matmul_kernel(const ir::Graph& graph, const ir::Node& node) {
+  INTERNAL_CHECK(ir::is_floating(node.dtype) && graph.node(node.inputs[0].node).dtype == node.dtype &&
+                 graph.node(node.inputs[1].node).dtype == node.dtype)
+      << "grouped matmul operands must have the output's floating dtype, " << ir::dtype_name(node.dtype);
+  return grouped_multiply;
+}
 
 Kernel matmul_kernel(const ir::Graph& graph, const ir::Node& node) {
   INTERNAL_CHECK(node.shape.size() >= 2) << "matmul of rank " << node.shape.size();

@@ -11,6 +11,7 @@ Kernel select_kernel(const ir::Graph& graph, const ir::Node& node) {
     case Op::Constant:
     case Op::Iota: return source_kernel(node);
     case Op::Matmul: return matmul_kernel(graph, node);
+    case Op::GroupedMatmul: return grouped_matmul_kernel(graph, node);
     case Op::Gather: return gather_kernel(graph, node);
     case Op::Scatter: return scatter_kernel(graph, node);
     case Op::AtenCall: return aten_call_kernel(graph, node);
