@@ -381,6 +381,22 @@ def _export_kwargs() -> dict[str, Any]:
     return {"strict": False}
 
 
+@contextlib.contextmanager
+def without_canonical_form_check():
+    """torch.export.save canonicalises a deep copy of the serialised program only to check that a
+    canonical form exists, and throws the copy away: half of the save's time for an LLM (about
+    1 s of a cold compile of the memory-bound Llama). The archive's bytes are the same without
+    it (tests/python/test_export.py checks this against the installed torch)."""
+    from torch._export.serde import serialize as serde
+
+    original = serde.canonicalize
+    serde.canonicalize = lambda program, constants=None: program
+    try:
+        yield
+    finally:
+        serde.canonicalize = original
+
+
 def serialize(ep: torch.export.ExportedProgram, externally_bound: set[str]) -> bytes:
     """The PT2 archive of `ep` in memory, without the payload of externally bound weights."""
     state = ep.state_dict
@@ -392,7 +408,8 @@ def serialize(ep: torch.export.ExportedProgram, externally_bound: set[str]) -> b
         for name, tensor in constants.items():
             ep.constants[name] = torch.empty(0, dtype=tensor.dtype)
         buffer = io.BytesIO()
-        torch.export.save(ep, buffer)
+        with without_canonical_form_check():
+            torch.export.save(ep, buffer)
     finally:
         state.update(saved)
         ep.constants.update(constants)
