@@ -178,6 +178,22 @@ TEST(Fusion, AttentionIsOnePatternKernel) {
                            "attention", 1e-5);
 }
 
+TEST(Fusion, AttentionWindowsStartingInsideAKeyStripMatchTheReference) {
+  // Row l attends keys [l + 13, l + 34): the head's first attended key is 13, and each block of
+  // 36 query rows reads a window that starts at a multiple of 16 keys past it, a few columns
+  // before the block's first attended key (those must come out exactly 0).
+  const int64_t L = 80, S = 120;
+  std::vector<float> values(static_cast<size_t>(L * S), -INFINITY);
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t s = l + 13; s < std::min(S, l + 34); ++s) values[static_cast<size_t>(l * S + s)] = 0.25f * (s % 5);
+  const ir::Graph graph = attention_graph(2, L, S, 24, /*scores_out=*/false);
+  std::mt19937 rng(9);
+  expect_matches_reference(graph,
+                           {random_tensor(DType::F32, {2, L, 24}, rng), random_tensor(DType::F32, {2, S, 24}, rng),
+                            random_tensor(DType::F32, {2, S, 24}, rng), HostTensor::of<float>(DType::F32, {L, S}, values)},
+                           "attention windows", 1e-5);
+}
+
 TEST(Fusion, AttentionWhoseScoresAreReadElsewhereIsNotGrouped) {
   const ir::Graph graph = attention_graph(2, 5, 7, 16, /*scores_out=*/true);
   passes::PassContext cx;

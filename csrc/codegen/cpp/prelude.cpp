@@ -213,17 +213,22 @@ inline void lm_tile6x16(const float* a, int64_t lda, const float* b, int64_t ldb
   }
 }
 // c[rows x cols] = a[rows x depth] x b[depth x cols], rows a multiple of 6 and cols of 16: the
-// callers pad their panels to whole tiles.
-// The depth goes in chunks whose 16-column strip of b (256 lines) stays in L1 for every row tile.
-inline void lm_panel_product(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t depth, float* c,
-                             int64_t ldc, int64_t rows, int64_t cols) {
+// callers pad their panels to whole tiles. b is stored as 16-column strips, each [depth x 16]
+// contiguous, strip s at b + s * strip_stride. The depth goes in chunks of 256, whose piece of a
+// strip is 16 KiB in one run and stays in L1 for every row tile: a row-major b whose row stride
+// is a multiple of 512 bytes (a head dim of 128) put those 256 rows in 8 of L1's 64 sets, and
+// evicted itself.
+inline void lm_panel_product(const float* a, int64_t lda, const float* b, int64_t strip_stride, int64_t depth,
+                             float* c, int64_t ldc, int64_t rows, int64_t cols) {
   constexpr int64_t kChunk = 256;
-  for (int64_t j = 0; j < cols; j += 16)
+  for (int64_t j = 0; j < cols; j += 16) {
+    const float* strip = b + j / 16 * strip_stride;
     for (int64_t d = 0; d < depth || d == 0; d += kChunk) {
       const int64_t chunk = depth - d < kChunk ? depth - d : kChunk;
       for (int64_t r = 0; r < rows; r += 6)
-        lm_tile6x16(a + r * lda + d, lda, b + d * ldb + j, ldb, chunk, c + r * ldc + j, ldc, d > 0);
+        lm_tile6x16(a + r * lda + d, lda, strip + d * 16, 16, chunk, c + r * ldc + j, ldc, d > 0);
     }
+  }
 }
 // Key columns [lo, hi) that some of `rows` rows may attend: outside it every row's bias is -inf,
 // so those probabilities are exactly 0 and their keys and values are never read.
@@ -284,8 +289,9 @@ inline void lm_attention_softmax(float* scores, int64_t lds, int64_t rows, int64
   }
 }
 // One (batch, head): out [L, Ev] contiguous. A few query rows (decode) take dot products
-// straight from k and v; more rows share k and v packed once into zero-padded panels (kᵀ
-// [E, n16], v [n, ev16]) and go in blocks of `block` rows whose scores stay in cache.
+// straight from k and v; more rows share k and v packed once into zero-padded panels of
+// 16-column strips (kᵀ [E, n16], v [n, ev16]) and go in blocks of `block` rows whose scores
+// stay in cache.
 // Returns false when its scratch memory cannot be allocated.
 inline bool lm_attention_head(const float* q, int64_t q_rs, int64_t q_cs, const float* k, int64_t k_rs, int64_t k_cs,
                               const float* v, int64_t v_rs, int64_t v_cs, const float* bias, int64_t b_rs,
@@ -328,30 +334,28 @@ inline bool lm_attention_head(const float* q, int64_t q_rs, int64_t q_cs, const 
     __builtin_free(scores);
     return true;
   }
-  // kᵀ's rows carry 16 columns of zero padding beyond n16, so that a block's window starting
-  // past column 0 still reads 16-wide tiles inside the panel.
-  const int64_t n16 = (n + 15) / 16 * 16, ldk = n16 + 16, ev16 = (Ev + 15) / 16 * 16;
+  // kᵀ [E, n16] and v [n, ev16] as 16-column strips (see lm_panel_product), zero-padded. A
+  // block's window of key columns starts at a multiple of 16, so that it starts a strip.
+  const int64_t n16 = (n + 15) / 16 * 16, ev16 = (Ev + 15) / 16 * 16;
   // Rows padded to whole 6-row tiles; the padding rows of q and of the scores are zeros.
   const int64_t rows = ((block < L ? block : L) + 5) / 6 * 6;
   float* scratch =
-      (float*)__builtin_malloc(sizeof(float) * (E * ldk + n * ev16 + rows * E + rows * ldk + rows * ev16));
+      (float*)__builtin_malloc(sizeof(float) * (E * n16 + n * ev16 + rows * E + rows * n16 + rows * ev16));
   if (scratch == nullptr) return false;
   float* kp = scratch;
-  float* vp = kp + E * ldk;
+  float* vp = kp + E * n16;
   float* qp = vp + n * ev16;
   float* sc = qp + rows * E;
-  float* op = sc + rows * ldk;
-  for (int64_t i = 0; i < E * ldk; ++i) kp[i] = 0.0f;
+  float* op = sc + rows * n16;
+  for (int64_t i = 0; i < E * n16; ++i) kp[i] = 0.0f;
   for (int64_t j0 = 0; j0 < n; j0 += 8) {  // 8 key rows at a time, so their lines stay in L1
     const int64_t j1 = j0 + 8 < n ? j0 + 8 : n;
     for (int64_t e = 0; e < E; ++e)
-      for (int64_t j = j0; j < j1; ++j) kp[e * ldk + j] = k[(lo + j) * k_rs + e * k_cs];
+      for (int64_t j = j0; j < j1; ++j) kp[j / 16 * E * 16 + e * 16 + j % 16] = k[(lo + j) * k_rs + e * k_cs];
   }
   for (int64_t j = 0; j < n; ++j) {
-    float* row = vp + j * ev16;
     const float* src = v + (lo + j) * v_rs;
-    for (int64_t c = 0; c < Ev; ++c) row[c] = src[c * v_cs];
-    for (int64_t c = Ev; c < ev16; ++c) row[c] = 0.0f;
+    for (int64_t c = 0; c < ev16; ++c) vp[c / 16 * n * 16 + j * 16 + c % 16] = c < Ev ? src[c * v_cs] : 0.0f;
   }
   for (int64_t r0 = 0; r0 < L; r0 += rows) {
     const int64_t count = L - r0 < rows ? L - r0 : rows;
@@ -359,14 +363,17 @@ inline bool lm_attention_head(const float* q, int64_t q_rs, int64_t q_cs, const 
     int64_t blo, bhi;
     lm_attended_columns(b, b_rs, b_cs, count, S, blo, bhi);
     if (blo >= bhi) continue;  // these rows stay zero
-    const int64_t bn = bhi - blo, bn16 = (bn + 15) / 16 * 16;
+    // The columns the window gains by starting at a strip are -inf in every row's bias: their
+    // probabilities are exactly 0, as in the reference, which computes every column.
+    const int64_t w0 = (blo - lo) / 16 * 16;
+    const int64_t bn = bhi - lo - w0, bn16 = (bn + 15) / 16 * 16;
     const int64_t count6 = (count + 5) / 6 * 6;
     for (int64_t r = 0; r < count6; ++r)
       for (int64_t e = 0; e < E; ++e) qp[r * E + e] = r < count ? q[(r0 + r) * q_rs + e * q_cs] : 0.0f;
-    lm_panel_product(qp, E, kp + (blo - lo), ldk, E, sc, ldk, count6, bn16);
-    lm_attention_softmax(sc, ldk, count, bn, b ? b + blo * b_cs : nullptr, b_rs, b_cs, scale);
-    for (int64_t i = count * ldk; i < count6 * ldk; ++i) sc[i] = 0.0f;
-    lm_panel_product(sc, ldk, vp + (blo - lo) * ev16, ev16, bn, op, ev16, count6, ev16);
+    lm_panel_product(qp, E, kp + w0 * E, E * 16, E, sc, n16, count6, bn16);
+    lm_attention_softmax(sc, n16, count, bn, b ? b + (lo + w0) * b_cs : nullptr, b_rs, b_cs, scale);
+    for (int64_t i = count * n16; i < count6 * n16; ++i) sc[i] = 0.0f;
+    lm_panel_product(sc, n16, vp + w0 * 16, n * 16, bn, op, ev16, count6, ev16);
     for (int64_t r = 0; r < count; ++r) __builtin_memcpy(out + (r0 + r) * Ev, op + r * ev16, sizeof(float) * Ev);
   }
   __builtin_free(scratch);
