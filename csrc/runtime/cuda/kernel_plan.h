@@ -1,6 +1,7 @@
 // The CUDA runtime's steps for a graph: the CPU runtime's optimisation pipeline
 // (passes::plan_kernels), then every group lowered to the kernel IR and emitted as CUDA C, or
-// marked as a library call (a GEMM for cuBLASLt, an ATen fallback op) that no kernel computes.
+// marked as a library call (a GEMM for cuBLASLt, an MoE grouped matmul, an ATen fallback op)
+// that no kernel computes.
 //
 // Which matmuls are generated: GEMVs (passes::is_gemv) as the warp-per-output GEMV kernel,
 // integer matmuls and other M = 1 products as row kernels (cuBLAS has no integer GEMM; an M = 1
