@@ -74,11 +74,11 @@ bool gathers_expert_weights(const Expr& rows, const Expr& groups, DType dtype) {
 Tensor grouped_rows_matmul(TranslationContext& cx, const Tensor& input, const Tensor& weight, const Tensor& offs,
                            const std::string& op) {
   const Expr rows = input.shape()[0];
-  USER_CHECK(offs.rank() == 1 && (offs.shape()[0] == weight.shape()[0] ||
-                                  !(offs.shape()[0].is_constant() && weight.shape()[0].is_constant())))
+  check_offs(offs, op);
+  USER_CHECK(offs.shape()[0] == weight.shape()[0] ||
+             !(offs.shape()[0].is_constant() && weight.shape()[0].is_constant()))
       << op << ": offs of shape " << shape_to_string(offs.shape()) << " for " << weight.shape()[0].to_string()
       << " groups";
-  check_offs(offs, op);
   if (!gathers_expert_weights(rows, weight.shape()[0], input.dtype)) return grouped_matmul(cx, input, weight, offs);
   RowGroups groups = row_groups(cx, rows, offs, op);
   // Gather in the weight's storage order: a Linear-style [G, N, K] weight seen as [G, K, N] is
