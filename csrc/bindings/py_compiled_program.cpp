@@ -69,31 +69,42 @@ class PyCompiledProgram {
           << ir::dtype_name(input_dtypes_[i]) << "; recompile or cast the input";
       input_buffers.push_back(std::move(ref));
     }
-    const auto shapes = compiled_->executable->output_shapes(input_buffers);
+    const runtime::OutputShapes shapes = compiled_->executable->output_shapes(input_buffers);
     const auto& outputs = compiled_->program.outputs;
     const auto& graph = compiled_->program.graph;
-    std::vector<at::Tensor> results;
+    std::vector<at::Tensor> results(outputs.size());
     std::vector<std::pair<at::Tensor, at::Tensor>> copy_backs;  // (destination, computed)
-    std::vector<runtime::BufferRef> output_buffers;
+    std::vector<runtime::BufferRef> output_buffers(outputs.size());
     for (size_t i = 0; i < outputs.size(); ++i) {
+      if (!shapes[i]) continue;  // sized by tensor data: allocated during the run
       const ir::DType dtype = graph.node(graph.outputs()[i].node).dtype;
       at::Tensor target = mutation_target(outputs[i], inputs);
       at::Tensor out;
       // Write straight into the caller's tensor when its layout is the one we produce.
-      if (target.defined() && target.is_contiguous() && target.sizes().vec() == shapes[i] &&
+      if (target.defined() && target.is_contiguous() && target.sizes().vec() == *shapes[i] &&
           target.scalar_type() == to_torch_dtype(dtype)) {
         out = target;
       } else {
-        out = empty_tensor(shapes[i], dtype);
+        out = empty_tensor(*shapes[i], dtype);
         if (target.defined()) copy_backs.emplace_back(target, out);
       }
-      output_buffers.push_back(buffer_of(out, "output " + std::to_string(i), device_));
-      if (outputs[i].kind == ProgramOutput::Kind::UserOutput) results.push_back(out);
+      output_buffers[i] = buffer_of(out, "output " + std::to_string(i), device_);
+      results[i] = out;
     }
+    // Called without the GIL: allocating a CPU tensor does not need it.
+    const runtime::LateOutputAllocator allocate_late = [&](size_t i, const std::vector<int64_t>& shape) {
+      INTERNAL_CHECK(outputs[i].kind == ProgramOutput::Kind::UserOutput)
+          << "output " << i << " mutates an input but its shape depends on tensor data";
+      results[i] = empty_tensor(shape, graph.node(graph.outputs()[i].node).dtype);
+      return buffer_of(results[i], "output " + std::to_string(i), device_);
+    };
     {
       py::gil_scoped_release no_gil;
-      compiled_->executable->run(input_buffers, output_buffers);
+      compiled_->executable->run(input_buffers, output_buffers, allocate_late);
     }
+    std::vector<at::Tensor> user_outputs;
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (outputs[i].kind == ProgramOutput::Kind::UserOutput) user_outputs.push_back(results[i]);
     int64_t copied_back = 0;
     for (auto& [destination, computed] : copy_backs) {
       destination.copy_(computed);
@@ -103,7 +114,7 @@ class PyCompiledProgram {
     // Running totals, so a caller can tell what one step of several graphs copied in all.
     bytes_copied_total_ += compiled_->executable->last_run_stats().bytes_copied + copied_back;
     ++run_count_;
-    return results;
+    return user_outputs;
   }
 
   void rebind_weight(const std::string& name, const at::Tensor& tensor) {

@@ -79,7 +79,35 @@ SymbolBindings bind_symbols(const Graph& graph, const std::vector<std::vector<in
     bind_bare_symbols(graph.node(inputs[i]), input_shapes[i], bindings);
   }
   for (size_t i = 0; i < inputs.size(); ++i) check_shape(graph.node(inputs[i]), input_shapes[i], bindings);
+  check_assertions(graph, bindings);
   return bindings;
+}
+
+void bind_data_symbol(const Graph& graph, const DataSymbol& symbol, int64_t value, SymbolBindings& bindings) {
+  USER_CHECK(value >= 0 || !symbol.is_size) << "the data-dependent size " << symbol.name << " (from " << symbol.origin << ") is " << value
+                         << " in this call; a size must not be negative";
+  bindings[symbol.name] = value;
+  check_assertions(graph, bindings, &symbol.name);
+}
+
+void check_assertions(const Graph& graph, const SymbolBindings& bindings, const std::string* only) {
+  std::vector<std::string> names;
+  for (const SymbolAssertion& a : graph.assertions()) {
+    names.clear();
+    a.holds.collect_symbols(names);
+    if (only && std::find(names.begin(), names.end(), *only) == names.end()) continue;
+    const bool bound = std::all_of(names.begin(), names.end(), [&](const std::string& n) { return bindings.count(n); });
+    if (!bound) continue;
+    USER_CHECK(a.holds.evaluate(bindings) != 0) << a.message << " (" << symbols_in({a.holds}, bindings) << ")";
+  }
+}
+
+std::optional<std::vector<int64_t>> evaluate_shape_if_bound(const Shape& shape, const SymbolBindings& bindings) {
+  std::vector<std::string> names;
+  for (const Expr& d : shape) d.collect_symbols(names);
+  for (const std::string& n : names)
+    if (!bindings.count(n)) return std::nullopt;
+  return evaluate_shape(shape, bindings);
 }
 
 }  // namespace luminal::ir

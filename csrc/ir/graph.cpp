@@ -1,5 +1,6 @@
 #include "ir/graph.h"
 
+#include <map>
 #include <sstream>
 
 #include "common/error.h"
@@ -17,6 +18,22 @@ std::string Scalar::to_string() const {
 NodeId Graph::add(Node node) {
   nodes_.push_back(std::move(node));
   return static_cast<NodeId>(nodes_.size() - 1);
+}
+
+void Graph::take_program_ends(const Graph& from, const std::vector<NodeId>& renumber) {
+  const auto mapped = [&](TensorRef r) {
+    r.node = renumber.at(static_cast<size_t>(r.node));
+    return r;
+  };
+  for (const TensorRef& r : from.outputs_) outputs_.push_back(mapped(r));
+  for (const DataSymbol& s : from.data_symbols_)
+    data_symbols_.push_back(DataSymbol{s.name, mapped(s.value), s.origin, s.is_size});
+  for (const SymbolAssertion& a : from.assertions_) assertions_.push_back(a);
+}
+
+void collect_symbols(const Node& node, std::vector<std::string>& out) {
+  for (const Expr& d : node.shape) d.collect_symbols(out);
+  for (const TensorRef& in : node.inputs) in.view.collect_symbols(out);
 }
 
 std::vector<NodeId> Graph::input_nodes() const {
@@ -58,6 +75,8 @@ std::string to_text(const Graph& graph) {
   out << "outputs:";
   for (const TensorRef& r : graph.outputs()) out << " " << ref_text(r) << ";";
   out << "\n";
+  for (const DataSymbol& s : graph.data_symbols()) out << "data symbol " << s.name << " = " << ref_text(s.value) << "\n";
+  for (const SymbolAssertion& a : graph.assertions()) out << "assert " << a.holds.to_string() << "  ; " << a.message << "\n";
   return out.str();
 }
 
@@ -129,6 +148,36 @@ void verify_node(const Graph& graph, NodeId id) {
     INTERNAL_CHECK(n.axis >= 0 && n.axis < static_cast<int>(n.shape.size())) << "iota axis";
   }
 }
+// Each data symbol is read from one i64 element computed before anything that mentions the
+// symbol (the runtimes bind it in node order), and no input's shape mentions it (inputs bind
+// only the symbols of their own shapes).
+void verify_data_symbols(const Graph& graph) {
+  std::map<std::string, NodeId> source;
+  for (const DataSymbol& s : graph.data_symbols()) {
+    INTERNAL_CHECK(s.value.node >= 0 && s.value.node < static_cast<NodeId>(graph.size()))
+        << "data symbol " << s.name << " reads %" << s.value.node;
+    INTERNAL_CHECK(graph.node(s.value.node).dtype == DType::I64) << "data symbol " << s.name << " is read from a "
+                                                                  << dtype_name(graph.node(s.value.node).dtype);
+    const Expr count = numel(s.value.view.shape());
+    INTERNAL_CHECK(count.is_constant() && count.constant_value() == 1)
+        << "data symbol " << s.name << " is read from " << shape_to_string(s.value.view.shape()) << ", not one element";
+    INTERNAL_CHECK(source.emplace(s.name, s.value.node).second) << "data symbol " << s.name << " is defined twice";
+  }
+  if (source.empty()) return;
+  std::vector<std::string> mentioned;
+  for (size_t i = 0; i < graph.size(); ++i) {
+    mentioned.clear();
+    const Node& node = graph.node(static_cast<NodeId>(i));
+    collect_symbols(node, mentioned);
+    for (const std::string& name : mentioned) {
+      auto it = source.find(name);
+      if (it == source.end()) continue;
+      INTERNAL_CHECK(node.op != Op::Input) << "input '" << node.name << "' has the data symbol " << name << " in its shape";
+      INTERNAL_CHECK(it->second < static_cast<NodeId>(i))
+          << "node %" << i << " mentions the data symbol " << name << " before its value %" << it->second;
+    }
+  }
+}
 }  // namespace
 
 void verify(const Graph& graph) {
@@ -144,6 +193,7 @@ void verify(const Graph& graph) {
   }
   for (const TensorRef& r : graph.outputs())
     INTERNAL_CHECK(r.node >= 0 && r.node < static_cast<NodeId>(graph.size())) << "graph output %" << r.node;
+  verify_data_symbols(graph);
 }
 
 }  // namespace luminal::ir

@@ -162,4 +162,10 @@ bool operator==(const View& a, const View& b) {
   return a.shape_ == b.shape_ && a.strides_ == b.strides_ && a.offset_ == b.offset_;
 }
 
+void View::collect_symbols(std::vector<std::string>& out) const {
+  for (const Expr& e : shape_) e.collect_symbols(out);
+  for (const Expr& e : strides_) e.collect_symbols(out);
+  offset_.collect_symbols(out);
+}
+
 }  // namespace luminal::ir

@@ -40,6 +40,8 @@ class View {
   std::optional<View> reshape(const Shape& new_shape) const;
 
   std::string to_string() const;
+  // Appends the symbols of the shape, strides and offset not already in `out`.
+  void collect_symbols(std::vector<std::string>& out) const;
   friend bool operator==(const View& a, const View& b);
 
  private:

@@ -71,7 +71,7 @@ class Matcher {
 
 std::optional<AttentionPattern> match_attention(const ir::Graph& graph, NodeId matmul,
                                                 const std::vector<std::vector<NodeId>>& users,
-                                                const std::vector<bool>& is_graph_output) {
+                                                const std::vector<bool>& read_by_runtime) {
   const ir::Node& out = graph.node(matmul);
   if (out.op != Op::Matmul || out.dtype != ir::DType::F32) return std::nullopt;
   Matcher m(graph);
@@ -112,7 +112,7 @@ std::optional<AttentionPattern> match_attention(const ir::Graph& graph, NodeId m
   // Skipping the intermediates is only sound when nothing else reads them.
   for (NodeId id : nodes) {
     if (id == matmul) continue;
-    if (is_graph_output[id]) return std::nullopt;
+    if (read_by_runtime[id]) return std::nullopt;
     for (NodeId user : users[id])
       if (!std::binary_search(nodes.begin(), nodes.end(), user)) return std::nullopt;
   }

@@ -24,9 +24,10 @@ struct AttentionPattern {
   double scale = 1.0;
 };
 
-// `users[n]` lists the nodes reading node n; `is_graph_output[n]` whether the graph returns it.
+// `users[n]` lists the nodes reading node n; `read_by_runtime[n]` whether the runtime reads it after
+// the kernels (a graph output or a data symbol's value).
 std::optional<AttentionPattern> match_attention(const ir::Graph& graph, ir::NodeId matmul,
                                                 const std::vector<std::vector<ir::NodeId>>& users,
-                                                const std::vector<bool>& is_graph_output);
+                                                const std::vector<bool>& read_by_runtime);
 
 }  // namespace luminal::passes

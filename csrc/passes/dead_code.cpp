@@ -8,6 +8,7 @@ ir::Graph eliminate_dead_code(ir::Graph graph) {
   const size_t n = graph.size();
   std::vector<bool> live(n, false);
   for (const ir::TensorRef& r : graph.outputs()) live[r.node] = true;
+  for (const ir::DataSymbol& s : graph.data_symbols()) live[s.value.node] = true;
   for (size_t i = n; i-- > 0;) {
     const ir::Node& node = graph.node(static_cast<ir::NodeId>(i));
     if (node.op == ir::Op::Input || node.op == ir::Op::Weight) live[i] = true;
@@ -22,10 +23,7 @@ ir::Graph eliminate_dead_code(ir::Graph graph) {
     for (ir::TensorRef& in : node.inputs) in.node = renumber[in.node];
     renumber[i] = out.add(std::move(node));
   }
-  for (ir::TensorRef r : graph.outputs()) {
-    r.node = renumber[r.node];
-    out.outputs().push_back(r);
-  }
+  out.take_program_ends(graph, renumber);
   return out;
 }
 

@@ -1,5 +1,5 @@
 // Removes compute nodes nothing reads (Input and Weight nodes stay: inputs are positional and
-// weights are bound by name).
+// weights are bound by name; a data symbol's value is read by the runtime).
 // Needs: a verified graph. Guarantees: the same outputs, every remaining node live.
 #pragma once
 

@@ -53,10 +53,7 @@ ir::Graph legalize_matmul(ir::Graph graph) {
     narrow.origin = node.origin;
     renumber[i] = out.add(std::move(narrow));
   }
-  for (ir::TensorRef r : graph.outputs()) {
-    r.node = renumber[r.node];
-    out.outputs().push_back(r);
-  }
+  out.take_program_ends(graph, renumber);
   return out;
 }
 

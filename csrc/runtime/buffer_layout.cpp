@@ -83,14 +83,18 @@ void check_weight_shape(const ir::Node& node, const BufferRef& buffer, const std
                                     << " but this call expects " << sizes_text(shape);
 }
 
-void check_outputs(const ir::Graph& graph, const std::vector<BufferRef>& outputs,
-                   const std::vector<std::vector<int64_t>>& shapes) {
+void check_outputs(const ir::Graph& graph, const std::vector<BufferRef>& outputs, const OutputShapes& shapes) {
   USER_CHECK(outputs.size() == graph.outputs().size())
       << "the compiled graph has " << graph.outputs().size() << " outputs but " << outputs.size() << " were passed";
   for (size_t k = 0; k < outputs.size(); ++k) {
+    if (!shapes[k]) {
+      USER_CHECK(outputs[k].data == nullptr && outputs[k].sizes.empty())
+          << "output " << k << "'s shape depends on tensor data: pass an empty buffer and allocate it when run() asks";
+      continue;
+    }
     check_buffer("output", std::to_string(k), outputs[k], graph.node(graph.outputs()[k].node).dtype);
-    USER_CHECK(outputs[k].sizes == shapes[k]) << "output " << k << " has shape " << sizes_text(outputs[k].sizes)
-                                              << " but this call produces " << sizes_text(shapes[k]);
+    USER_CHECK(outputs[k].sizes == *shapes[k]) << "output " << k << " has shape " << sizes_text(outputs[k].sizes)
+                                               << " but this call produces " << sizes_text(*shapes[k]);
     USER_CHECK(is_dense(outputs[k])) << "output " << k << " must be a contiguous buffer";
   }
 }

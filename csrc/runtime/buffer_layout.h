@@ -39,8 +39,8 @@ void check_weight(const ir::Node& node, const BufferRef& buffer);
 // A weight's buffer against `shape`, its node's shape as this call binds it.
 void check_weight_shape(const ir::Node& node, const BufferRef& buffer, const std::vector<int64_t>& shape);
 // The caller's output buffers: one per graph output, of its dtype, of the shape this call
-// produces (`shapes`, in output order), and contiguous.
-void check_outputs(const ir::Graph& graph, const std::vector<BufferRef>& outputs,
-                   const std::vector<std::vector<int64_t>>& shapes);
+// produces (`shapes`, in output order), and contiguous; an empty BufferRef where the shape is
+// known only during the run (nullopt).
+void check_outputs(const ir::Graph& graph, const std::vector<BufferRef>& outputs, const OutputShapes& shapes);
 
 }  // namespace luminal::runtime

@@ -16,7 +16,9 @@ extern "C" {
 #endif
 
 #define LUMINAL_RUNTIME_FACTORY_CAPSULE_NAME "luminal.runtime_factory"
-#define LUMINAL_RUNTIME_FACTORY_ABI_VERSION 1u
+// 2: Executable::output_shapes may return nullopt and run() takes a LateOutputAllocator (outputs
+// whose shape depends on tensor data).
+#define LUMINAL_RUNTIME_FACTORY_ABI_VERSION 2u
 
 struct LuminalRuntimeFactory {
   uint32_t abi_version;  // LUMINAL_RUNTIME_FACTORY_ABI_VERSION

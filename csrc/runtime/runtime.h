@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,17 +41,29 @@ struct RunStats {
   int64_t bytes_copied = 0;
 };
 
+// Each graph output's shape for one call, or nullopt for an output whose shape mentions a data
+// symbol (nonzero's row count): that shape is known only during the run.
+using OutputShapes = std::vector<std::optional<std::vector<int64_t>>>;
+
+// Allocates graph output `output`, of `shape`, during run(): for the outputs whose shape
+// output_shapes could not tell. Returns a contiguous buffer of the output's dtype.
+using LateOutputAllocator = std::function<BufferRef(size_t output, const std::vector<int64_t>& shape)>;
+
 class Executable {
  public:
   virtual ~Executable() = default;
-  // Binds the graph's symbols from the user inputs' shapes (in Input-node order) and returns
-  // every output's shape. Throws UserError naming the input whose shape contradicts the graph.
-  virtual std::vector<std::vector<int64_t>> output_shapes(const std::vector<BufferRef>& inputs) const = 0;
+  // Binds the graph's symbols from the user inputs' shapes (in Input-node order), checks the
+  // program's assertions on them, and returns the outputs' shapes. Throws UserError naming the
+  // input whose shape contradicts the graph, or with the message of the assertion that fails.
+  virtual OutputShapes output_shapes(const std::vector<BufferRef>& inputs) const = 0;
   // Runs the graph. `outputs` are caller-allocated contiguous buffers of the shapes that
-  // output_shapes returned. An output may alias an input (an in-place KV-cache update);
-  // the runtime must then read that input fully before writing the output.
+  // output_shapes returned; where it returned nullopt, an empty BufferRef (no data, no sizes),
+  // and run() allocates that output through `allocate_late` once its shape is known (a graph
+  // without data symbols never calls it). An output may alias an input (an in-place KV-cache
+  // update); the runtime must then read that input fully before writing the output.
   // Safe to call from several threads at once on distinct buffers.
-  virtual void run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs) const = 0;
+  virtual void run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs,
+                   const LateOutputAllocator& allocate_late) const = 0;
   // Replaces the buffer bound to a weight (a parameter re-assigned by the user).
   virtual void rebind_weight(const std::string& name, const BufferRef& buffer) = 0;
   // The counters of the most recent run() on any thread; zeros from a runtime that keeps none.

@@ -165,12 +165,19 @@ inline std::vector<HostTensor> run_executable(const runtime::Executable& executa
                                               std::vector<HostTensor>& inputs) {
   std::vector<runtime::BufferRef> input_refs;
   for (HostTensor& t : inputs) input_refs.push_back(t.ref());
-  const auto shapes = executable.output_shapes(input_refs);
-  std::vector<HostTensor> outputs;
-  std::vector<runtime::BufferRef> output_refs;
-  for (size_t k = 0; k < shapes.size(); ++k) outputs.push_back(HostTensor::zeros(graph.node(graph.outputs()[k].node).dtype, shapes[k]));
-  for (HostTensor& t : outputs) output_refs.push_back(t.ref());
-  executable.run(input_refs, output_refs);
+  const runtime::OutputShapes shapes = executable.output_shapes(input_refs);
+  const auto dtype = [&](size_t k) { return graph.node(graph.outputs()[k].node).dtype; };
+  std::vector<HostTensor> outputs(shapes.size());
+  std::vector<runtime::BufferRef> output_refs(shapes.size());
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    if (!shapes[k]) continue;  // sized by a data symbol: allocated when run() asks
+    outputs[k] = HostTensor::zeros(dtype(k), *shapes[k]);
+    output_refs[k] = outputs[k].ref();
+  }
+  executable.run(input_refs, output_refs, [&](size_t k, const std::vector<int64_t>& shape) {
+    outputs[k] = HostTensor::zeros(dtype(k), shape);
+    return outputs[k].ref();
+  });
   return outputs;
 }
 

@@ -72,15 +72,21 @@ TEST(BufferLayout, ChecksNameTheBufferAndBothValues) {
                 .find("weight 'w' has shape [3, 2] but the compiled graph expects [2, 3]"),
             std::string::npos);
 
-  runtime::check_outputs(b.graph, {buffer(data, {2, 3}, {3, 1})}, {{2, 3}});
-  EXPECT_NE(user_error_of([&] { runtime::check_outputs(b.graph, {}, {{2, 3}}); })
+  const runtime::OutputShapes produced{std::vector<int64_t>{2, 3}};
+  runtime::check_outputs(b.graph, {buffer(data, {2, 3}, {3, 1})}, produced);
+  EXPECT_NE(user_error_of([&] { runtime::check_outputs(b.graph, {}, produced); })
                 .find("the compiled graph has 1 outputs but 0 were passed"),
             std::string::npos);
-  EXPECT_NE(user_error_of([&] { runtime::check_outputs(b.graph, {buffer(data, {3, 2}, {2, 1})}, {{2, 3}}); })
+  EXPECT_NE(user_error_of([&] { runtime::check_outputs(b.graph, {buffer(data, {3, 2}, {2, 1})}, produced); })
                 .find("output 0 has shape [3, 2] but this call produces [2, 3]"),
             std::string::npos);
-  EXPECT_NE(user_error_of([&] { runtime::check_outputs(b.graph, {buffer(data, {2, 3}, {1, 2})}, {{2, 3}}); })
+  EXPECT_NE(user_error_of([&] { runtime::check_outputs(b.graph, {buffer(data, {2, 3}, {1, 2})}, produced); })
                 .find("output 0 must be a contiguous buffer"),
+            std::string::npos);
+  // An output sized by tensor data is allocated during the run: the caller passes no buffer.
+  runtime::check_outputs(b.graph, {runtime::BufferRef{}}, {std::nullopt});
+  EXPECT_NE(user_error_of([&] { runtime::check_outputs(b.graph, {buffer(data, {2, 3}, {3, 1})}, {std::nullopt}); })
+                .find("output 0's shape depends on tensor data"),
             std::string::npos);
 }
 

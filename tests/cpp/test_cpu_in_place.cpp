@@ -68,7 +68,7 @@ TEST(CpuInPlace, ScatterWritesTheRowIntoTheCallersCache) {
     // Reset the cache's values in its own memory: a new HostTensor would be a new allocation.
     const HostTensor fresh = cache_tensor();
     std::copy(fresh.bytes.begin(), fresh.bytes.end(), cache.bytes.begin());
-    executable->run({cache.ref(), index.ref(), row.ref()}, {cache.ref(), sums.ref()});
+    executable->run({cache.ref(), index.ref(), row.ref()}, {cache.ref(), sums.ref()}, {});
     EXPECT_EQ(cache.values<float>(), updated(position, -1.0f));
     EXPECT_EQ(sums.values<float>(), column_sums(updated(position, -1.0f)));
     // The row written, nothing else: the sum's kernel writes straight into its output.
@@ -85,7 +85,7 @@ TEST(CpuInPlace, ScatterIntoABoundWeightBuffer) {
   auto executable = compile_cpu(g.b.graph, {{"cache", cache.ref()}});
   HostTensor index = HostTensor::of<int64_t>(DType::I64, {1, kWidth}, std::vector<int64_t>(kWidth, 3));
   HostTensor row = HostTensor::of<float>(DType::F32, {1, kWidth}, std::vector<float>(kWidth, 7.0f));
-  executable->run({index.ref(), row.ref()}, {cache.ref()});
+  executable->run({index.ref(), row.ref()}, {cache.ref()}, {});
   EXPECT_EQ(cache.values<float>(), updated(3, 7.0f));
   EXPECT_EQ(executable->last_run_stats().bytes_copied, kRowBytes);
 }
@@ -98,7 +98,7 @@ TEST(CpuInPlace, AFreshOutputBufferLeavesTheCacheAlone) {
   HostTensor out = HostTensor::zeros(DType::F32, {kRows, kWidth});
   HostTensor index = HostTensor::of<int64_t>(DType::I64, {1, kWidth}, std::vector<int64_t>(kWidth, 1));
   HostTensor row = HostTensor::of<float>(DType::F32, {1, kWidth}, std::vector<float>(kWidth, 9.0f));
-  executable->run({cache.ref(), index.ref(), row.ref()}, {out.ref()});
+  executable->run({cache.ref(), index.ref(), row.ref()}, {out.ref()}, {});
   EXPECT_EQ(out.values<float>(), updated(1, 9.0f));
   EXPECT_EQ(cache.values<float>(), cache_tensor().values<float>());
   EXPECT_EQ(executable->last_run_stats().bytes_copied, kCacheBytes + kRowBytes);  // the copy, then the row
@@ -114,7 +114,7 @@ TEST(CpuInPlace, OldValueReturnedTakesTheCopyPath) {
   HostTensor old_cache = HostTensor::zeros(DType::F32, {kRows, kWidth});
   HostTensor index = HostTensor::of<int64_t>(DType::I64, {1, kWidth}, std::vector<int64_t>(kWidth, 4));
   HostTensor row = HostTensor::of<float>(DType::F32, {1, kWidth}, std::vector<float>(kWidth, -3.0f));
-  executable->run({cache.ref(), index.ref(), row.ref()}, {cache.ref(), old_cache.ref()});
+  executable->run({cache.ref(), index.ref(), row.ref()}, {cache.ref(), old_cache.ref()}, {});
   EXPECT_EQ(cache.values<float>(), updated(4, -3.0f));
   EXPECT_EQ(old_cache.values<float>(), cache_tensor().values<float>());
   EXPECT_GE(executable->last_run_stats().bytes_copied, kCacheBytes);
@@ -131,7 +131,7 @@ TEST(CpuInPlace, OldValueReadByALaterStepTakesTheCopyPath) {
   HostTensor sums = HostTensor::zeros(DType::F32, {1, kWidth});
   HostTensor index = HostTensor::of<int64_t>(DType::I64, {1, kWidth}, std::vector<int64_t>(kWidth, 0));
   HostTensor row = HostTensor::of<float>(DType::F32, {1, kWidth}, std::vector<float>(kWidth, 100.0f));
-  executable->run({cache.ref(), index.ref(), row.ref()}, {cache.ref(), sums.ref()});
+  executable->run({cache.ref(), index.ref(), row.ref()}, {cache.ref(), sums.ref()}, {});
   EXPECT_EQ(cache.values<float>(), updated(0, 100.0f));
   std::vector<float> expected = column_sums(cache_tensor().values<float>());
   const std::vector<float> new_sums = column_sums(updated(0, 100.0f));
@@ -151,7 +151,7 @@ TEST(CpuInPlace, AnotherInputSharingTheCacheMemoryTakesTheCopyPath) {
   HostTensor index = HostTensor::of<int64_t>(DType::I64, {1, kWidth}, std::vector<int64_t>(kWidth, 5));
   HostTensor row = HostTensor::of<float>(DType::F32, {1, kWidth}, std::vector<float>(kWidth, 50.0f));
   // `alias` is the cache's own memory: whatever the step order, it must read the old rows.
-  executable->run({cache.ref(), index.ref(), row.ref(), cache.ref()}, {cache.ref(), sums.ref()});
+  executable->run({cache.ref(), index.ref(), row.ref(), cache.ref()}, {cache.ref(), sums.ref()}, {});
   EXPECT_EQ(cache.values<float>(), updated(5, 50.0f));
   EXPECT_EQ(sums.values<float>(), column_sums(cache_tensor().values<float>()));
   EXPECT_GE(executable->last_run_stats().bytes_copied, kCacheBytes);
@@ -170,7 +170,7 @@ TEST(CpuInPlace, ConcurrentDecodeStepsOnSeparateCaches) {
       for (int64_t position = 0; position < kRows; ++position) {
         HostTensor index = HostTensor::of<int64_t>(DType::I64, {1, kWidth}, std::vector<int64_t>(kWidth, position));
         HostTensor row = HostTensor::of<float>(DType::F32, {1, kWidth}, std::vector<float>(kWidth, float(t)));
-        executable->run({cache.ref(), index.ref(), row.ref()}, {cache.ref(), sums.ref()});
+        executable->run({cache.ref(), index.ref(), row.ref()}, {cache.ref(), sums.ref()}, {});
       }
       EXPECT_EQ(cache.values<float>(), std::vector<float>(kRows * kWidth, float(t)));
       EXPECT_EQ(sums.values<float>(), std::vector<float>(kWidth, float(t * kRows)));

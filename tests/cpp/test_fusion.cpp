@@ -39,7 +39,7 @@ std::string only_kernel_source(const ir::Graph& graph) {
   const passes::Partition p = passes::fuse(graph, cx);
   std::string source;
   int kernels = 0;
-  for (int g : passes::topological_groups(graph, p)) {
+  for (int g : passes::topological_groups(p)) {
     const passes::Group& group = p.groups[g];
     if (group.kind != passes::GroupKind::Pointwise && group.kind != passes::GroupKind::Row) continue;
     ++kernels;
@@ -164,7 +164,7 @@ TEST(Fusion, AttentionIsOnePatternKernel) {
   cx.attention_kernels = true;
   const passes::Partition p = passes::fuse(graph, cx);
   int attention = 0, others = 0;
-  for (int g : passes::topological_groups(graph, p)) {
+  for (int g : passes::topological_groups(p)) {
     const passes::GroupKind kind = p.groups[g].kind;
     if (kind == passes::GroupKind::Source) continue;
     (kind == passes::GroupKind::Attention ? attention : others) += 1;
@@ -199,7 +199,7 @@ TEST(Fusion, AttentionWhoseScoresAreReadElsewhereIsNotGrouped) {
   passes::PassContext cx;
   cx.attention_kernels = true;
   const passes::Partition p = passes::fuse(graph, cx);
-  for (int g : passes::topological_groups(graph, p)) EXPECT_NE(p.groups[g].kind, passes::GroupKind::Attention);
+  for (int g : passes::topological_groups(p)) EXPECT_NE(p.groups[g].kind, passes::GroupKind::Attention);
   std::mt19937 rng(8);
   expect_matches_reference(graph,
                            {random_tensor(DType::F32, {2, 5, 16}, rng), random_tensor(DType::F32, {2, 7, 16}, rng),

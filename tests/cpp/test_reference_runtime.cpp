@@ -537,7 +537,7 @@ TEST(ReferenceExecutable, OutputAliasingAnInput) {
   auto position_tensor = i64({1}, {2});
   auto value_tensor = f32({1}, {9});
   auto old_cache = HostTensor::zeros(DType::F32, {4});
-  executable->run({cache_tensor.ref(), position_tensor.ref(), value_tensor.ref()}, {cache_tensor.ref(), old_cache.ref()});
+  executable->run({cache_tensor.ref(), position_tensor.ref(), value_tensor.ref()}, {cache_tensor.ref(), old_cache.ref()}, {});
   EXPECT_EQ(cache_tensor.values<float>(), (std::vector<float>{1, 2, 9, 4}));
   EXPECT_EQ(old_cache.values<float>(), (std::vector<float>{1, 2, 3, 4}));
 }

@@ -60,7 +60,7 @@ void group_attention(const ir::Graph& graph, Partition& p, PassContext& cx) {
   for (size_t i = 0; i < graph.size(); ++i) {
     const ir::NodeId id = static_cast<ir::NodeId>(i);
     if (graph.node(id).op != ir::Op::Matmul) continue;
-    const std::optional<AttentionPattern> pattern = match_attention(graph, id, p.users, p.is_graph_output);
+    const std::optional<AttentionPattern> pattern = match_attention(graph, id, p.users, p.read_by_runtime);
     if (!pattern || (pattern->bias && p.group_of[pattern->bias->node] < 0)) continue;
     const int into = p.group_of[id];
     for (ir::NodeId member : pattern->nodes) {

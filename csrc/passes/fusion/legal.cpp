@@ -84,6 +84,14 @@ bool edge_fusable(const ir::Graph& graph, ir::NodeId producer, ir::NodeId consum
   return false;
 }
 
+// Whether a node of `holder` holds a data symbol's value that a node of group `reader` mentions.
+bool holds_symbol_read_by(const Partition& p, const Group& holder, int reader) {
+  for (ir::NodeId id : holder.nodes)
+    for (ir::NodeId user : p.symbol_readers[id])
+      if (p.group_of[user] == reader) return true;
+  return false;
+}
+
 // Whether some group outside {from, to} lies on a path from group `from` to group `to`.
 bool path_through_others(const ir::Graph& graph, const Partition& p, int from, int to) {
   const ir::NodeId limit = p.groups[to].nodes.back();
@@ -130,6 +138,10 @@ MergeDecision legal_merge(const ir::Graph& graph, const Partition& p, int produc
     return d;
   }
   if (!merged_domain(a, b, d)) return d;
+  if (holds_symbol_read_by(p, a, consumer) || holds_symbol_read_by(p, b, producer)) {
+    d.reason = "one group computes a data symbol's value that the other's sizes mention";
+    return d;
+  }
   // Every edge between the two groups, either way.
   for (int side = 0; side < 2; ++side) {
     const Group& users = side == 0 ? b : a;

@@ -7,7 +7,8 @@
 // them is readable inside one loop nest: an identity view of a same-shaped value, or a per-row
 // value broadcast along the reduce axis (stride 0); a Gather's data is never fused; (4) the
 // union stays convex: no path between them leaves the union (the merged kernel could not be
-// scheduled); (5) the union stays below PassContext::max_group_nodes.
+// scheduled); (5) the union stays below PassContext::max_group_nodes; (6) neither group computes
+// a data symbol's value that the other's sizes mention (the kernel would need it before its end).
 #pragma once
 
 #include <string>

@@ -1,6 +1,7 @@
 #include "passes/fusion/partition.h"
 
 #include <algorithm>
+#include <map>
 #include <queue>
 #include <sstream>
 
@@ -21,12 +22,32 @@ const char* group_kind_name(GroupKind kind) {
   return "?";
 }
 
+namespace {
+void add_symbol_readers(const ir::Graph& graph, Partition& p) {
+  p.symbol_readers.assign(graph.size(), {});
+  if (graph.data_symbols().empty()) return;
+  std::map<std::string, ir::NodeId> value_of;
+  for (const ir::DataSymbol& s : graph.data_symbols()) value_of[s.name] = s.value.node;
+  std::vector<std::string> mentioned;
+  for (size_t i = 0; i < graph.size(); ++i) {
+    mentioned.clear();
+    ir::collect_symbols(graph.node(static_cast<ir::NodeId>(i)), mentioned);
+    for (const std::string& name : mentioned) {
+      auto it = value_of.find(name);
+      if (it == value_of.end()) continue;
+      p.users[it->second].push_back(static_cast<ir::NodeId>(i));
+      p.symbol_readers[it->second].push_back(static_cast<ir::NodeId>(i));
+    }
+  }
+}
+}  // namespace
+
 Partition initial_partition(const ir::Graph& graph) {
   using ir::Op;
   Partition p;
   const size_t n = graph.size();
   p.users.resize(n);
-  p.is_graph_output.assign(n, false);
+  p.read_by_runtime.assign(n, false);
   p.group_of.assign(n, -1);
   std::vector<bool> needs_buffer(n, false);
   for (size_t i = 0; i < n; ++i) {
@@ -40,8 +61,13 @@ Partition initial_partition(const ir::Graph& graph) {
     }
   }
   for (const ir::TensorRef& r : graph.outputs()) {
-    p.is_graph_output[r.node] = true;
+    p.read_by_runtime[r.node] = true;
     needs_buffer[r.node] = true;
+  }
+  add_symbol_readers(graph, p);
+  for (const ir::DataSymbol& s : graph.data_symbols()) {
+    p.read_by_runtime[s.value.node] = true;
+    needs_buffer[s.value.node] = true;
   }
   for (size_t i = 0; i < n; ++i) {
     const ir::Node& node = graph.node(static_cast<ir::NodeId>(i));
@@ -75,22 +101,22 @@ Partition initial_partition(const ir::Graph& graph) {
   return p;
 }
 
-std::vector<int> topological_groups(const ir::Graph& graph, const Partition& p) {
+std::vector<int> topological_groups(const Partition& p) {
   const size_t count = p.groups.size();
   std::vector<std::vector<int>> successors(count);
   std::vector<int> pending(count, 0);
   for (size_t g = 0; g < count; ++g) {
     if (!p.groups[g].alive) continue;
-    std::vector<int> preds;
+    std::vector<int> next;
     for (ir::NodeId id : p.groups[g].nodes)
-      for (const ir::TensorRef& in : graph.node(id).inputs) {
-        const int pg = p.group_of[in.node];
-        if (pg >= 0 && pg != static_cast<int>(g)) preds.push_back(pg);
+      for (ir::NodeId user : p.users[id]) {
+        const int ug = p.group_of[user];
+        if (ug >= 0 && ug != static_cast<int>(g)) next.push_back(ug);
       }
-    std::sort(preds.begin(), preds.end());
-    preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
-    for (int pg : preds) successors[pg].push_back(static_cast<int>(g));
-    pending[g] = static_cast<int>(preds.size());
+    std::sort(next.begin(), next.end());
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    for (int ug : next) ++pending[ug];
+    successors[g] = std::move(next);
   }
   // Ready groups by their first node, so the order stays close to the graph's.
   auto later = [&](int a, int b) { return p.groups[a].nodes.front() > p.groups[b].nodes.front(); };
@@ -111,7 +137,7 @@ std::vector<int> topological_groups(const ir::Graph& graph, const Partition& p) 
 std::vector<ir::NodeId> stored_nodes(const ir::Graph& graph, const Partition& p, int group) {
   std::vector<ir::NodeId> out;
   for (ir::NodeId id : p.groups[group].nodes) {
-    bool outside = p.is_graph_output[id];
+    bool outside = p.read_by_runtime[id];
     for (ir::NodeId user : p.users[id]) outside = outside || p.group_of[user] != group;
     if (outside) out.push_back(id);
   }
@@ -120,7 +146,7 @@ std::vector<ir::NodeId> stored_nodes(const ir::Graph& graph, const Partition& p,
 
 std::string partition_to_text(const ir::Graph& graph, const Partition& p) {
   std::ostringstream out;
-  for (int g : topological_groups(graph, p)) {
+  for (int g : topological_groups(p)) {
     const Group& group = p.groups[g];
     if (group.kind == GroupKind::Source) continue;
     out << "group " << g << " " << group_kind_name(group.kind) << " " << ir::shape_to_string(group.domain);

@@ -32,17 +32,23 @@ struct Group {
 struct Partition {
   std::vector<Group> groups;
   std::vector<int> group_of;  // by node; -1 for Inlined sources
-  // users[n]: the nodes reading node n (a node reading twice appears twice).
+  // users[n]: the nodes reading node n (a node reading twice appears twice), and the nodes whose
+  // shape or views mention a data symbol whose value n holds: those must run after n too.
   std::vector<std::vector<ir::NodeId>> users;
-  std::vector<bool> is_graph_output;
+  // symbol_readers[n]: the second kind of users[n] only. A kernel cannot both compute a data
+  // symbol's value and loop over a size that mentions it.
+  std::vector<std::vector<ir::NodeId>> symbol_readers;
+  // The runtime reads the node's buffer after the kernels: a graph output or a data symbol's value.
+  std::vector<bool> read_by_runtime;
 };
 
 // One group per node. Constant/Iota are Inlined unless something needs their buffer (a graph
 // output, a Matmul or Scatter operand, a Gather's data).
 Partition initial_partition(const ir::Graph& graph);
 
-// Live groups in an order where every group follows the groups it reads.
-std::vector<int> topological_groups(const ir::Graph& graph, const Partition& partition);
+// Live groups in an order where every group follows the groups it reads and the groups holding
+// the values of the data symbols it mentions.
+std::vector<int> topological_groups(const Partition& partition);
 
 // Nodes of a group that something outside it reads (another group or a graph output).
 std::vector<ir::NodeId> stored_nodes(const ir::Graph& graph, const Partition& partition, int group);

@@ -18,7 +18,7 @@ double merge_score(const ir::Graph& graph, const Partition& p, int producer, int
   double score = 0;
   for (ir::NodeId id : p.groups[producer].nodes) {
     bool read_by_consumer = false;
-    bool read_elsewhere = p.is_graph_output[id];
+    bool read_elsewhere = p.read_by_runtime[id];
     for (ir::NodeId user : p.users[id]) {
       const int g = p.group_of[user];
       if (g == consumer) read_by_consumer = true;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "codegen/cpp/emit.h"
 #include "codegen/lower.h"
@@ -35,6 +36,45 @@ std::string origin_of(const ir::Graph& graph, const std::vector<NodeId>& nodes) 
   for (NodeId id : nodes)
     if (!graph.node(id).origin.empty()) return graph.node(id).origin;
   return "";
+}
+
+bool mentions_any(const std::vector<std::string>& names, const std::set<std::string>& of) {
+  return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return of.count(n) != 0; });
+}
+
+// The symbols a step's call-plan entries are computed from.
+std::vector<std::string> step_symbols(const ir::Graph& graph, const Step& step) {
+  std::vector<std::string> names = step.symbols;
+  step.items.collect_symbols(names);
+  step.work_per_item.collect_symbols(names);
+  for (const ir::View* v : {&step.a, &step.b, &step.offs}) v->collect_symbols(names);
+  if (step.scatter >= 0) ir::collect_symbols(graph.node(step.scatter), names);
+  return names;
+}
+
+// Where the graph has data symbols: marks the slots and steps whose sizes mention one (allocated
+// and planned during the run) and says where each symbol's value is read.
+void plan_data_symbols(Program& program) {
+  const ir::Graph& graph = program.graph;
+  std::set<std::string> data_symbols;
+  for (const ir::DataSymbol& s : graph.data_symbols()) data_symbols.insert(s.name);
+  if (data_symbols.empty()) return;
+  std::vector<std::string> names;
+  for (Slot& slot : program.slots) {
+    names.clear();
+    slot.bytes.collect_symbols(names);
+    if (slot.kind == Slot::Kind::Arena && mentions_any(names, data_symbols)) slot.kind = Slot::Kind::Late;
+  }
+  for (Step& step : program.steps) step.late = mentions_any(step_symbols(graph, step), data_symbols);
+  for (size_t i = 0; i < graph.data_symbols().size(); ++i) {
+    const ir::DataSymbol& symbol = graph.data_symbols()[i];
+    const int slot = program.slot_of_node[symbol.value.node];
+    INTERNAL_CHECK(slot >= 0) << "data symbol " << symbol.name << ": its value %" << symbol.value.node << " has no buffer";
+    const Slot& info = program.slots[slot];
+    // Inputs and weights hold their value before the first step.
+    const int after = info.kind == Slot::Kind::Input || info.kind == Slot::Kind::Weight ? -1 : info.first_step;
+    program.symbol_reads.push_back(SymbolRead{i, after, slot, symbol.value.view.offset()});
+  }
 }
 
 }  // namespace
@@ -72,7 +112,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   // Lower every group, in dependency order.
   std::vector<std::string> names, sources;
   std::map<std::string, std::string> source_of_name;
-  for (int g : passes::topological_groups(graph, partition)) {
+  for (int g : passes::topological_groups(partition)) {
     const passes::Group& group = partition.groups[g];
     if (group.kind == GroupKind::Source) continue;
     Step step;
@@ -121,7 +161,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
                                                             : codegen::lower_matmul_loop(graph, group.nodes[0]);
     } else if (group.kind == GroupKind::Attention) {
       const std::optional<passes::AttentionPattern> pattern =
-          passes::match_attention(graph, group.nodes.back(), partition.users, partition.is_graph_output);
+          passes::match_attention(graph, group.nodes.back(), partition.users, partition.read_by_runtime);
       INTERNAL_CHECK(pattern.has_value()) << "attention group %" << group.nodes.back() << " no longer matches";
       lowered = codegen::lower_attention(graph, *pattern);
       program.fused_nodes += group.nodes.size();
@@ -185,6 +225,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     }
     program.outputs.push_back(spec);
   }
+  plan_data_symbols(program);
 
   // Build the kernels.
   JitOptions jit;

@@ -7,6 +7,7 @@
 #include "codegen/cpp/emit.h"
 #include "common/error.h"
 #include "ir/bind_symbols.h"
+#include "runtime/aligned_buffer.h"
 #include "runtime/aten_fallback.h"
 #include "runtime/buffer_layout.h"
 #include "runtime/cpu/gemm.h"
@@ -122,19 +123,59 @@ std::vector<InPlaceScatter> in_place_scatters(const Program& program) {
   return found;
 }
 
+// What one step needs from the call's symbol values.
+struct CpuExecutable::StepPlan {
+  std::vector<int64_t> symbols;  // the kernel's symbol arguments
+  int64_t items = 0;
+  bool parallel = false;
+  StridedLayout a, b, offs;  // Gemm and GroupedGemm steps
+  // Scatter steps updating a caller's buffer: the bytes of the copy of that buffer (none when
+  // in place) and of the elements written.
+  int64_t scatter_copy_bytes = 0, scatter_write_bytes = 0;
+};
+
+CpuExecutable::StepPlan CpuExecutable::plan_step(const Step& step, const ir::SymbolBindings& bindings) const {
+  const Program& program = program_;
+  const ir::Graph& graph = program.graph;
+  StepPlan plan;
+  for (const std::string& s : step.symbols) plan.symbols.push_back(bindings.at(s));
+  if (step.scatter >= 0 && program.slots[step.slots[1]].kind != Slot::Kind::Arena) {
+    const ir::Node& node = graph.node(step.scatter);
+    plan.scatter_copy_bytes = byte_count(ir::evaluate_shape(node.shape, bindings), node.dtype);
+    plan.scatter_write_bytes = byte_count(ir::evaluate_shape(node.inputs[1].view.shape(), bindings), node.dtype);
+  }
+  const bool kernel = step.kind == Step::Kind::Kernel;
+  plan.items = kernel ? step.items.evaluate(bindings) : 0;
+  plan.parallel = kernel && plan.items > 1 && plan.items * step.work_per_item.evaluate(bindings) >= kParallelThreshold;
+  const bool gemm = step.kind == Step::Kind::Gemm || step.kind == Step::Kind::GroupedGemm;
+  auto layout = [&](const ir::View& v) {
+    if (!gemm || v.rank() == 0) return StridedLayout{};
+    return StridedLayout{ir::evaluate_shape(v.shape(), bindings), ir::evaluate_shape(v.strides(), bindings),
+                         v.offset().evaluate(bindings)};
+  };
+  plan.a = layout(step.a);
+  plan.b = layout(step.b);
+  plan.offs = layout(step.offs);
+  return plan;
+}
+
+namespace {
+StridedLayout output_layout(const ir::View& view, const ir::SymbolBindings& bindings) {
+  return StridedLayout{ir::evaluate_shape(view.shape(), bindings), ir::evaluate_shape(view.strides(), bindings),
+                       view.offset().evaluate(bindings)};
+}
+
+}  // namespace
+
+// Everything computed once per distinct set of input symbol values. Steps and outputs whose sizes
+// mention a data symbol are planned during the run instead (their entries stay empty here).
 struct CpuExecutable::CallPlan {
   MemoryPlan memory;
   // The arena when every in-place Scatter writes into the caller's buffer: their results take
   // no arena space (a decode step's caches would otherwise be reserved twice over).
   MemoryPlan memory_in_place;
-  std::vector<std::vector<int64_t>> step_symbols;
-  std::vector<int64_t> step_items;
-  std::vector<bool> step_parallel;
-  std::vector<StridedLayout> gemm_a, gemm_b, gemm_offs;  // Gemm and GroupedGemm steps
-  // Scatter steps updating a caller's buffer: the bytes of the copy of that buffer (none when
-  // in place) and of the elements written.
-  std::vector<int64_t> scatter_copy_bytes, scatter_write_bytes;
-  std::vector<std::vector<int64_t>> output_shapes;
+  std::vector<StepPlan> steps;
+  OutputShapes output_shapes;
   std::vector<StridedLayout> output_layouts;  // the output's view of its node's buffer
 };
 
@@ -169,12 +210,12 @@ CpuExecutable::CpuExecutable(Program program, std::map<std::string, BufferRef> w
 
 CpuExecutable::~CpuExecutable() = default;
 
-std::vector<std::vector<int64_t>> CpuExecutable::output_shapes(const std::vector<BufferRef>& inputs) const {
+OutputShapes CpuExecutable::output_shapes(const std::vector<BufferRef>& inputs) const {
   std::vector<std::vector<int64_t>> sizes;
   for (const BufferRef& b : inputs) sizes.push_back(b.sizes);
   const ir::SymbolBindings bindings = ir::bind_symbols(program_.graph, sizes);
-  std::vector<std::vector<int64_t>> shapes;
-  for (const OutputSpec& o : program_.outputs) shapes.push_back(ir::evaluate_shape(o.ref.view.shape(), bindings));
+  OutputShapes shapes;
+  for (const OutputSpec& o : program_.outputs) shapes.push_back(ir::evaluate_shape_if_bound(o.ref.view.shape(), bindings));
   return shapes;
 }
 
@@ -202,7 +243,6 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::plan_for(const ir:
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
   }
-  const ir::Graph& graph = program_.graph;
   auto plan = std::make_shared<CallPlan>();
   std::vector<MemoryRequest> requests;
   for (const Slot& slot : program_.slots) {
@@ -212,38 +252,11 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::plan_for(const ir:
   plan->memory = plan_memory(requests, kAlignment);
   for (const InPlaceScatter& scatter : in_place_) requests[scatter.out_slot].bytes = -1;
   plan->memory_in_place = in_place_.empty() ? plan->memory : plan_memory(requests, kAlignment);
-  for (const Step& step : program_.steps) {
-    std::vector<int64_t> values;
-    for (const std::string& s : step.symbols) values.push_back(bindings.at(s));
-    plan->step_symbols.push_back(values);
-    int64_t copy_bytes = 0, write_bytes = 0;
-    if (step.scatter >= 0 && program_.slots[step.slots[1]].kind != Slot::Kind::Arena) {
-      const ir::Node& node = graph.node(step.scatter);
-      copy_bytes = byte_count(ir::evaluate_shape(node.shape, bindings), node.dtype);
-      write_bytes = byte_count(ir::evaluate_shape(node.inputs[1].view.shape(), bindings), node.dtype);
-    }
-    plan->scatter_copy_bytes.push_back(copy_bytes);
-    plan->scatter_write_bytes.push_back(write_bytes);
-    const bool kernel = step.kind == Step::Kind::Kernel;
-    const int64_t items = kernel ? step.items.evaluate(bindings) : 0;
-    plan->step_items.push_back(items);
-    plan->step_parallel.push_back(kernel && items > 1 &&
-                                  items * step.work_per_item.evaluate(bindings) >= kParallelThreshold);
-    const bool gemm = step.kind == Step::Kind::Gemm || step.kind == Step::Kind::GroupedGemm;
-    auto layout = [&](const ir::View& v) {
-      if (!gemm || v.rank() == 0) return StridedLayout{};
-      return StridedLayout{ir::evaluate_shape(v.shape(), bindings), ir::evaluate_shape(v.strides(), bindings),
-                           v.offset().evaluate(bindings)};
-    };
-    plan->gemm_a.push_back(layout(step.a));
-    plan->gemm_b.push_back(layout(step.b));
-    plan->gemm_offs.push_back(layout(step.offs));
-  }
+  for (const Step& step : program_.steps)
+    plan->steps.push_back(step.late ? StepPlan{} : plan_step(step, bindings));
   for (const OutputSpec& o : program_.outputs) {
-    plan->output_shapes.push_back(ir::evaluate_shape(o.ref.view.shape(), bindings));
-    plan->output_layouts.push_back(StridedLayout{ir::evaluate_shape(o.ref.view.shape(), bindings),
-                                                 ir::evaluate_shape(o.ref.view.strides(), bindings),
-                                                 o.ref.view.offset().evaluate(bindings)});
+    plan->output_shapes.push_back(ir::evaluate_shape_if_bound(o.ref.view.shape(), bindings));
+    plan->output_layouts.push_back(plan->output_shapes.back() ? output_layout(o.ref.view, bindings) : StridedLayout{});
   }
   std::lock_guard<std::mutex> lock(mutex_);
   if (plans_.size() > 64) plans_.clear();  // a bound on distinct shapes kept
@@ -251,7 +264,7 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::plan_for(const ir:
   return plan;
 }
 
-std::unique_ptr<CpuExecutable::Arena> CpuExecutable::take_arena(size_t bytes) const {
+CpuExecutable::ArenaLease CpuExecutable::take_arena(size_t bytes) const {
   std::unique_ptr<Arena> arena;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -262,23 +275,28 @@ std::unique_ptr<CpuExecutable::Arena> CpuExecutable::take_arena(size_t bytes) co
   }
   if (!arena) arena = std::make_unique<Arena>();
   arena->reserve(bytes);
-  return arena;
+  return ArenaLease(*this, std::move(arena));
 }
 
-void CpuExecutable::give_back(std::unique_ptr<Arena> arena) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  arenas_.push_back(std::move(arena));
+CpuExecutable::ArenaLease::ArenaLease(const CpuExecutable& owner, std::unique_ptr<Arena> arena)
+    : owner_(owner), arena_(std::move(arena)) {}
+
+CpuExecutable::ArenaLease::~ArenaLease() {
+  std::lock_guard<std::mutex> lock(owner_.mutex_);
+  owner_.arenas_.push_back(std::move(arena_));
 }
 
-void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs) const {
+void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& caller_outputs,
+                        const LateOutputAllocator& allocate_late) const {
   const ir::Graph& graph = program_.graph;
   std::vector<std::vector<int64_t>> input_sizes;
   input_sizes.reserve(inputs.size());
   for (const BufferRef& b : inputs) input_sizes.push_back(b.sizes);
-  const ir::SymbolBindings bindings = ir::bind_symbols(graph, input_sizes);
+  ir::SymbolBindings bindings = ir::bind_symbols(graph, input_sizes);
   const std::shared_ptr<const CallPlan> plan = plan_for(bindings);
 
-  check_outputs(graph, outputs, plan->output_shapes);
+  check_outputs(graph, caller_outputs, plan->output_shapes);
+  std::vector<BufferRef> outputs = caller_outputs;  // outputs sized by a data symbol are allocated last
 
   int64_t bytes_copied = 0;
   std::vector<void*> ptr(program_.slots.size(), nullptr);
@@ -316,7 +334,7 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
   for (const InPlaceScatter& scatter : in_place_) {
     const BufferRef& destination = outputs[scatter.output];
     const BufferRef& updated = *caller_buffer[scatter.data_slot];
-    if (ptr[scatter.data_slot] != destination.data || !is_dense(updated) ||
+    if (destination.data == nullptr || ptr[scatter.data_slot] != destination.data || !is_dense(updated) ||
         byte_count(updated.sizes, updated.dtype) != byte_count(destination.sizes, destination.dtype))
       continue;
     bool shared = false;
@@ -331,12 +349,13 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
     ++in_place_count;
   }
   const MemoryPlan& memory = in_place_count == in_place_.size() ? plan->memory_in_place : plan->memory;
-  std::unique_ptr<Arena> arena = take_arena(memory.total_bytes);
+  ArenaLease lease = take_arena(memory.total_bytes);
+  Arena& arena = lease.arena();
   for (size_t s = 0; s < program_.slots.size(); ++s)
-    if (ptr[s] == nullptr && memory.offsets[s] >= 0) ptr[s] = arena->data + memory.offsets[s];
+    if (ptr[s] == nullptr && memory.offsets[s] >= 0) ptr[s] = arena.data + memory.offsets[s];
   // Outputs the producing kernel writes in place, when the caller's buffer aliases nothing.
   for (size_t k = 0; k < outputs.size(); ++k) {
-    if (!program_.outputs[k].direct || written_directly[k]) continue;
+    if (!program_.outputs[k].direct || written_directly[k] || outputs[k].data == nullptr) continue;
     bool alias = false;
     for (const BufferRef* b : caller_buffer) alias = alias || (b != nullptr && overlaps(outputs[k], *b));
     for (size_t j = 0; j < outputs.size(); ++j) alias = alias || (j != k && overlaps(outputs[k], outputs[j]));
@@ -345,61 +364,39 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
     written_directly[k] = true;
   }
 
+  // Data symbols: bound from their value's buffer once the step writing it has run; what is
+  // sized by them is allocated (late slots) and planned (late steps) only then.
+  std::vector<AlignedBuffer> late_buffers;
+  const auto bind_symbols_after = [&](int step) {
+    for (const SymbolRead& read : program_.symbol_reads) {
+      if (read.after_step != step) continue;
+      int64_t value = 0;
+      std::memcpy(&value, static_cast<const std::byte*>(ptr[read.slot]) + read.offset.evaluate(bindings) * 8, 8);
+      ir::bind_data_symbol(graph, graph.data_symbols()[read.symbol], value, bindings);
+    }
+  };
+  bind_symbols_after(-1);
+  StepPlan late_plan;
   for (size_t s = 0; s < program_.steps.size(); ++s) {
     const Step& step = program_.steps[s];
-    if (step.kind == Step::Kind::Gemm) {
-      pool_.rest();
-      blas_matmul(step.dtype, ptr[step.slots[0]], plan->gemm_a[s], ptr[step.slots[1]], plan->gemm_b[s], ptr[step.slots[2]]);
-      continue;
+    for (int slot : step.slots) {
+      if (program_.slots[slot].kind != Slot::Kind::Late || ptr[slot] != nullptr) continue;
+      late_buffers.emplace_back(static_cast<size_t>(program_.slots[slot].bytes.evaluate(bindings)));
+      ptr[slot] = late_buffers.back().data();
     }
-    if (step.kind == Step::Kind::GroupedGemm) {
-      pool_.rest();
-      blas_grouped_matmul(step.dtype, ptr[step.slots[0]], plan->gemm_a[s], ptr[step.slots[1]], plan->gemm_b[s],
-                          static_cast<const int64_t*>(ptr[step.slots[2]]), plan->gemm_offs[s], ptr[step.slots[3]]);
-      continue;
-    }
-    if (step.kind == Step::Kind::AtenCall) {
-      pool_.rest();  // torch's own threads run the op
-      try {
-        run_aten_call_step(graph, graph.node(step.aten_call), step, ptr, bindings);
-      } catch (...) {
-        give_back(std::move(arena));
-        throw;
-      }
-      continue;
-    }
-    // A Scatter copies its data into its result first, unless they are one buffer (in place).
-    if (step.scatter >= 0 && ptr[step.slots[0]] != ptr[step.slots[1]]) bytes_copied += plan->scatter_copy_bytes[s];
-    bytes_copied += plan->scatter_write_bytes[s];
-    std::vector<void*>& params = arena->params;
-    params.clear();
-    for (int slot : step.slots) params.push_back(ptr[slot]);
-    KernelTask task;
-    task.fn = step.fn;
-    task.params = params.data();
-    task.symbols = plan->step_symbols[s].data();
-    if (plan->step_parallel[s])
-      pool_.parallel_for(plan->step_items[s], run_kernel_chunk, &task);
-    else
-      run_kernel_chunk(&task, 0, plan->step_items[s]);
-    const int64_t status = task.status.load();
-    if (status != 0) {
-      give_back(std::move(arena));
-      switch (status) {
-        case codegen::cpp::kKernelIndexOutOfRange:
-          USER_ERROR() << step.what << ": index " << task.info[0] << " is out of bounds for a dimension with size "
-                       << task.info[1];
-          break;
-        case codegen::cpp::kKernelEmptyReduction:
-          USER_ERROR() << step.what << ": max/min over an axis of size 0 has no identity";
-          break;
-        case codegen::cpp::kKernelDivisionByZero: USER_ERROR() << step.what << ": integer division by zero"; break;
-        case codegen::cpp::kKernelOutOfMemory:
-          USER_ERROR() << step.what << ": out of memory for the kernel's scratch buffers";
-          break;
-        default: INTERNAL_ERROR() << step.what << ": kernel failed with status " << status;
-      }
-    }
+    if (step.late) late_plan = plan_step(step, bindings);
+    const StepPlan& sp = step.late ? late_plan : plan->steps[s];
+    run_step(step, sp, ptr, bindings, arena, bytes_copied);
+    bind_symbols_after(static_cast<int>(s));
+  }
+
+  // Outputs sized by a data symbol, now that every symbol is bound.
+  std::vector<StridedLayout> late_layouts(outputs.size());
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    if (plan->output_shapes[k]) continue;
+    const ir::View& view = program_.outputs[k].ref.view;
+    late_layouts[k] = output_layout(view, bindings);
+    outputs[k] = allocate_late(k, late_layouts[k].shape);
   }
 
   // Copy the remaining outputs. A source that is caller memory (an input returned as is) may be
@@ -412,7 +409,7 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
     const ir::NodeId node = program_.outputs[k].ref.node;
     const int slot = program_.slot_of_node[node];
     sources[k] = ptr[slot];
-    if (program_.slots[slot].kind == Slot::Kind::Arena) continue;
+    if (program_.slots[slot].kind == Slot::Kind::Arena || program_.slots[slot].kind == Slot::Kind::Late) continue;
     const int64_t bytes = byte_count(ir::evaluate_shape(graph.node(node).shape, bindings), graph.node(node).dtype);
     for (size_t j = 0; j < outputs.size(); ++j) {
       if (written_directly[j] || !overlaps(sources[k], bytes, outputs[j].data, span_bytes(outputs[j]))) continue;
@@ -425,13 +422,62 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
   }
   for (size_t k = 0; k < outputs.size(); ++k) {
     if (written_directly[k]) continue;
-    const StridedLayout& l = plan->output_layouts[k];
+    const StridedLayout& l = plan->output_shapes[k] ? plan->output_layouts[k] : late_layouts[k];
     strided_copy(static_cast<const std::byte*>(sources[k]), l.shape, l.strides, l.offset,
                  ir::dtype_size(outputs[k].dtype), static_cast<std::byte*>(outputs[k].data));
     bytes_copied += byte_count(outputs[k].sizes, outputs[k].dtype);
   }
-  give_back(std::move(arena));
   last_bytes_copied_.store(bytes_copied);
+}
+
+void CpuExecutable::run_step(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
+                             const ir::SymbolBindings& bindings, Arena& arena, int64_t& bytes_copied) const {
+  if (step.kind == Step::Kind::Gemm) {
+    pool_.rest();
+    blas_matmul(step.dtype, ptr[step.slots[0]], plan.a, ptr[step.slots[1]], plan.b, ptr[step.slots[2]]);
+    return;
+  }
+  if (step.kind == Step::Kind::GroupedGemm) {
+    pool_.rest();
+    blas_grouped_matmul(step.dtype, ptr[step.slots[0]], plan.a, ptr[step.slots[1]], plan.b,
+                        static_cast<const int64_t*>(ptr[step.slots[2]]), plan.offs, ptr[step.slots[3]]);
+    return;
+  }
+  if (step.kind == Step::Kind::AtenCall) {
+    pool_.rest();  // torch's own threads run the op
+    run_aten_call_step(program_.graph, program_.graph.node(step.aten_call), step, ptr, bindings);
+    return;
+  }
+  // A Scatter copies its data into its result first, unless they are one buffer (in place).
+  if (step.scatter >= 0 && ptr[step.slots[0]] != ptr[step.slots[1]]) bytes_copied += plan.scatter_copy_bytes;
+  bytes_copied += plan.scatter_write_bytes;
+  std::vector<void*>& params = arena.params;
+  params.clear();
+  for (int slot : step.slots) params.push_back(ptr[slot]);
+  KernelTask task;
+  task.fn = step.fn;
+  task.params = params.data();
+  task.symbols = plan.symbols.data();
+  if (plan.parallel)
+    pool_.parallel_for(plan.items, run_kernel_chunk, &task);
+  else
+    run_kernel_chunk(&task, 0, plan.items);
+  const int64_t status = task.status.load();
+  if (status == 0) return;
+  switch (status) {
+    case codegen::cpp::kKernelIndexOutOfRange:
+      USER_ERROR() << step.what << ": index " << task.info[0] << " is out of bounds for a dimension with size "
+                   << task.info[1];
+      break;
+    case codegen::cpp::kKernelEmptyReduction:
+      USER_ERROR() << step.what << ": max/min over an axis of size 0 has no identity";
+      break;
+    case codegen::cpp::kKernelDivisionByZero: USER_ERROR() << step.what << ": integer division by zero"; break;
+    case codegen::cpp::kKernelOutOfMemory:
+      USER_ERROR() << step.what << ": out of memory for the kernel's scratch buffers";
+      break;
+    default: INTERNAL_ERROR() << step.what << ": kernel failed with status " << status;
+  }
 }
 
 }  // namespace luminal::runtime::cpu

@@ -41,20 +41,37 @@ class CpuExecutable final : public Executable {
   CpuExecutable(Program program, std::map<std::string, BufferRef> weights, int threads);
   ~CpuExecutable() override;
 
-  std::vector<std::vector<int64_t>> output_shapes(const std::vector<BufferRef>& inputs) const override;
-  void run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs) const override;
+  OutputShapes output_shapes(const std::vector<BufferRef>& inputs) const override;
+  void run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs,
+           const LateOutputAllocator& allocate_late) const override;
   void rebind_weight(const std::string& name, const BufferRef& buffer) override;
   RunStats last_run_stats() const override { return RunStats{last_bytes_copied_.load()}; }
 
   const Program& program() const { return program_; }
 
  private:
+  struct StepPlan;
   struct CallPlan;
   struct Arena;
+  // An arena taken from the pool for one run, given back however the run ends.
+  class ArenaLease {
+   public:
+    ArenaLease(const CpuExecutable& owner, std::unique_ptr<Arena> arena);
+    ArenaLease(const ArenaLease&) = delete;
+    ArenaLease& operator=(const ArenaLease&) = delete;
+    ~ArenaLease();
+    Arena& arena() { return *arena_; }
+
+   private:
+    const CpuExecutable& owner_;
+    std::unique_ptr<Arena> arena_;
+  };
 
   std::shared_ptr<const CallPlan> plan_for(const ir::SymbolBindings& bindings) const;
-  std::unique_ptr<Arena> take_arena(size_t bytes) const;
-  void give_back(std::unique_ptr<Arena> arena) const;
+  StepPlan plan_step(const Step& step, const ir::SymbolBindings& bindings) const;
+  ArenaLease take_arena(size_t bytes) const;
+  void run_step(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
+                const ir::SymbolBindings& bindings, Arena& arena, int64_t& bytes_copied) const;
 
   Program program_;
   std::map<std::string, BufferRef> weights_;

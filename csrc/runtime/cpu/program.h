@@ -13,10 +13,12 @@ namespace luminal::runtime::cpu {
 
 // One node's contiguous buffer.
 struct Slot {
-  enum class Kind { Input, Weight, Arena } kind = Kind::Arena;
+  // Late: an intermediate whose size mentions a data symbol, allocated per run once the symbol
+  // is bound (outside the arena, whose layout is planned from the inputs' shapes alone).
+  enum class Kind { Input, Weight, Arena, Late } kind = Kind::Arena;
   ir::NodeId node = -1;
   int input_index = -1;  // Input: position in the call's inputs
-  ir::Expr bytes;        // Arena: size
+  ir::Expr bytes;        // Arena, Late: size
   int first_step = 0;    // Arena: live from the step writing it ...
   int last_step = 0;     // ... to the last step reading it (graph outputs: the end)
 };
@@ -39,6 +41,18 @@ struct Step {
   ir::View a, b, offs;
   // AtenCall: the node run through the ATen fallback; slots are its inputs' then its own.
   ir::NodeId aten_call = -1;
+  // Its sizes mention a data symbol: what the call plan holds for other steps (symbol values,
+  // work items, BLAS layouts) is computed when the step runs.
+  bool late = false;
+};
+
+// Data symbol `symbol` (an index into graph.data_symbols()), which the run binds after step
+// `after_step`, reading the i64 at element `offset` of slot `slot`.
+struct SymbolRead {
+  size_t symbol = 0;
+  int after_step = -1;
+  int slot = -1;
+  ir::Expr offset;
 };
 
 // Where graph output k comes from: a node read through a view; `direct` when the node's
@@ -57,6 +71,7 @@ struct Program {
   std::vector<OutputSpec> outputs;
   std::shared_ptr<KernelLibrary> library;
   std::vector<std::string> symbols;  // every symbol of the graph, sorted: the plan cache key
+  std::vector<SymbolRead> symbol_reads;
   // Stats
   size_t kernel_count = 0;   // generated kernel launches per run
   size_t unique_kernels = 0;  // distinct generated functions

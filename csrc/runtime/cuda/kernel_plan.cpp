@@ -28,7 +28,7 @@ CudaKernelPlan plan_cuda_kernels(const ir::Graph& input_graph, passes::PassConte
   CudaKernelPlan out;
   out.graph = std::move(plan.graph);
   const ir::Graph& graph = out.graph;
-  for (int g : passes::topological_groups(graph, plan.partition)) {
+  for (int g : passes::topological_groups(plan.partition)) {
     const passes::Group& group = plan.partition.groups[g];
     if (group.kind == GroupKind::Source || group.kind == GroupKind::Inlined) continue;
     const std::string origin = origin_of(graph, group.nodes);

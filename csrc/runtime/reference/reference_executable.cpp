@@ -6,7 +6,7 @@
 #include "common/error.h"
 #include "ir/bind_symbols.h"
 #include "runtime/buffer_layout.h"
-#include "runtime/reference/aligned_buffer.h"
+#include "runtime/aligned_buffer.h"
 #include "runtime/reference/strided.h"
 
 namespace luminal::runtime::reference {
@@ -14,10 +14,12 @@ namespace luminal::runtime::reference {
 // Everything one run() owns, so that concurrent runs share nothing mutable.
 struct ReferenceExecutable::RunState {
   explicit RunState(size_t node_count)
-      : shapes(node_count), data(node_count), owned(node_count), in_place_target(node_count) {}
+      : shapes(node_count), shape_known(node_count, false), data(node_count), owned(node_count),
+        in_place_target(node_count) {}
 
   ir::SymbolBindings bindings;
   std::vector<std::vector<int64_t>> shapes;  // each node's shape for this run
+  std::vector<bool> shape_known;             // false until the data symbols it mentions are bound
   std::vector<const std::byte*> data;        // each node's contiguous buffer; null once released
   std::vector<AlignedBuffer> owned;          // the buffers this run allocated; empty for borrowed ones
   std::vector<std::byte*> in_place_target;   // a Scatter writing into the caller's buffer: that buffer
@@ -98,8 +100,9 @@ std::vector<std::vector<ir::NodeId>> release_points(const ir::Graph& graph) {
 }  // namespace
 
 ReferenceExecutable::ReferenceExecutable(ir::Graph graph, std::map<std::string, BufferRef> weights)
-    : graph_(std::move(graph)), weights_(std::move(weights)) {
+    : graph_(std::move(graph)), weights_(std::move(weights)), symbols_bound_after_(graph_.size()) {
   ir::verify(graph_);
+  for (const ir::DataSymbol& symbol : graph_.data_symbols()) symbols_bound_after_[symbol.value.node].push_back(&symbol);
   for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(graph_.size()); ++id) {
     const ir::Node& node = graph_.node(id);
     try {
@@ -119,30 +122,40 @@ ReferenceExecutable::ReferenceExecutable(ir::Graph graph, std::map<std::string, 
   in_place_output_ = in_place_candidates(graph_);
 }
 
-std::vector<std::vector<int64_t>> ReferenceExecutable::output_shapes(const std::vector<BufferRef>& inputs) const {
+OutputShapes ReferenceExecutable::output_shapes(const std::vector<BufferRef>& inputs) const {
   const ir::SymbolBindings bindings = ir::bind_symbols(graph_, input_sizes(inputs));
-  std::vector<std::vector<int64_t>> shapes;
-  for (const ir::TensorRef& output : graph_.outputs()) shapes.push_back(ir::evaluate_shape(output.view.shape(), bindings));
+  OutputShapes shapes;
+  for (const ir::TensorRef& output : graph_.outputs())
+    shapes.push_back(ir::evaluate_shape_if_bound(output.view.shape(), bindings));
   return shapes;
 }
 
-void ReferenceExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs) const {
+void ReferenceExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs,
+                              const LateOutputAllocator& allocate_late) const {
   RunState state(graph_.size());
   bind_sources(inputs, state);
-  std::vector<std::vector<int64_t>> produced;
+  OutputShapes produced;
   for (const ir::TensorRef& output : graph_.outputs())
-    produced.push_back(ir::evaluate_shape(output.view.shape(), state.bindings));
+    produced.push_back(ir::evaluate_shape_if_bound(output.view.shape(), state.bindings));
   check_outputs(graph_, outputs, produced);
   choose_in_place(outputs, state);
   for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(graph_.size()); ++id) {
     if (kernels_[id]) compute_node(id, state);
+    for (const ir::DataSymbol* symbol : symbols_bound_after_[id]) bind_data_symbol(*symbol, state);
     for (ir::NodeId released : released_after_[id]) {
       state.owned[released] = AlignedBuffer();
       state.data[released] = nullptr;
     }
   }
-  write_outputs(outputs, state);
+  write_outputs(outputs, produced, allocate_late, state);
   last_bytes_copied_.store(state.bytes_copied);
+}
+
+void ReferenceExecutable::bind_data_symbol(const ir::DataSymbol& symbol, RunState& state) const {
+  const int64_t offset = symbol.value.view.offset().evaluate(state.bindings);
+  int64_t value = 0;
+  std::memcpy(&value, state.data[symbol.value.node] + offset * static_cast<int64_t>(sizeof value), sizeof value);
+  ir::bind_data_symbol(graph_, symbol, value, state.bindings);
 }
 
 // A candidate Scatter writes in place when the output buffer the caller passed is exactly the
@@ -152,7 +165,7 @@ void ReferenceExecutable::choose_in_place(const std::vector<BufferRef>& outputs,
   state.written_in_place.assign(outputs.size(), false);
   for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(graph_.size()); ++id) {
     const int k = in_place_output_[id];
-    if (k < 0) continue;
+    if (k < 0 || outputs[k].data == nullptr || !state.shape_known[id]) continue;
     const ir::NodeId source = graph_.node(id).inputs[0].node;
     const ir::DType dtype = graph_.node(id).dtype;
     auto* destination = static_cast<std::byte*>(outputs[k].data);
@@ -185,8 +198,11 @@ void ReferenceExecutable::rebind_weight(const std::string& name, const BufferRef
 
 void ReferenceExecutable::bind_sources(const std::vector<BufferRef>& inputs, RunState& state) const {
   state.bindings = ir::bind_symbols(graph_, input_sizes(inputs));
-  for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(graph_.size()); ++id)
-    state.shapes[id] = ir::evaluate_shape(graph_.node(id).shape, state.bindings);
+  for (ir::NodeId id = 0; id < static_cast<ir::NodeId>(graph_.size()); ++id) {
+    std::optional<std::vector<int64_t>> shape = ir::evaluate_shape_if_bound(graph_.node(id).shape, state.bindings);
+    state.shape_known[id] = shape.has_value();
+    if (shape) state.shapes[id] = std::move(*shape);
+  }
   const std::vector<ir::NodeId> input_nodes = graph_.input_nodes();
   for (size_t i = 0; i < input_nodes.size(); ++i) {
     const ir::Node& node = graph_.node(input_nodes[i]);
@@ -206,6 +222,10 @@ void ReferenceExecutable::bind_sources(const std::vector<BufferRef>& inputs, Run
 void ReferenceExecutable::compute_node(ir::NodeId id, RunState& state) const {
   const ir::Node& node = graph_.node(id);
   try {
+    if (!state.shape_known[id]) {
+      state.shapes[id] = ir::evaluate_shape(node.shape, state.bindings);
+      state.shape_known[id] = true;
+    }
     KernelCall call{node, state.shapes[id], {}, nullptr, &state.bindings};
     for (const ir::TensorRef& edge : node.inputs) {
       Layout layout = evaluate_layout(edge.view, state.bindings);
@@ -238,7 +258,12 @@ void ReferenceExecutable::compute_node(ir::NodeId id, RunState& state) const {
   }
 }
 
-void ReferenceExecutable::write_outputs(const std::vector<BufferRef>& outputs, RunState& state) const {
+void ReferenceExecutable::write_outputs(const std::vector<BufferRef>& caller_outputs, const OutputShapes& known,
+                                        const LateOutputAllocator& allocate_late, RunState& state) const {
+  // Outputs whose shape a data symbol decides are allocated now that every symbol is bound.
+  std::vector<BufferRef> outputs = caller_outputs;
+  for (size_t k = 0; k < outputs.size(); ++k)
+    if (!known[k]) outputs[k] = allocate_late(k, ir::evaluate_shape(graph_.outputs()[k].view.shape(), state.bindings));
   // An output may alias an input (an in-place KV-cache update). Every node has run, so only an
   // output that returns caller memory directly can still read memory another output overwrites:
   // snapshot those sources before the first write.

@@ -19,8 +19,9 @@ class ReferenceExecutable final : public Executable {
   // for a missing or mismatched weight, UnsupportedError for an op/dtype pair with no kernel).
   ReferenceExecutable(ir::Graph graph, std::map<std::string, BufferRef> weights);
 
-  std::vector<std::vector<int64_t>> output_shapes(const std::vector<BufferRef>& inputs) const override;
-  void run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs) const override;
+  OutputShapes output_shapes(const std::vector<BufferRef>& inputs) const override;
+  void run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs,
+           const LateOutputAllocator& allocate_late) const override;
   void rebind_weight(const std::string& name, const BufferRef& buffer) override;
   RunStats last_run_stats() const override { return RunStats{last_bytes_copied_.load()}; }
 
@@ -30,7 +31,11 @@ class ReferenceExecutable final : public Executable {
   void bind_sources(const std::vector<BufferRef>& inputs, RunState& state) const;
   void choose_in_place(const std::vector<BufferRef>& outputs, RunState& state) const;
   void compute_node(ir::NodeId id, RunState& state) const;
-  void write_outputs(const std::vector<BufferRef>& outputs, RunState& state) const;
+  // Reads the symbol's value from its producer's buffer and binds it.
+  void bind_data_symbol(const ir::DataSymbol& symbol, RunState& state) const;
+  // `known`: the output shapes known before the run; the others are allocated here.
+  void write_outputs(const std::vector<BufferRef>& outputs, const OutputShapes& known,
+                     const LateOutputAllocator& allocate_late, RunState& state) const;
 
   ir::Graph graph_;
   std::vector<Kernel> kernels_;  // by node id; empty for Input and Weight
@@ -41,6 +46,8 @@ class ReferenceExecutable final : public Executable {
   // updates (a KV-cache write whose result is returned as the mutated input), the index of that
   // output; -1 otherwise. Whether it does is decided per run, from the buffers passed.
   std::vector<int> in_place_output_;
+  // symbols_bound_after_[id]: the data symbols whose value node `id` computes.
+  std::vector<std::vector<const ir::DataSymbol*>> symbols_bound_after_;
   mutable std::atomic<int64_t> last_bytes_copied_{0};
 };
 

@@ -1,4 +1,5 @@
-// A node's buffer for one run, 64-byte aligned so that library and vector code can use it.
+// A buffer for one run (a reference node's, a cpu intermediate sized by a data symbol), 64-byte
+// aligned so that library and vector code can use it.
 #pragma once
 
 #include <algorithm>
@@ -6,7 +7,7 @@
 #include <memory>
 #include <new>
 
-namespace luminal::runtime::reference {
+namespace luminal::runtime {
 
 class AlignedBuffer {
  public:
@@ -26,4 +27,4 @@ class AlignedBuffer {
   std::unique_ptr<std::byte[], Free> data_;
 };
 
-}  // namespace luminal::runtime::reference
+}  // namespace luminal::runtime
