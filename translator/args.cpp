@@ -137,6 +137,14 @@ bool NodeArgs::boolean(const std::string& name) const {
   return a.bools.at(0);
 }
 
+ir::Expr NodeArgs::sym_bool(const std::string& name) const {
+  const pt2::Argument& a = raw(name);
+  if (a.kind == Kind::Bool) return ir::Expr(int64_t{a.bools.at(0) ? 1 : 0});
+  USER_CHECK(a.kind == Kind::SymBool) << where(name) << " is " << pt2::argument_key(a.kind) << ", expected a bool";
+  const pt2::SymArgument& s = a.syms.at(0);
+  return s.name ? cx_.sym_bool(*s.name) : ir::Expr(int64_t{s.bool_value ? 1 : 0});
+}
+
 ir::Scalar NodeArgs::scalar(const std::string& name) const {
   const pt2::Argument& a = raw(name);
   switch (a.kind) {
@@ -178,12 +186,20 @@ Operand NodeArgs::operand(const std::string& name) const {
   }
   o.is_number = true;
   o.kind = scalar_kind(name);
-  if (raw(name).kind == Kind::SymInt) {
+  const pt2::Argument& a = raw(name);
+  if (a.kind == Kind::SymInt) {
     ir::Expr e = sym_int(name);
     if (!e.is_constant()) {
       o.tensor = size_value(cx_, e, ir::DType::I64);
       return o;
     }
+  }
+  if (a.kind == Kind::SymFloat && a.syms.at(0).name) {
+    const Tensor* value = cx_.float_value(*a.syms.at(0).name);
+    UNSUPPORTED_CHECK(value != nullptr) << where(name) << " is the symbolic float '" << *a.syms.at(0).name
+                                        << "', computed in a way luminal does not translate yet";
+    o.tensor = *value;
+    return o;
   }
   o.scalar = scalar(name);
   return o;
@@ -223,7 +239,8 @@ std::string NodeArgs::output_name(size_t i) const {
   USER_CHECK(i < node_.outputs.size()) << "has " << node_.outputs.size() << " outputs, output " << i << " is missing";
   const pt2::Argument& a = node_.outputs[i];
   if (a.kind == Kind::Tensor || a.kind == Kind::OptionalTensor) return a.tensors.at(0);
-  if (a.kind == Kind::SymInt && a.syms.at(0).name) return *a.syms.at(0).name;
+  const bool symbolic = a.kind == Kind::SymInt || a.kind == Kind::SymFloat || a.kind == Kind::SymBool;
+  if (symbolic && a.syms.at(0).name) return *a.syms.at(0).name;
   return "";
 }
 
@@ -236,15 +253,23 @@ ir::DType NodeArgs::output_dtype(size_t i) const {
 }
 
 namespace {
+// torch's form `m` of a value we computed as `v`. A fresh symbol torch made up for a size that
+// depends on data (u1 for x[:t.item()], whose length is clamped to x's) is defined here, from v.
+ir::Expr adopt_torch_form(TranslationContext& cx, const ir::Expr& m, const ir::Expr& v) {
+  if (m == v || !m.is_symbol() || cx.knows_symbol(m.symbol_name())) return m;
+  cx.bind_data_value(m.symbol_name(), size_value(cx, v, ir::DType::I64));
+  return m;
+}
+
 // See NodeArgs::set_output.
-Tensor check_against_meta(const TranslationContext& cx, const std::string& name, Tensor value) {
+Tensor check_against_meta(TranslationContext& cx, const std::string& name, Tensor value) {
   const auto& values = cx.program().graph.tensor_values;
   auto it = values.find(name);
   if (it == values.end()) return value;
   const ir::DType meta_dtype = to_ir_dtype(it->second.dtype, "output '" + name + "'");
   INTERNAL_CHECK(meta_dtype == value.dtype) << "output '" << name << "' translated as " << ir::dtype_name(value.dtype)
                                             << ", the program says " << ir::dtype_name(meta_dtype);
-  const ir::Shape meta_shape = to_ir_shape(it->second.sizes);
+  ir::Shape meta_shape = to_ir_shape(it->second.sizes);
   INTERNAL_CHECK(meta_shape.size() == value.shape().size())
       << "output '" << name << "' translated with shape " << shape_to_string(value.shape()) << ", the program says "
       << shape_to_string(meta_shape);
@@ -255,6 +280,7 @@ Tensor check_against_meta(const TranslationContext& cx, const std::string& name,
     INTERNAL_CHECK(!(m.is_constant() && v.is_constant()) || m == v)
         << "output '" << name << "' translated with shape " << shape_to_string(value.shape())
         << ", the program says " << shape_to_string(meta_shape);
+    meta_shape[d] = adopt_torch_form(cx, m, v);
   }
   const ir::View& view = value.ref.view;
   value.ref.view = ir::View(meta_shape, view.strides(), view.offset());
@@ -283,7 +309,13 @@ void NodeArgs::set_sym_output(size_t i, const ir::Expr& value) {
   // torch's own form of the value, so sizes built from it compare equal to tensor_values'.
   const auto& values = cx_.program().graph.sym_int_values;
   auto it = values.find(name);
-  cx_.bind_sym_int(name, it == values.end() ? value : to_ir_expr(it->second));
+  cx_.bind_sym_int(name, it == values.end() ? value : adopt_torch_form(cx_, to_ir_expr(it->second), value));
+}
+
+void NodeArgs::set_sym_bool_output(size_t i, const ir::Expr& holds) {
+  const std::string name = output_name(i);
+  USER_CHECK(!name.empty()) << "output " << i << " is not a named SymBool";
+  cx_.bind_sym_bool(name, holds);
 }
 
 }  // namespace luminal::translator

@@ -41,6 +41,9 @@ class NodeArgs {
   std::optional<ir::Expr> optional_sym_int(const std::string& name) const;  // None -> nullopt
   double floating(const std::string& name) const;  // as_float or as_int
   bool boolean(const std::string& name) const;
+  // A bool or a SymBool (a comparison of symbolic ints), as an expression that is 1 when it holds
+  // and 0 when not.
+  ir::Expr sym_bool(const std::string& name) const;
   // A Python number (int, float, bool, SymInt with a constant value) as a Scalar.
   ir::Scalar scalar(const std::string& name) const;
   ScalarKind scalar_kind(const std::string& name) const;  // bool, int or float, for promotion
@@ -54,7 +57,8 @@ class NodeArgs {
   void require_strided_layout() const;
 
   size_t output_count() const { return node_.outputs.size(); }
-  // The program value name of output i ("" when the output is None or unused).
+  // The program value name of output i: a tensor's, or a named SymInt/SymFloat/SymBool's ("" when
+  // the output is None or unused).
   std::string output_name(size_t i) const;
   // The exported dtype of tensor output i, from the program's tensor_values.
   ir::DType output_dtype(size_t i) const;
@@ -65,6 +69,7 @@ class NodeArgs {
   // Binds the list output i (split_with_sizes: one as_tensors output).
   void set_outputs(size_t i, const std::vector<Tensor>& values);
   void set_sym_output(size_t i, const ir::Expr& value);
+  void set_sym_bool_output(size_t i, const ir::Expr& holds);
 
  private:
   TranslationContext& cx_;

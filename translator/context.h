@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "ir/graph.h"
@@ -38,7 +39,31 @@ class TranslationContext {
   ir::Expr sym_int(const std::string& name) const;  // UserError for an unknown name
   void bind_sym_int(const std::string& name, ir::Expr value) { sym_ints_[name] = std::move(value); }
 
-  ir::Graph take_graph() { return std::move(graph_); }
+  // Symbolic numbers computed from tensor data (`.item()`, nonzero's row count). An integer one
+  // is a symbol ("u0") whose value a one-element tensor holds: used as a number it reads that
+  // tensor; once a node or graph output's sizes mention it, it becomes a data symbol of the
+  // graph (ir::DataSymbol), bound by the runtime when the tensor is computed. A float one is
+  // known by its program name only (a SymFloat is never a size).
+  // Whether `symbol` has a value: a dim of an input, or a data value.
+  bool knows_symbol(const std::string& symbol) const {
+    return input_symbols_.count(symbol) != 0 || data_values_.count(symbol) != 0;
+  }
+  void bind_data_value(const std::string& symbol, Tensor value) { data_values_[symbol] = DataValue{std::move(value), origin_}; }
+  const Tensor* data_value(const std::string& symbol) const;
+  void bind_float_value(const std::string& name, Tensor value) { float_values_[name] = std::move(value); }
+  const Tensor* float_value(const std::string& name) const;
+  // Makes the data values `view` mentions data symbols of the graph (a graph output's view).
+  void require_data_symbols(const ir::View& view);
+  // Makes the data values `e` mentions data symbols that need not be sizes (an assertion's).
+  void require_data_symbols(const ir::Expr& e);
+
+  // Symbolic bools (the comparisons torch.export asserts on), as expressions that are 1 when
+  // true and 0 when false.
+  void bind_sym_bool(const std::string& name, ir::Expr value) { sym_bools_[name] = std::move(value); }
+  ir::Expr sym_bool(const std::string& name) const;  // UserError for an unknown name
+
+  // The graph, with the data symbols required of it.
+  ir::Graph take_graph();
 
  private:
   const pt2::ExportedProgram& program_;
@@ -46,6 +71,17 @@ class TranslationContext {
   std::string origin_;
   std::map<std::string, Tensor> tensors_;
   std::map<std::string, ir::Expr> sym_ints_;
+  std::map<std::string, ir::Expr> sym_bools_;
+  struct DataValue {
+    Tensor value;
+    std::string origin;  // the aten node that computed it, for messages
+  };
+  std::map<std::string, DataValue> data_values_;
+  std::map<std::string, ir::DataSymbol> data_symbols_;  // required so far, by name
+  std::set<std::string> input_symbols_;                 // the symbols of Input nodes' shapes
+  std::map<std::string, Tensor> float_values_;
+
+  void require_data_symbols(const std::vector<std::string>& names, bool as_size);
 };
 
 }  // namespace luminal::translator

@@ -23,13 +23,24 @@ DType dtype_for(NodeArgs& args, const std::string& value) {
   return DType::F32;
 }
 
-void fill(NodeArgs& args, const ir::Shape& shape, const ir::Scalar& value, DType default_dtype) {
-  args.require_strided_layout();
-  const DType dtype = args.dtype("dtype").value_or(default_dtype);
-  args.set_output(0, constant(args.cx(), value, dtype, shape));
+Operand number(const ir::Scalar& value) {
+  Operand o;
+  o.is_number = true;
+  o.scalar = value;
+  return o;
 }
 
-void fill_like(NodeArgs& args, const ir::Scalar& value) {
+// `value` is a number, or a symbolic one computed from tensor data (`torch.full(n, t.item())`):
+// then its tensor, converted and broadcast.
+void fill(NodeArgs& args, const ir::Shape& shape, const Operand& value, DType default_dtype) {
+  args.require_strided_layout();
+  TranslationContext& cx = args.cx();
+  const DType dtype = args.dtype("dtype").value_or(default_dtype);
+  if (!value.tensor) return args.set_output(0, constant(cx, value.scalar, dtype, shape));
+  args.set_output(0, expand(cast(cx, reshape(cx, *value.tensor, {}), dtype), shape));
+}
+
+void fill_like(NodeArgs& args, const Operand& value) {
   Tensor self = args.tensor("self");
   fill(args, self.shape(), value, self.dtype);
 }
@@ -111,23 +122,26 @@ void translate_arange_start(NodeArgs& args) { arange(args, "start", std::nullopt
 void translate_arange_start_step(NodeArgs& args) { arange(args, "start", "step"); }
 
 void translate_full(NodeArgs& args) {
-  fill(args, args.sym_ints("size"), args.scalar("fill_value"), dtype_for(args, "fill_value"));
+  fill(args, args.sym_ints("size"), args.operand("fill_value"), dtype_for(args, "fill_value"));
 }
 
 // full_like keeps self's dtype unless told otherwise (the fill value is converted).
-void translate_full_like(NodeArgs& args) { fill_like(args, args.scalar("fill_value")); }
-void translate_zeros_like(NodeArgs& args) { fill_like(args, ir::Scalar::of_int(0)); }
-void translate_ones_like(NodeArgs& args) { fill_like(args, ir::Scalar::of_int(1)); }
-void translate_zeros(NodeArgs& args) { fill(args, args.sym_ints("size"), ir::Scalar::of_int(0), DType::F32); }
-void translate_ones(NodeArgs& args) { fill(args, args.sym_ints("size"), ir::Scalar::of_int(1), DType::F32); }
+void translate_full_like(NodeArgs& args) { fill_like(args, args.operand("fill_value")); }
+void translate_zeros_like(NodeArgs& args) { fill_like(args, number(ir::Scalar::of_int(0))); }
+void translate_ones_like(NodeArgs& args) { fill_like(args, number(ir::Scalar::of_int(1))); }
+void translate_zeros(NodeArgs& args) { fill(args, args.sym_ints("size"), number(ir::Scalar::of_int(0)), DType::F32); }
+void translate_ones(NodeArgs& args) { fill(args, args.sym_ints("size"), number(ir::Scalar::of_int(1)), DType::F32); }
 
-// The attention mask's -inf comes through here, written "-Infinity" in the archive.
-void translate_scalar_tensor(NodeArgs& args) { fill(args, {}, args.scalar("s"), DType::F32); }
+// The attention mask's -inf comes through here, written "-Infinity" in the archive; dynamo
+// returns a captured `.item()` through here as a 0-d tensor.
+void translate_scalar_tensor(NodeArgs& args) { fill(args, {}, args.operand("s"), DType::F32); }
 
 // empty's contents are unspecified; zeros are a valid choice and keep runs deterministic.
 void translate_empty_memory_format(NodeArgs& args) {
-  fill(args, args.sym_ints("size"), ir::Scalar::of_int(0), DType::F32);
+  fill(args, args.sym_ints("size"), number(ir::Scalar::of_int(0)), DType::F32);
 }
-void translate_empty_permuted(NodeArgs& args) { fill(args, args.sym_ints("size"), ir::Scalar::of_int(0), DType::F32); }
+void translate_empty_permuted(NodeArgs& args) {
+  fill(args, args.sym_ints("size"), number(ir::Scalar::of_int(0)), DType::F32);
+}
 
 }  // namespace luminal::translator

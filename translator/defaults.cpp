@@ -120,6 +120,8 @@ const std::map<std::string, ArgDefaults>& table() {
       {"aten::sub.Tensor", {{"alpha", integer(1)}}},
       {"aten::sum.default", {{"dtype", none()}}},
       {"aten::sum.dim_IntList", {{"keepdim", boolean(false)}, {"dtype", none()}}},
+      {"aten::sym_constrain_range.default", {{"min", none()}, {"max", none()}}},
+      {"aten::sym_constrain_range_for_size.default", {{"min", none()}, {"max", none()}}},
       {"aten::topk.default", {{"dim", integer(-1)}, {"largest", boolean(true)}, {"sorted", boolean(true)}}},
       {"aten::var.correction", {{"dim", none()}, {"correction", none()}, {"keepdim", boolean(false)}}},
       {"aten::var.dim", {{"unbiased", boolean(true)}, {"keepdim", boolean(false)}}},

@@ -86,18 +86,6 @@ Tensor clamp_between(NodeArgs& args, const std::optional<Operand>& lo, const std
   return out;
 }
 
-// Floor division of integers from C's truncating Div: q - 1 where the remainder is non-zero and
-// its sign differs from the divisor's (Python // semantics, which torch's "floor" mode uses).
-Tensor integer_floor_div(TranslationContext& cx, const Tensor& a, const Tensor& b) {
-  Tensor q = binary(cx, Op::Div, a, b);
-  Tensor r = binary(cx, Op::Mod, a, b);
-  Tensor zero = constant(cx, ir::Scalar::of_int(0), a.dtype);
-  Tensor inexact = binary(cx, Op::Ne, r, zero);
-  Tensor signs_differ = binary(cx, Op::Ne, binary(cx, Op::Lt, r, zero), binary(cx, Op::Lt, b, zero));
-  Tensor adjust = cast(cx, binary(cx, Op::And, inexact, signs_differ), a.dtype);
-  return binary(cx, Op::Sub, q, adjust);
-}
-
 
 Tensor number(TranslationContext& cx, double v, DType dtype) { return constant(cx, ir::Scalar::of_float(v), dtype); }
 

@@ -211,9 +211,21 @@ void translate_scalar_tensor(NodeArgs& args);
 void translate_zeros(NodeArgs& args);
 void translate_zeros_like(NodeArgs& args);
 
+// ---- data_dependent.cpp ----
+void translate_local_scalar_dense(NodeArgs& args);
+
 // ---- meta.cpp ----
+void translate_assert_scalar(NodeArgs& args);
 void translate_assert_tensor_metadata(NodeArgs& args);
 void translate_sym_add(NodeArgs& args);
+void translate_sym_constrain_range(NodeArgs& args);
+void translate_sym_constrain_range_for_size(NodeArgs& args);
+void translate_sym_eq(NodeArgs& args);
+void translate_sym_ge(NodeArgs& args);
+void translate_sym_gt(NodeArgs& args);
+void translate_sym_le(NodeArgs& args);
+void translate_sym_lt(NodeArgs& args);
+void translate_sym_ne(NodeArgs& args);
 void translate_sym_floordiv(NodeArgs& args);
 void translate_sym_max(NodeArgs& args);
 void translate_sym_min(NodeArgs& args);

@@ -1,10 +1,15 @@
 // Nodes that compute no tensor: runtime assertions, size queries and the SymInt arithmetic
-// (_operator.add/...) export emits for dynamic shapes.
+// (_operator.add/...) and comparisons export emits for dynamic shapes and data-dependent sizes.
+#include <functional>
+#include <optional>
+
 #include "common/error.h"
 #include "translator/handlers.h"
 #include "translator/sym_expr.h"
 
 namespace luminal::translator {
+
+using ir::Expr;
 
 // torch checks dtype/device at run time; the translation already knows the dtype, so a
 // mismatch can only be a translation bug.
@@ -56,5 +61,61 @@ void translate_sym_mod(NodeArgs& args) { args.set_sym_output(0, mod(args.sym_int
 // turns into a SymInt after its first change).
 void translate_sym_max(NodeArgs& args) { args.set_sym_output(0, max(args.sym_int("a"), args.sym_int("b"))); }
 void translate_sym_min(NodeArgs& args) { args.set_sym_output(0, min(args.sym_int("a"), args.sym_int("b"))); }
+
+// Comparisons of symbolic ints, as expressions that are 1 when they hold and 0 when not: what
+// export asserts on a data-dependent size (u0 >= 0, u0 <= 16 after a nonzero of 16 elements).
+namespace {
+Expr at_least(const Expr& a, const Expr& b) {
+  const Expr one(int64_t{1}), zero(int64_t{0});
+  return one - min(max(b - a, zero), one);
+}
+Expr equal(const Expr& a, const Expr& b) { return at_least(a, b) * at_least(b, a); }
+
+void compare(NodeArgs& args, const std::function<Expr(const Expr&, const Expr&)>& holds) {
+  args.set_sym_bool_output(0, holds(args.sym_int("a"), args.sym_int("b")));
+}
+
+// A condition the program asserts: checked now when it is constant, else by the runtime once
+// its symbols are bound (a data symbol's only then).
+void assert_holds(NodeArgs& args, const Expr& holds, const std::string& message) {
+  if (holds.is_constant()) {
+    USER_CHECK(holds.constant_value() != 0) << message;
+    return;
+  }
+  args.cx().require_data_symbols(holds);
+  args.cx().graph().add_assertion(ir::SymbolAssertion{holds, message});
+}
+// torch._check_is_size / constrain_as_size: the value lies in [min, max] (min 0 for a size).
+void constrain_range(NodeArgs& args, std::optional<int64_t> default_min) {
+  const Expr size = args.sym_int("size");
+  const std::optional<int64_t> lo = args.is_none("min") ? default_min : std::optional<int64_t>(args.integer("min"));
+  const std::string what = "the symbolic size " + size.to_string();
+  if (lo) assert_holds(args, at_least(size, Expr(*lo)), what + " must be at least " + std::to_string(*lo));
+  if (!args.is_none("max")) {
+    const int64_t hi = args.integer("max");
+    assert_holds(args, at_least(Expr(hi), size), what + " must be at most " + std::to_string(hi));
+  }
+}
+}  // namespace
+
+void translate_sym_eq(NodeArgs& args) { compare(args, equal); }
+void translate_sym_ne(NodeArgs& args) {
+  compare(args, [](const Expr& a, const Expr& b) { return Expr(int64_t{1}) - equal(a, b); });
+}
+void translate_sym_ge(NodeArgs& args) { compare(args, at_least); }
+void translate_sym_gt(NodeArgs& args) {
+  compare(args, [](const Expr& a, const Expr& b) { return at_least(a, b + Expr(int64_t{1})); });
+}
+void translate_sym_le(NodeArgs& args) {
+  compare(args, [](const Expr& a, const Expr& b) { return at_least(b, a); });
+}
+void translate_sym_lt(NodeArgs& args) {
+  compare(args, [](const Expr& a, const Expr& b) { return at_least(b, a + Expr(int64_t{1})); });
+}
+
+void translate_assert_scalar(NodeArgs& args) { assert_holds(args, args.sym_bool("self"), args.string("assert_msg")); }
+
+void translate_sym_constrain_range(NodeArgs& args) { constrain_range(args, std::nullopt); }
+void translate_sym_constrain_range_for_size(NodeArgs& args) { constrain_range(args, 0); }
 
 }  // namespace luminal::translator

@@ -6,6 +6,7 @@ target_sources(luminal_core PRIVATE
   translator/context.cpp
   translator/convolution.cpp
   translator/creation.cpp
+  translator/data_dependent.cpp
   translator/defaults.cpp
   translator/elementwise.cpp
   translator/indexing.cpp

@@ -9,6 +9,7 @@ namespace luminal::translator {
 
 using ir::DType;
 using ir::Expr;
+using ir::Op;
 using ir::Shape;
 
 namespace {
@@ -138,10 +139,34 @@ Tensor iota(TranslationContext& cx, const ir::Shape& shape, int axis, DType dtyp
 Tensor iota(TranslationContext& cx, const Expr& length, DType dtype) { return iota(cx, {length}, 0, dtype); }
 
 Tensor size_value(TranslationContext& cx, const Expr& size, DType dtype) {
-  if (size.is_constant()) return constant(cx, ir::Scalar::of_int(size.constant_value()), dtype);
-  Tensor ones = constant(cx, ir::Scalar::of_int(1), DType::I64, {size});
-  Tensor total = reduce(cx, ir::Op::SumReduce, ones, {0}, /*keepdim=*/false);
-  return cast(cx, total, dtype);
+  const auto both = [&](Op op) {
+    return binary(cx, op, size_value(cx, size.operands()[0], DType::I64), size_value(cx, size.operands()[1], DType::I64));
+  };
+  Tensor value;
+  switch (size.kind()) {
+    case Expr::Kind::Constant: return constant(cx, ir::Scalar::of_int(size.constant_value()), dtype);
+    case Expr::Kind::Symbol:
+      if (const Tensor* data = cx.data_value(size.symbol_name())) {
+        value = reshape(cx, *data, {});
+      } else {
+        // An input's size: the IR has no symbolic scalar, so count it (sizes are never negative).
+        value = reduce(cx, Op::SumReduce, constant(cx, ir::Scalar::of_int(1), DType::I64, {size}), {0}, false);
+      }
+      break;
+    case Expr::Kind::Add: value = both(Op::Add); break;
+    case Expr::Kind::Mul: value = both(Op::Mul); break;
+    case Expr::Kind::Max: value = both(Op::Max); break;
+    case Expr::Kind::Min: value = both(Op::Min); break;
+    case Expr::Kind::FloorDiv:
+    case Expr::Kind::Mod: {
+      const Tensor a = size_value(cx, size.operands()[0], DType::I64);
+      const Tensor b = size_value(cx, size.operands()[1], DType::I64);
+      const Tensor q = integer_floor_div(cx, a, b);
+      value = size.kind() == Expr::Kind::FloorDiv ? q : binary(cx, Op::Sub, a, binary(cx, Op::Mul, q, b));
+      break;
+    }
+  }
+  return cast(cx, value, dtype);
 }
 
 // ---- movement ----
@@ -351,6 +376,18 @@ Tensor broadcast_to(const Tensor& t, const Shape& shape) {
 }
 
 // ---- elementwise ----
+
+// Floor division of integers from C's truncating Div: q - 1 where the remainder is non-zero and
+// its sign differs from the divisor's (Python // semantics, which torch's "floor" mode uses).
+Tensor integer_floor_div(TranslationContext& cx, const Tensor& a, const Tensor& b) {
+  Tensor q = binary(cx, Op::Div, a, b);
+  Tensor r = binary(cx, Op::Mod, a, b);
+  Tensor zero = constant(cx, ir::Scalar::of_int(0), a.dtype);
+  Tensor inexact = binary(cx, Op::Ne, r, zero);
+  Tensor signs_differ = binary(cx, Op::Ne, binary(cx, Op::Lt, r, zero), binary(cx, Op::Lt, b, zero));
+  Tensor adjust = cast(cx, binary(cx, Op::And, inexact, signs_differ), a.dtype);
+  return binary(cx, Op::Sub, q, adjust);
+}
 
 Tensor unary(TranslationContext& cx, ir::Op op, const Tensor& a) {
   INTERNAL_CHECK(op_has(op, ir::kUnary) && op != ir::Op::Cast) << ir::op_name(op) << " is not a unary op";

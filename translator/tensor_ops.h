@@ -50,8 +50,9 @@ Tensor constant(TranslationContext& cx, const ir::Scalar& value, ir::DType dtype
 // The index along `axis` at every position of `shape`; the 1-d form is 0..length-1.
 Tensor iota(TranslationContext& cx, const ir::Shape& shape, int axis, ir::DType dtype);
 Tensor iota(TranslationContext& cx, const ir::Expr& length, ir::DType dtype);
-// A 0-d tensor holding the value of a size expression: a Constant when static, else the sum of
-// `size` ones (the IR has no symbolic scalar; sizes are never negative). `x * seq_len`.
+// A 0-d tensor holding the value of a symbolic int (`x * seq_len`, `x * t.item()`): its
+// arithmetic over the values of its symbols, an input size counted as a sum of ones (the IR has
+// no symbolic scalar), a data value read from its tensor.
 Tensor size_value(TranslationContext& cx, const ir::Expr& size, ir::DType dtype);
 
 // ---- movement (views only, unless stated) ----
@@ -72,6 +73,8 @@ Tensor broadcast_to(const Tensor& t, const ir::Shape& shape);
 // ---- elementwise (inputs broadcast; no promotion: cast first) ----
 Tensor unary(TranslationContext& cx, ir::Op op, const Tensor& a);
 Tensor binary(TranslationContext& cx, ir::Op op, const Tensor& a, const Tensor& b);  // same dtype
+// Floor division of integers (Python's //), from the IR's truncating Div.
+Tensor integer_floor_div(TranslationContext& cx, const Tensor& a, const Tensor& b);
 Tensor where(TranslationContext& cx, const Tensor& cond, const Tensor& a, const Tensor& b);
 
 // ---- reductions ----

@@ -149,6 +149,7 @@ void bind_outputs(TranslationContext& cx, TranslatedProgram& out) {
     }
     const Tensor& t = cx.tensor(name);
     check_output(cx, name, t);
+    cx.require_data_symbols(t.ref.view);
     cx.graph().outputs().push_back(t.ref);
     out.outputs.push_back(po);
   }

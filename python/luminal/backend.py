@@ -83,6 +83,7 @@ def compile_graph(
             {"export_ms": export_ms, "export_cache_hit": export_cache_hit, "archive_bytes": len(exported.archive)},
             frozenset(exported.size_carrier_positions),
             exported.sym_outputs,
+            exported.item_outputs,
         )
         stats = program.stats
         log_fallbacks(stats)

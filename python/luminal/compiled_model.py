@@ -26,6 +26,8 @@ class BoundProgram:
     size_carrier_positions: frozenset[int] = frozenset()
     # Symbolic-int outputs, computed in Python from the call's arguments: (position, graph).
     sym_outputs: list[tuple[int, torch.fx.GraphModule]] = field(default_factory=list)
+    # Positions of the program's outputs that are numbers read from tensor data (`.item()`).
+    item_outputs: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.weight_ptrs = {name: t.data_ptr() for name, t in self.weights.items()}
@@ -71,6 +73,8 @@ class CompiledModel:
         carriers = bound.size_carrier_positions
         inputs = [size_carrier(args[p]) if p in carriers else args[p] for p in bound.user_input_positions]
         outputs = bound.program.run(inputs)
+        for position in bound.item_outputs:
+            outputs[position] = outputs[position].item()
         if bound.sym_outputs:
             outputs = list(outputs)
             for position, scalar_program in bound.sym_outputs:

@@ -39,6 +39,9 @@ class ExportedGraph:
     # `+= 1`): (output position, a graph that computes it from the call's arguments). The core
     # returns tensors only; the compiled callable computes these and puts them back in place.
     sym_outputs: list[tuple[int, torch.fx.GraphModule]] = field(default_factory=list)
+    # Positions, among the core's outputs, of symbolic numbers read from tensor data (`.item()`, a
+    # nonzero's row count): the core returns each as a 0-d tensor, the callable as a number.
+    item_outputs: list[int] = field(default_factory=list)
 
 
 @contextlib.contextmanager
@@ -248,9 +251,10 @@ def _internalise(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[E
     return result, user_inputs
 
 
-def _scalar_program(gm: torch.fx.GraphModule, root: torch.fx.Node, position: int) -> torch.fx.GraphModule:
+def _scalar_program(gm: torch.fx.GraphModule, root: torch.fx.Node) -> torch.fx.GraphModule | None:
     """A graph over all of gm's placeholders that computes the symbolic int `root`: only the
-    SymInt arithmetic and size queries it needs, never a tensor op (nor a mutation)."""
+    SymInt arithmetic and size queries it needs, never a tensor op (nor a mutation). None when
+    `root` is computed from tensor values (`.item()`)."""
     needed: set[torch.fx.Node] = set()
     stack = [root]
     while stack:
@@ -261,10 +265,7 @@ def _scalar_program(gm: torch.fx.GraphModule, root: torch.fx.Node, position: int
         if node.op == "placeholder":
             continue
         if node.op != "call_function" or isinstance(node.meta.get("example_value"), torch.Tensor):
-            raise UnsupportedError(
-                f"graph output {position} is a symbolic int computed from tensor values (node {node.name!r}); "
-                "luminal returns symbolic ints only when they follow from the inputs' sizes and ints"
-            )
+            return None
         stack.extend(node.all_input_nodes)
     graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
@@ -277,20 +278,35 @@ def _scalar_program(gm: torch.fx.GraphModule, root: torch.fx.Node, position: int
     return torch.fx.GraphModule(torch.nn.Module(), graph)
 
 
-def _split_sym_outputs(gm: torch.fx.GraphModule) -> list[tuple[int, torch.fx.GraphModule]]:
-    """Removes the symbolic-int outputs from gm (export and the core take tensors) and returns
-    how to compute each one from the call's arguments."""
+_ITEM_DTYPES = {torch.SymInt: torch.int64, torch.SymFloat: torch.float64, torch.SymBool: torch.bool}
+
+
+def _split_sym_outputs(gm: torch.fx.GraphModule) -> tuple[list[tuple[int, torch.fx.GraphModule]], list[int]]:
+    """Removes the symbolic-int outputs that follow from the inputs' sizes from gm (export and the
+    core take tensors) and returns how to compute each one from the call's arguments. A symbolic
+    number read from tensor data has no such program: it stays an output of gm as a 0-d tensor,
+    whose position among the remaining outputs is returned second."""
     output = next(n for n in gm.graph.nodes if n.op == "output")
     values = output.args[0]
     if not isinstance(values, (tuple, list)):
-        return []
-    programs, kept = [], []
+        return [], []
+    programs, kept, items = [], [], []
     for position, value in enumerate(values):
-        if isinstance(value, torch.fx.Node) and _is_sym_scalar(value.meta.get("example_value")):
-            programs.append((position, _scalar_program(gm, value, position)))
-        else:
+        example = value.meta.get("example_value") if isinstance(value, torch.fx.Node) else None
+        if not _is_sym_scalar(example):
             kept.append(value)
-    if programs:
+            continue
+        program = _scalar_program(gm, value)
+        if program is not None:
+            programs.append((position, program))
+            continue
+        with gm.graph.inserting_before(output):
+            as_tensor = gm.graph.call_function(
+                torch.ops.aten.scalar_tensor.default, (value,), {"dtype": _ITEM_DTYPES[type(example)]}
+            )
+        items.append(len(kept))
+        kept.append(as_tensor)
+    if programs or items:
         output.args = (type(values)(kept),)
         # Drop the SymInt arithmetic nothing reads any more. Not eliminate_dead_code(): it also
         # drops dynamo's in-place method calls (cache.index_copy_), which have no users either.
@@ -298,7 +314,7 @@ def _split_sym_outputs(gm: torch.fx.GraphModule) -> list[tuple[int, torch.fx.Gra
             if node.op == "call_function" and not node.users and _is_sym_scalar(node.meta.get("example_value")):
                 gm.graph.erase_node(node)
         gm.recompile()
-    return programs
+    return programs, items
 
 
 ATTENTION_TARGETS = (
@@ -425,10 +441,11 @@ def export_graph(
     `scalar_values`: specialise_scalar_inputs() of the graph, taken inside dynamo's frame."""
     gm.eval()
     _apply_scalar_values(gm, scalar_values or {})
-    sym_outputs = _split_sym_outputs(gm)
+    sym_outputs, item_outputs = _split_sym_outputs(gm)
     _check_attention_shapes(gm)
     exported, user_inputs = _internalise(gm, args)
     exported.sym_outputs = sym_outputs
+    exported.item_outputs = item_outputs
     dynamic_shapes = _dynamic_shapes(gm)
     try:
         ep = torch.export.export(gm, tuple(user_inputs), dynamic_shapes=dynamic_shapes, **_export_kwargs())

@@ -1,0 +1,135 @@
+"""Ops whose results are numbers or sizes read from tensor data, against eager: Tensor.item()
+(aten::_local_scalar_dense) used as a number, as a size and returned; and the runtime assertions
+export adds on such sizes. Dynamo captures them only when told to (capture_scalar_outputs,
+capture_dynamic_output_shape_ops); one compile then serves every value dynamo does not
+specialise."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import luminal
+from conftest import CountingBackend
+from op_harness import FLOATS, INTS, Case, mismatch, run_case
+
+
+@pytest.fixture(autouse=True)
+def capture_data_dependent_ops():
+    with torch._dynamo.config.patch(capture_scalar_outputs=True, capture_dynamic_output_shape_ops=True):
+        yield
+
+
+def compiled(fn):
+    backend = CountingBackend({"fallback": "error"})
+    return torch.compile(fn, backend=backend, fullgraph=True, dynamic=False), backend
+
+
+def dynamo_graph_count(fn, calls) -> int:
+    """How many graphs dynamo makes of fn over `calls` (it specialises some values: 0 and 1)."""
+    graphs = []
+
+    def count(gm, example_inputs):
+        graphs.append(gm)
+        return gm
+
+    torch._dynamo.reset()
+    counted = torch.compile(fn, backend=count, fullgraph=True, dynamic=False)
+    for args in calls:
+        counted(*args)
+    torch._dynamo.reset()
+    return len(graphs)
+
+
+def check_each(fn, calls):
+    """fn compiled by luminal, against eager on every argument tuple in `calls`; luminal compiles
+    each graph dynamo hands it once, its sizes read from the data of every call."""
+    expected_graphs = dynamo_graph_count(fn, calls)
+    compiled_fn, backend = compiled(fn)
+    for args in calls:
+        problem = mismatch(compiled_fn(*args), fn(*args))
+        assert problem is None, f"{[tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args]}: {problem}"
+    assert len(backend.compiled) == expected_graphs
+
+
+ITEM_VARIANTS = {
+    "2d": (lambda m: m((3, 4)), lambda m: m(())),
+    "transposed": (lambda m: m((4, 3)).t(), lambda m: m((1,))),
+}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        Case("item_as_number", lambda x, t: (x * t.item(), x + t.item()), FLOATS + INTS, ITEM_VARIANTS, short=("2d",)),
+        Case("item_as_fill_value", lambda x, t: (torch.full((2,), t.item()), x), FLOATS + INTS, ITEM_VARIANTS),
+    ],
+    ids=str,
+)
+def test_item_as_a_number(case):
+    run_case(case)
+
+
+def test_item_as_a_size():
+    def fn(x, n):
+        k = n.item()
+        return torch.full((k,), 1.5), torch.arange(k) * 2, x[:k], torch.zeros(k, 2) + x.sum()
+
+    x = torch.arange(6.0)
+    # 9 > len(x): the slice is clamped to x, through a size torch names afresh (u1 = min(u0, 6)).
+    check_each(fn, [(x, torch.tensor(n)) for n in (3, 0, 1, 9, 4)])
+
+
+def test_item_of_narrow_integers_and_a_one_element_tensor():
+    def fn(x, n):
+        return x[: n.item()], torch.ones(n.item(), dtype=torch.int32)
+
+    x = torch.arange(10)
+    check_each(fn, [(x, torch.tensor([[4]], dtype=torch.int32)), (x, torch.tensor([[7]], dtype=torch.int32))])
+    check_each(fn, [(x, torch.tensor(2, dtype=torch.uint8))])
+
+
+def test_item_returned():
+    def fn(x, n, f):
+        return x * 2, n.sum().item(), f.item(), n.item() + 1
+
+    check_each(fn, [(torch.ones(3), torch.tensor(5), torch.tensor(0.25)), (torch.ones(3), torch.tensor(-7), torch.tensor(3.5))])
+
+
+def test_negative_size_from_data_is_a_user_error():
+    # Through dynamo a new value recompiles and dynamo's own fake run rejects it; an exported
+    # program runs any value, and luminal's runtime checks it.
+    class Zeros(torch.nn.Module):
+        def forward(self, n):
+            return torch.zeros(n.item())
+
+    program = luminal.compile(torch.export.export(Zeros(), (torch.tensor(2),)))
+    assert torch.equal(program(torch.tensor(3))[0], torch.zeros(3))
+    with pytest.raises(luminal.UserError, match="u0 >= 0|must not be negative"):
+        program(torch.tensor(-1))
+
+
+def test_failed_check_on_data_is_a_user_error_with_its_expression():
+    class Checked(torch.nn.Module):
+        def forward(self, x, n):
+            k = n.item()
+            torch._check(k <= 4)
+            return x[:k] + 1
+
+    x = torch.arange(8.0)
+    program = luminal.compile(torch.export.export(Checked(), (x, torch.tensor(2))))
+    assert torch.equal(program(x, torch.tensor(4))[0], x[:4] + 1)
+    with pytest.raises(luminal.UserError, match="u0 <= 4"):
+        program(x, torch.tensor(5))
+
+
+def test_aot_program_with_item():
+    class Model(torch.nn.Module):
+        def forward(self, x, n):
+            return x * n.item(), torch.arange(n.item())
+
+    args = (torch.randn(4), torch.tensor(3))
+    program = luminal.compile(torch.export.export(Model(), args))
+    for n in (3, 0, 6):
+        call = (args[0], torch.tensor(n))
+        assert mismatch(program(*call), Model()(*call)) is None
