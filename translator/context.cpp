@@ -1,5 +1,7 @@
 #include "translator/context.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "translator/tensor_ops.h"
 
@@ -78,6 +80,17 @@ ir::Expr TranslationContext::sym_bool(const std::string& name) const {
   auto it = sym_bools_.find(name);
   USER_CHECK(it != sym_bools_.end()) << "symbolic bool '" << name << "' is used before any node defines it";
   return it->second;
+}
+
+void TranslationContext::mutate_input(const std::string& name, Tensor value) {
+  const auto& inputs = program_.signature.input_specs;
+  const bool is_input = std::any_of(inputs.begin(), inputs.end(), [&](const pt2::InputSpec& spec) {
+    return spec.arg.kind == pt2::Argument::Kind::Tensor && spec.arg.tensors.at(0) == name;
+  });
+  UNSUPPORTED_CHECK(is_input) << "the op updates '" << name << "' in place, which is not a graph input; luminal "
+                              << "translates in-place updates of inputs and buffers only (functionalise the program)";
+  bind_tensor(name, value);
+  input_mutations_[name] = std::move(value);
 }
 
 ir::Expr TranslationContext::sym_int(const std::string& name) const {

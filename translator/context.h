@@ -36,6 +36,13 @@ class TranslationContext {
   bool has_tensor(const std::string& name) const { return tensors_.count(name) != 0; }
   void bind_tensor(const std::string& name, Tensor tensor) { tensors_[name] = std::move(tensor); }
 
+  // An op that updates its argument in place (a training batch norm's running statistics, in an
+  // archive written without functionalisation): the program value `name` is `value` from now on,
+  // and, when `name` is a graph input, its caller's tensor receives `value` after the run.
+  void mutate_input(const std::string& name, Tensor value);
+  // The graph inputs updated in place so far and their final values, by program value name.
+  const std::map<std::string, Tensor>& input_mutations() const { return input_mutations_; }
+
   ir::Expr sym_int(const std::string& name) const;  // UserError for an unknown name
   void bind_sym_int(const std::string& name, ir::Expr value) { sym_ints_[name] = std::move(value); }
 
@@ -79,6 +86,7 @@ class TranslationContext {
   std::map<std::string, DataValue> data_values_;
   std::map<std::string, ir::DataSymbol> data_symbols_;  // required so far, by name
   std::set<std::string> input_symbols_;                 // the symbols of Input nodes' shapes
+  std::map<std::string, Tensor> input_mutations_;
   std::map<std::string, Tensor> float_values_;
 
   void require_data_symbols(const std::vector<std::string>& names, bool as_size);

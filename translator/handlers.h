@@ -150,6 +150,9 @@ void translate_mm(NodeArgs& args);
 // ---- nn.cpp ----
 void translate_gelu(NodeArgs& args);
 void translate_log_softmax(NodeArgs& args);
+void translate_native_batch_norm_legit(NodeArgs& args);
+void translate_native_batch_norm_legit_functional(NodeArgs& args);
+void translate_native_batch_norm_legit_no_stats(NodeArgs& args);
 void translate_native_batch_norm_legit_no_training(NodeArgs& args);
 void translate_native_group_norm(NodeArgs& args);
 void translate_native_layer_norm(NodeArgs& args);

@@ -155,24 +155,117 @@ void translate_native_group_norm(NodeArgs& args) {
   if (!args.output_name(2).empty()) args.set_output(2, cast(cx, squeeze(rstd, 2), args.output_dtype(2)));
 }
 
-// BatchNorm in eval mode: (x - running_mean) / sqrt(running_var + eps) * weight + bias over
-// channel dim 1. The saved mean/invstd outputs are empty in this overload, as in torch.
-void translate_native_batch_norm_legit_no_training(NodeArgs& args) {
-  TranslationContext& cx = args.cx();
+namespace {
+
+// The input of an [N, C, ...] batch norm, checked.
+Tensor batch_norm_input(NodeArgs& args) {
   Tensor x = args.tensor("input");
   USER_CHECK(ir::is_floating(x.dtype)) << "batch_norm of a " << ir::dtype_name(x.dtype) << " tensor";
   USER_CHECK(x.rank() >= 2) << "batch_norm needs an [N, C, ...] input, got " << shape_to_string(x.shape());
+  return x;
+}
+
+// (x - mean) * rstd * weight + bias over channel dim 1, in the compute dtype, rounded to x's.
+Tensor normalize_channels(NodeArgs& args, const Tensor& x, const Tensor& mean, const Tensor& rstd) {
+  TranslationContext& cx = args.cx();
   const DType c = compute_dtype(x.dtype);
   const int rank = x.rank();
-  Tensor mean = per_channel(cx, args.tensor("running_mean"), rank, c);
-  Tensor var = per_channel(cx, args.tensor("running_var"), rank, c);
-  Tensor rstd = unary(cx, Op::Recip, unary(cx, Op::Sqrt, binary(cx, Op::Add, var, number(cx, args.floating("eps"), c))));
-  Tensor out = binary(cx, Op::Mul, binary(cx, Op::Sub, cast(cx, x, c), mean), rstd);
+  Tensor out = binary(cx, Op::Mul, binary(cx, Op::Sub, cast(cx, x, c), per_channel(cx, mean, rank, c)),
+                      per_channel(cx, rstd, rank, c));
   if (std::optional<Tensor> w = args.optional_tensor("weight")) out = binary(cx, Op::Mul, out, per_channel(cx, *w, rank, c));
   if (std::optional<Tensor> b = args.optional_tensor("bias")) out = binary(cx, Op::Add, out, per_channel(cx, *b, rank, c));
-  args.set_output(0, cast(cx, out, x.dtype));
+  return cast(cx, out, x.dtype);
+}
+
+Tensor inverse_std(TranslationContext& cx, const Tensor& var, double eps) {
+  return unary(cx, Op::Recip, unary(cx, Op::Sqrt, binary(cx, Op::Add, var, number(cx, eps, var.dtype))));
+}
+
+// Eval mode: normalised by the running statistics. The saved mean/invstd outputs are empty, as
+// in torch.
+void batch_norm_eval(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor x = batch_norm_input(args);
+  const DType c = compute_dtype(x.dtype);
+  Tensor rstd = inverse_std(cx, cast(cx, args.tensor("running_var"), c), args.floating("eps"));
+  args.set_output(0, normalize_channels(args, x, args.tensor("running_mean"), rstd));
   for (size_t i = 1; i < 3; ++i)
     if (!args.output_name(i).empty()) args.set_output(i, constant(cx, ir::Scalar::of_int(0), args.output_dtype(i), {ir::Expr(int64_t{0})}));
+}
+
+// Training mode: normalised by the batch's statistics over every dim but the channel. Outputs
+// (out, mean [C], rstd [C]) with the biased variance, as torch. Returns the running statistics
+// updated with `momentum` (the variance unbiased), in their compute dtype, when the op has them.
+std::optional<std::pair<Tensor, Tensor>> batch_norm_training(NodeArgs& args, bool running_stats) {
+  TranslationContext& cx = args.cx();
+  Tensor x = batch_norm_input(args);
+  const DType c = compute_dtype(x.dtype);
+  std::vector<int> axes = {0};
+  ir::Expr count = x.shape()[0];
+  for (int d = 2; d < x.rank(); ++d) {
+    axes.push_back(d);
+    count = count * x.shape()[d];
+  }
+  Tensor xf = cast(cx, x, c);
+  Tensor n = size_value(cx, count, c);
+  Tensor mean = binary(cx, Op::Div, reduce(cx, Op::SumReduce, xf, axes, false), n);
+  Tensor centered = binary(cx, Op::Sub, xf, per_channel(cx, mean, x.rank(), c));
+  Tensor squares = reduce(cx, Op::SumReduce, binary(cx, Op::Mul, centered, centered), axes, false);
+  Tensor rstd = inverse_std(cx, binary(cx, Op::Div, squares, n), args.floating("eps"));
+  args.set_output(0, normalize_channels(args, x, mean, rstd));
+  if (!args.output_name(1).empty()) args.set_output(1, cast(cx, mean, args.output_dtype(1)));
+  if (!args.output_name(2).empty()) args.set_output(2, cast(cx, rstd, args.output_dtype(2)));
+  if (!running_stats) return std::nullopt;
+  const double momentum = args.floating("momentum");
+  const auto update = [&](const Tensor& running, const Tensor& batch) {
+    const DType t = compute_dtype(running.dtype);
+    Tensor kept = binary(cx, Op::Mul, cast(cx, running, t), number(cx, 1.0 - momentum, t));
+    return binary(cx, Op::Add, kept, binary(cx, Op::Mul, cast(cx, batch, t), number(cx, momentum, t)));
+  };
+  Tensor unbiased = binary(cx, Op::Div, squares, binary(cx, Op::Sub, n, number(cx, 1.0, c)));
+  return std::make_pair(update(args.tensor("running_mean"), mean), update(args.tensor("running_var"), unbiased));
+}
+
+}  // namespace
+
+void translate_native_batch_norm_legit_no_training(NodeArgs& args) { batch_norm_eval(args); }
+
+// The running statistics are its arguments, updated in place in training mode: later readers of
+// them and the caller's buffers see the new values (TranslationContext::mutate_input). Export's
+// functional graphs carry _native_batch_norm_legit_functional instead; this form reaches luminal
+// only in an archive written without functionalisation.
+void translate_native_batch_norm_legit(NodeArgs& args) {
+  if (!args.boolean("training")) return batch_norm_eval(args);
+  TranslationContext& cx = args.cx();
+  const auto running = batch_norm_training(args, true);
+  cx.mutate_input(args.raw("running_mean").tensors.at(0), cast(cx, running->first, args.tensor("running_mean").dtype));
+  cx.mutate_input(args.raw("running_var").tensors.at(0), cast(cx, running->second, args.tensor("running_var").dtype));
+}
+
+// Training without running statistics (track_running_stats=False).
+void translate_native_batch_norm_legit_no_stats(NodeArgs& args) {
+  if (!args.boolean("training")) {
+    USER_ERROR() << "batch_norm in eval mode without running statistics has nothing to normalise by";
+  }
+  batch_norm_training(args, false);
+}
+
+// What export writes for a BatchNorm in training mode: the updated running statistics are
+// outputs 3 and 4 (the graph returns them as buffer mutations).
+void translate_native_batch_norm_legit_functional(NodeArgs& args) {
+  if (!args.boolean("training")) {
+    batch_norm_eval(args);
+    for (size_t i = 3; i < 5; ++i)
+      if (!args.output_name(i).empty())
+        args.set_output(i, cast(args.cx(), args.tensor(i == 3 ? "running_mean" : "running_var"), args.output_dtype(i)));
+    return;
+  }
+  // torch returns them in their compute dtype (f32 for f16 statistics); the graph's copy into
+  // the buffer rounds them.
+  TranslationContext& cx = args.cx();
+  const auto running = batch_norm_training(args, true);
+  if (!args.output_name(3).empty()) args.set_output(3, cast(cx, running->first, args.output_dtype(3)));
+  if (!args.output_name(4).empty()) args.set_output(4, cast(cx, running->second, args.output_dtype(4)));
 }
 
 }  // namespace luminal::translator

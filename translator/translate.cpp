@@ -155,6 +155,35 @@ void bind_outputs(TranslationContext& cx, TranslatedProgram& out) {
   }
 }
 
+// Graph inputs an op updated in place: their final values are extra outputs, written into the
+// caller's buffers like the mutations export lists (ProgramOutput kinds).
+void bind_input_mutations(TranslationContext& cx, TranslatedProgram& out) {
+  for (const auto& [name, value] : cx.input_mutations()) {
+    const auto& specs = cx.program().signature.input_specs;
+    auto spec = std::find_if(specs.begin(), specs.end(), [&](const pt2::InputSpec& s) {
+      return s.arg.kind == pt2::Argument::Kind::Tensor && s.arg.tensors.at(0) == name;
+    });
+    INTERNAL_CHECK(spec != specs.end()) << "'" << name << "' was mutated but is no graph input";
+    ProgramOutput po;
+    po.target = spec->target;
+    if (spec->kind == pt2::InputSpec::Kind::Buffer) {
+      po.kind = ProgramOutput::Kind::BufferMutation;
+      for (WeightSpec& w : out.weights)
+        if (w.fqn == spec->target) w.is_mutated = true;
+    } else {
+      UNSUPPORTED_CHECK(spec->kind == pt2::InputSpec::Kind::UserInput)
+          << "the program updates '" << name << "' in place, a parameter or constant; only buffers and user inputs "
+          << "can be updated";
+      po.kind = ProgramOutput::Kind::UserInputMutation;
+      po.target = name;
+      po.user_input_index = static_cast<int>(
+          std::find(out.input_names.begin(), out.input_names.end(), name) - out.input_names.begin());
+    }
+    cx.graph().outputs().push_back(value.ref);
+    out.outputs.push_back(po);
+  }
+}
+
 }  // namespace
 
 TranslatedProgram translate(const pt2::Pt2Program& archive, const TranslateOptions& options) {
@@ -172,6 +201,7 @@ TranslatedProgram translate(const pt2::Pt2Program& archive, const TranslateOptio
   bind_inputs(cx, out);
   for (const pt2::Node& node : program.graph.nodes) translate_node(cx, node, options, out);
   bind_outputs(cx, out);
+  bind_input_mutations(cx, out);
   out.graph = cx.take_graph();
   ir::verify(out.graph);
   return out;

@@ -4,9 +4,16 @@ round once, as torch's CPU kernels do."""
 
 from __future__ import annotations
 
+import io
+import json
+import zipfile
+
 import pytest
 import torch
 import torch.nn.functional as F
+
+import luminal
+import luminal.export
 
 from op_harness import FLOATS, Case, run_case
 
@@ -45,7 +52,20 @@ CASES = [
     ncase("batch_norm_eval", lambda x: F.batch_norm(x, W4.to(x.dtype), W4.to(x.dtype) + 1, W4.to(x.dtype), W4.to(x.dtype) - 1,
                                                     training=False), variants=V4),
     ncase("rms_norm", lambda x: F.rms_norm(x, (8,), W8.to(x.dtype), eps=1e-6), variants={k: v for k, v in V.items() if k != "0d"}),
+    # Training mode: the batch's statistics; the running ones (updated in place in eager) come
+    # back from the compiled graph as its outputs (_native_batch_norm_legit_functional).
+    ncase("batch_norm_train", lambda x: batch_norm_train(x, momentum=0.3), variants=V4),
+    ncase("batch_norm_train_3d_input", lambda x: batch_norm_train(x.flatten(2), momentum=0.1), variants=V4),
+    ncase("batch_norm_train_no_running_stats", lambda x: F.batch_norm(x, None, None, W4.to(x.dtype), None, training=True),
+          variants=V4),
 ]
+
+
+def batch_norm_train(x, momentum):
+    running_mean, running_var = torch.zeros(4, dtype=x.dtype), torch.ones(4, dtype=x.dtype)
+    out = F.batch_norm(x, running_mean, running_var, W4.to(x.dtype), W4.to(x.dtype) + 1, training=True,
+                       momentum=momentum)
+    return out, running_mean, running_var
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
@@ -67,3 +87,49 @@ def test_bf16_paths():
     x = torch.randn(4, 64) * 4
     run_case(Case("bf16_paths", lambda x: (torch.softmax(x, -1), F.layer_norm(x, (64,)), F.gelu(x), F.silu(x), torch.rsqrt(x.abs() + 1)),
                   dtypes=(torch.bfloat16,), variants={}, extra_inputs=[lambda d: (x.to(d),)]))
+
+
+def without_functionalisation(archive: bytes) -> bytes:
+    """The archive of a training BatchNorm as a program that was not functionalised would be:
+    aten::_native_batch_norm_legit.default updating running_mean and running_var in place, where
+    export writes the functional op and returns the new statistics as buffer mutations."""
+    source = zipfile.ZipFile(io.BytesIO(archive))
+    edited = io.BytesIO()
+    with zipfile.ZipFile(edited, "w") as target:
+        for name in source.namelist():
+            data = source.read(name)
+            if name.endswith("models/model.json"):
+                program = json.loads(data)
+                graph, signature = program["graph_module"]["graph"], program["graph_module"]["signature"]
+                (node,) = [n for n in graph["nodes"] if "_native_batch_norm_legit_functional" in n["target"]]
+                node["target"] = "torch.ops.aten._native_batch_norm_legit.default"
+                dropped = {o["as_tensor"]["name"] for o in node["outputs"][3:]}
+                node["outputs"] = node["outputs"][:3]
+                graph["outputs"] = [o for o in graph["outputs"] if o["as_tensor"]["name"] not in dropped]
+                signature["output_specs"] = [
+                    s for s in signature["output_specs"] if s.get("buffer_mutation", {}).get("arg", {}).get("name") not in dropped
+                ]
+                data = json.dumps(program).encode()
+            target.writestr(name, data)
+    return edited.getvalue()
+
+
+def test_batch_norm_updating_its_arguments_in_place():
+    torch.manual_seed(0)
+    model, reference = torch.nn.BatchNorm2d(3).train(), torch.nn.BatchNorm2d(3).train()
+    x = torch.randn(4, 3, 5, 5)
+    program = torch.export.export(model, (x,)).run_decompositions()
+    archive = without_functionalisation(luminal.export.serialize(program, set()))
+    weights = dict(model.named_parameters()) | dict(model.named_buffers())
+    compiled = luminal._C.compile_pt2(archive, luminal._C.cpu_factory_capsule(), {"fallback": "error"}, weights)
+    pointers = [model.running_mean.data_ptr(), model.running_var.data_ptr()]
+    with torch.no_grad():
+        for step in range(3):
+            (out,) = compiled.run([x + step])
+            torch.testing.assert_close(out, reference(x + step), rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(model.running_mean, reference.running_mean, rtol=1e-6, atol=1e-6)
+            torch.testing.assert_close(model.running_var, reference.running_var, rtol=1e-6, atol=1e-6)
+            assert model.num_batches_tracked.item() == step + 1
+    assert [model.running_mean.data_ptr(), model.running_var.data_ptr()] == pointers
+    kinds = [kind for kind, _, _ in compiled.output_specs]
+    assert kinds.count("buffer_mutation") == 3  # num_batches_tracked, and the two statistics updated in place
