@@ -229,29 +229,17 @@ void translate_linalg_vector_norm(NodeArgs& args) {
   args.set_output(0, cast(cx, out, x.dtype));
 }
 
-// cumsum(x)[.., i] = sum over j <= i of x[.., j]: a masked sum over a [n, n] triangle. O(n^2), but
-// n is a sequence length (transformers builds its causal/padding masks with cumsum) and it
-// needs no new primitive. Integers and bools accumulate in i64, as torch.
+// cumsum(x)[.., i] = sum over j <= i of x[.., j]: one CumSum node, linear in the length, in the
+// result dtype (integers and bools give i64 unless dtype= is given, as torch). CumSum widens its
+// own running sum as torch's CPU kernel does, so the input is only cast, not upcast.
 void translate_cumsum(NodeArgs& args) {
   TranslationContext& cx = args.cx();
   Tensor x = args.tensor("self");
   DType out_dtype = ir::is_floating(x.dtype) ? x.dtype : DType::I64;
   if (std::optional<DType> dtype = args.dtype("dtype")) out_dtype = *dtype;
   if (x.rank() == 0) return args.set_output(0, cast(cx, x, out_dtype));
-  const int dim = wrap_dim(args.integer("dim"), x.rank());
-  const DType compute = compute_dtype(out_dtype);
-  // Move dim last, then x[.., j] -> [.., i, j] masked by j <= i and summed over j.
-  Tensor last = transpose(cast(cx, x, compute), dim, x.rank() - 1);
-  const ir::Expr n = last.shape().back();
-  Tensor j = unsqueeze(iota(cx, n, DType::I64), 0);
-  Tensor i = unsqueeze(iota(cx, n, DType::I64), 1);
-  Tensor mask = binary(cx, Op::Le, j, i);
-  ir::Shape square = last.shape();
-  square.insert(square.end() - 1, n);
-  Tensor rows = expand(unsqueeze(last, last.rank() - 1), square);
-  Tensor masked = where(cx, mask, rows, constant(cx, ir::Scalar::of_int(0), compute));
-  Tensor sums = reduce(cx, Op::SumReduce, masked, {masked.rank() - 1}, /*keepdim=*/false);
-  args.set_output(0, cast(cx, transpose(sums, dim, x.rank() - 1), out_dtype));
+  USER_CHECK(out_dtype != DType::Bool) << "cumsum with dtype=torch.bool: torch has no bool cumsum kernel either";
+  args.set_output(0, cumsum(cx, cast(cx, x, out_dtype), wrap_dim(args.integer("dim"), x.rank())));
 }
 
 }  // namespace luminal::translator

@@ -451,6 +451,20 @@ Tensor reduce(TranslationContext& cx, ir::Op op, const Tensor& t, const std::vec
   return out;
 }
 
+// ---- scans ----
+
+Tensor cumsum(TranslationContext& cx, const Tensor& t, int axis) {
+  INTERNAL_CHECK(t.rank() >= 1 && t.dtype != DType::Bool)
+      << "cumsum of a " << t.rank() << "-d " << ir::dtype_name(t.dtype) << " tensor: the caller casts and keeps 0-d apart";
+  ir::Node n;
+  n.op = ir::Op::CumSum;
+  n.dtype = t.dtype;
+  n.shape = t.shape();
+  n.axis = wrap_dim(axis, t.rank());
+  n.inputs = {t.ref};
+  return cx.add(std::move(n));
+}
+
 // ---- contraction ----
 
 Tensor matmul(TranslationContext& cx, const Tensor& a, const Tensor& b) {

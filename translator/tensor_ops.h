@@ -81,6 +81,11 @@ Tensor where(TranslationContext& cx, const Tensor& cond, const Tensor& a, const 
 // Reduces over each dim in `dims` (empty = all dims). keepdim as torch.
 Tensor reduce(TranslationContext& cx, ir::Op op, const Tensor& t, const std::vector<int>& dims, bool keepdim);
 
+// ---- scans ----
+// torch.cumsum along `axis` in t's own dtype, which must not be bool (CumSum in ir/ops.def; the
+// caller casts first for cumsum's dtype and promotion rules). Rank >= 1.
+Tensor cumsum(TranslationContext& cx, const Tensor& t, int axis);
+
 // ---- contraction ----
 // torch.matmul semantics for rank >= 1 operands (1-d operands are unsqueezed then squeezed).
 Tensor matmul(TranslationContext& cx, const Tensor& a, const Tensor& b);

@@ -44,6 +44,10 @@ std::vector<std::string> Kernel::symbols() const {
     for (const ir::Expr& d : {attention.q_len, attention.kv_len, attention.head_dim, attention.value_dim}) collect(d, out);
     for (const MatrixOperand* m : {&attention.q, &attention.k, &attention.v, &attention.bias}) collect(*m, out);
   }
+  if (kind == KernelKind::Scan) {
+    collect(scan.in, out);
+    collect(scan.out, out);
+  }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -57,7 +61,8 @@ ir::Expr Kernel::parallel_extent() const {
     return n;
   }
   if (kind == KernelKind::Gemv) return ir::numel(domain);
-  const int inner = reduce_axis >= 0 ? reduce_axis : static_cast<int>(domain.size()) - 1;
+  int inner = reduce_axis >= 0 ? reduce_axis : static_cast<int>(domain.size()) - 1;
+  if (kind == KernelKind::Scan) inner = scan.axis;
   ir::Expr n(int64_t{1});
   for (int d = 0; d < static_cast<int>(domain.size()); ++d)
     if (d != inner) n = n * domain[d];
@@ -69,6 +74,7 @@ ir::Expr Kernel::inner_extent() const {
   if (kind == KernelKind::Gemv) return gemv.depth;
   if (kind == KernelKind::Attention)
     return attention.q_len * attention.kv_len * (attention.head_dim + attention.value_dim);
+  if (kind == KernelKind::Scan) return domain[scan.axis];
   const int inner = reduce_axis >= 0 ? reduce_axis : static_cast<int>(domain.size()) - 1;
   return domain[inner] * ir::Expr(static_cast<int64_t>(std::max<size_t>(1, reductions.size() + 1)));
 }

@@ -75,6 +75,7 @@ enum class KernelKind {
   Scatter,  // out = data; out[index along axis] = src (or +=): see ScatterSpec
   Gemv,     // a decode-time Linear: see GemvSpec
   Attention,  // scaled dot-product attention: see AttentionSpec
+  Scan,       // an inclusive prefix sum along one axis: see ScanSpec
 };
 
 // out[b.., n] = sum_k a[b.., k] * w[b.., n, k] over the domain [batch.., N], k < `depth`:
@@ -99,6 +100,18 @@ struct ScatterSpec {
   ir::Shape index_shape;  // also the shape src is read in
   Index index;           // over index_shape
   Index src;             // over index_shape
+};
+
+// out[.., i, ..] = the running sum of in[.., j, ..] over j <= i along `axis` (CumSum, ops.def),
+// over the domain (the node's shape). A work item is one row, an index of the other dims: the
+// scan walks the axis in order with an accumulator of `accumulate` (ir::scan_accumulator), so
+// every element is read and written once and each kernel adds in the reference's order.
+// Params: in (0), out (1).
+struct ScanSpec {
+  int axis = 0;
+  Index in;   // over the domain
+  Index out;  // over the domain, contiguous
+  ir::DType accumulate = ir::DType::F64;
 };
 
 // A matrix operand of attention: element (r, c) of batch b.. is at
@@ -136,6 +149,7 @@ struct Kernel {
   ScatterSpec scatter;
   GemvSpec gemv;
   AttentionSpec attention;
+  ScanSpec scan;
   std::string label;  // what it computes, for comments and debug dumps ("softmax row", ...)
 
   int add_value(Value v) {
@@ -146,7 +160,8 @@ struct Kernel {
   std::vector<std::string> symbols() const;
   // The number of parallel work items: the product of the domain's dims other than the innermost
   // loop (the reduce axis for row kernels, the last dim otherwise). 1 for Scatter; every
-  // output element for Gemv; every index of the batch dims for Attention.
+  // output element for Gemv; every index of the batch dims for Attention; every row (the
+  // product of the dims other than the scanned one) for Scan.
   ir::Expr parallel_extent() const;
   // Elements touched per work item, for deciding whether splitting across threads pays.
   ir::Expr inner_extent() const;

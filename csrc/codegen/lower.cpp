@@ -270,6 +270,24 @@ LoweredKernel lower_scatter(const ir::Graph& graph, NodeId id) {
   return out;
 }
 
+LoweredKernel lower_scan(const ir::Graph& graph, NodeId id) {
+  const ir::Node& node = graph.node(id);
+  const ir::View& in = node.inputs[0].view;
+  LoweredKernel out;
+  Kernel& k = out.kernel;
+  k.kind = KernelKind::Scan;
+  k.domain = node.shape;
+  k.label = "cumsum along axis " + std::to_string(node.axis);
+  k.params = {Param{node.dtype, false}, Param{node.dtype, true}};
+  out.param_nodes = {node.inputs[0].node, id};
+  ScanSpec& s = k.scan;
+  s.axis = node.axis;
+  s.in = Index{in.offset(), zero_unit_dims(k.domain, in.strides())};
+  s.out = Index{Expr(int64_t{0}), zero_unit_dims(k.domain, contiguous_strides(node.shape))};
+  s.accumulate = ir::scan_accumulator(node.dtype);
+  return out;
+}
+
 LoweredKernel lower_attention(const ir::Graph& graph, const passes::AttentionPattern& pattern) {
   const ir::Node& node = graph.node(pattern.out);
   const size_t rank = node.shape.size();

@@ -33,6 +33,10 @@ LoweredKernel lower_gemv(const ir::Graph& graph, ir::NodeId node);
 
 LoweredKernel lower_scatter(const ir::Graph& graph, ir::NodeId node);
 
+// A CumSum as the scan pattern kernel (ScanSpec): one work item per row, the input read through
+// its view.
+LoweredKernel lower_scan(const ir::Graph& graph, ir::NodeId node);
+
 // A matched attention pattern as the attention pattern kernel (AttentionSpec).
 LoweredKernel lower_attention(const ir::Graph& graph, const passes::AttentionPattern& pattern);
 

@@ -32,4 +32,10 @@ bool is_integral(DType t) {
   return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64 || t == DType::U8;
 }
 
+DType scan_accumulator(DType t) {
+  if (t == DType::F32 || t == DType::F64) return DType::F64;
+  if (t == DType::F16 || t == DType::BF16) return DType::F32;
+  return DType::I64;
+}
+
 }  // namespace luminal::ir

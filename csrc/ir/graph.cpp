@@ -117,6 +117,16 @@ void verify_node(const Graph& graph, NodeId id) {
     expected[n.axis] = Expr(int64_t{1});
     INTERNAL_CHECK(expected == n.shape) << "reduction output shape " << shape_to_string(n.shape);
   }
+  if (op_has(n.op, kScan)) {
+    const Shape& in = n.inputs[0].view.shape();
+    INTERNAL_CHECK(n.axis >= 0 && n.axis < static_cast<int>(in.size())) << "scan axis " << n.axis;
+    INTERNAL_CHECK(in == n.shape) << "scan input has shape " << shape_to_string(in) << ", node has "
+                                  << shape_to_string(n.shape);
+    INTERNAL_CHECK(input_dtype(0) == n.dtype) << "scan of " << dtype_name(input_dtype(0)) << " to "
+                                              << dtype_name(n.dtype);
+    // torch's cumsum promotes bool to i64, so a bool scan is a translator bug.
+    INTERNAL_CHECK(n.dtype != DType::Bool) << "scan of bool";
+  }
   if (n.op == Op::Matmul) {
     const Shape& a = n.inputs[0].view.shape();
     const Shape& b = n.inputs[1].view.shape();

@@ -17,6 +17,7 @@ enum OpTrait : uint32_t {
   kContraction = 1u << 8,
   kIndexing = 1u << 9,
   kExternal = 1u << 10,
+  kScan = 1u << 11,
 };
 
 // The arity of an op that takes any number of inputs (AtenCall).

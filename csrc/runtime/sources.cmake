@@ -11,6 +11,7 @@ target_sources(luminal_core PRIVATE
   csrc/runtime/reference/reduce.cpp
   csrc/runtime/reference/reference_executable.cpp
   csrc/runtime/reference/reference_runtime.cpp
+  csrc/runtime/reference/scan.cpp
   csrc/runtime/reference/select_kernel.cpp
   csrc/runtime/reference/strided.cpp
 )

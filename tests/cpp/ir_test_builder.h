@@ -82,6 +82,11 @@ struct IrTestBuilder {
     node.axis = axis;
     return add(node);
   }
+  TensorRef cumsum(const TensorRef& x, int axis) {
+    ir::Node node = make(Op::CumSum, dtype_of(x), x.view.shape(), {x});
+    node.axis = axis;
+    return add(node);
+  }
   TensorRef matmul(const TensorRef& a, const TensorRef& b) {
     ir::Shape shape = a.view.shape();
     shape.back() = b.view.shape().back();

@@ -207,6 +207,110 @@ TEST(CpuRuntime, ReductionsAllDtypesAndAxes) {
   }
 }
 
+// Runs `graph` on both runtimes and requires every output's bytes to be equal.
+void expect_same_bits(const ir::Graph& graph, std::vector<HostTensor> inputs, const std::string& what) {
+  std::vector<HostTensor> reference_inputs = inputs;
+  const auto expected = run_executable(*compile_reference(graph), graph, reference_inputs);
+  const auto actual = run_executable(*compile_cpu(graph), graph, inputs);
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  for (size_t k = 0; k < actual.size(); ++k) {
+    ASSERT_EQ(actual[k].sizes, expected[k].sizes) << what;
+    if (actual[k].bytes == expected[k].bytes) continue;
+    ADD_FAILURE() << what << " output " << k << " differs from the reference in its bits";
+    expect_same(actual[k], expected[k], 0, what);  // names the first elements that differ
+  }
+}
+
+// The generated scan adds in the reference's accumulator (ir::scan_accumulator) in the same
+// order, so it matches bit for bit in every dtype, floats included. 7 x 13 x 5 defeats every
+// vector width; i8 and u8 sums wrap.
+TEST(CpuRuntime, CumSumAllDtypesAndAxesBitExact) {
+  std::mt19937 rng(22);
+  for (DType t : kAllDtypes) {
+    for (int axis = 0; axis < 3; ++axis) {
+      IrTestBuilder b;
+      auto x = b.input("x", t, {7, 13, 5});
+      // torch's cumsum of bool is an i64 cumsum of it (CumSum is not defined on bool).
+      b.output(b.cumsum(t == DType::Bool ? b.unary(Op::Cast, x, DType::I64) : x, axis));
+      expect_same_bits(b.graph, {random_tensor(t, {7, 13, 5}, rng)},
+                       std::string("cumsum ") + ir::dtype_name(t) + " axis " + std::to_string(axis));
+    }
+  }
+}
+
+// Rows long enough that a narrower accumulator would round differently: f32 must add in
+// double and f16/bf16 in float, as the reference (pinned against eager's values) does.
+TEST(CpuRuntime, CumSumLongRowsKeepTheReferenceAccumulator) {
+  std::mt19937 rng(23);
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64}) {
+    IrTestBuilder b;
+    b.output(b.cumsum(b.input("x", t, {3, 1000}), 1));
+    expect_same_bits(b.graph, {random_tensor(t, {3, 1000}, rng)}, std::string("long cumsum ") + ir::dtype_name(t));
+  }
+  // The reference's hand-checked cases: in f32 a float sum would lose the ones, and in f16 a
+  // double sum would keep the 2^-14s.
+  std::vector<float> ones_after_1e8(17, 1.0f);
+  ones_after_1e8[0] = 1e8f;
+  IrTestBuilder b;
+  b.output(b.cumsum(b.input("x", DType::F32, {17}), 0));
+  expect_same_bits(b.graph, {HostTensor::of<float>(DType::F32, {17}, ones_after_1e8)}, "ones after 1e8");
+  std::vector<uint16_t> tiny_after_2048(16401, float_to_half(1.0f / 16384));
+  tiny_after_2048[0] = float_to_half(2048);
+  IrTestBuilder h;
+  h.output(h.cumsum(h.input("x", DType::F16, {16401}), 0));
+  expect_same_bits(h.graph, {HostTensor::of<uint16_t>(DType::F16, {16401}, tiny_after_2048)}, "2^-14s after 2048");
+}
+
+TEST(CpuRuntime, CumSumThroughNonContiguousViews) {
+  std::mt19937 rng(24);
+  for (DType t : {DType::F32, DType::I64}) {
+    for (int axis = 0; axis < 2; ++axis) {
+      IrTestBuilder b;
+      auto x = b.input("x", t, {7, 26});
+      // Every other column from the second, transposed: [13, 7] with strides [2, 26], offset 1.
+      auto strided = viewed(x, x.view.slice(1, 1, 26, 2).permute({1, 0}));
+      b.output(b.cumsum(strided, axis));
+      auto y = b.input("y", t, {4, 6});
+      b.output(b.cumsum(y, axis));  // a caller's column-major input
+      expect_same_bits(b.graph, {random_tensor(t, {7, 26}, rng), random_tensor(t, {4, 6}, rng, false, {1, 4})},
+                       std::string("strided cumsum ") + ir::dtype_name(t) + " axis " + std::to_string(axis));
+    }
+  }
+}
+
+TEST(CpuRuntime, CumSumOverEmptyAxisOrNoRows) {
+  std::mt19937 rng(25);
+  for (const std::vector<int64_t>& sizes : {std::vector<int64_t>{0, 5}, std::vector<int64_t>{4, 0}}) {
+    for (int axis = 0; axis < 2; ++axis) {
+      IrTestBuilder b;
+      b.output(b.cumsum(b.input("x", DType::F32, ir::Shape(sizes.begin(), sizes.end())), axis));
+      expect_same_bits(b.graph, {random_tensor(DType::F32, sizes, rng)},
+                       "empty cumsum [" + std::to_string(sizes[0]) + ", " + std::to_string(sizes[1]) + "] axis " +
+                           std::to_string(axis));
+    }
+  }
+}
+
+// A symbolic length along the axis and a symbolic row count: one compile serves every size.
+TEST(CpuRuntime, CumSumSymbolicShapesOneCompile) {
+  std::mt19937 rng(26);
+  const Expr s = Expr::symbol("s0");
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {3, s});
+  b.output(b.cumsum(x, 1));
+  b.output(b.cumsum(x, 0));
+  auto cpu = compile_cpu(b.graph);
+  auto reference = compile_reference(b.graph);
+  for (int64_t n : {1, 7, 64, 1000}) {
+    std::vector<HostTensor> inputs = {random_tensor(DType::F32, {3, n}, rng)};
+    std::vector<HostTensor> reference_inputs = inputs;
+    const auto actual = run_executable(*cpu, b.graph, inputs);
+    const auto expected = run_executable(*reference, b.graph, reference_inputs);
+    for (size_t k = 0; k < actual.size(); ++k)
+      EXPECT_TRUE(actual[k].bytes == expected[k].bytes) << "symbolic cumsum n=" << n << " output " << k;
+  }
+}
+
 TEST(CpuRuntime, NonContiguousViewsAndOddSizes) {
   std::mt19937 rng(6);
   IrTestBuilder b;

@@ -5,6 +5,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -434,6 +435,54 @@ TEST(Fusion, GatherThatMayLeaveItsAxisKeepsTheBoundsCheck) {
   auto gathered = b.gather(x, b.binary(Op::Max, position, b.constant(ir::Scalar::of_int(1), DType::I64, {3, 8})), 1);
   b.output(gathered);
   EXPECT_NE(only_kernel_source(b.graph).find("lm_info[0]"), std::string::npos);
+}
+
+TEST(Fusion, ScanIsOneSequentialLoopAlongItsAxis) {
+  // A CumSum over the middle dim of [7, 13, 5]: a work item is one of the 35 rows, its indices
+  // split from the item, and the axis is one loop carrying the running sum in the accumulator
+  // of ir::scan_accumulator, stored converted at every element. No simd: the sum is sequential.
+  struct Case {
+    DType dtype;
+    std::string accumulator, store;
+  };
+  for (const Case& c : {Case{DType::F32, "double lm_sum = 0;", "] = (float)(lm_sum);"},
+                        Case{DType::BF16, "float lm_sum = 0;", "] = lm_f2bf(lm_sum);"},
+                        Case{DType::I8, "uint64_t lm_sum = 0;", "] = (int8_t)((int64_t)lm_sum);"}}) {
+    IrTestBuilder b;
+    b.output(b.cumsum(b.input("x", c.dtype, {7, 13, 5}), 1));
+    const codegen::LoweredKernel lowered = codegen::lower_scan(b.graph, b.graph.outputs()[0].node);
+    EXPECT_EQ(lowered.kernel.parallel_extent(), Expr(int64_t{35}));
+    EXPECT_EQ(lowered.kernel.inner_extent(), Expr(int64_t{13}));
+    const std::string source = codegen::cpp::emit_kernel(lowered.kernel, "k");
+    EXPECT_EQ(count(source, "for (int64_t"), 2u) << "the work items and the axis:\n" << source;
+    EXPECT_EQ(count(source, "for (int64_t i1 = 0; i1 < INT64_C(13); ++i1) {"), 1u) << source;
+    EXPECT_NE(source.find("const int64_t i2 = lm_r % INT64_C(5); lm_r /= INT64_C(5);"), std::string::npos) << source;
+    EXPECT_NE(source.find("const int64_t i0 = lm_r;"), std::string::npos) << source;
+    EXPECT_EQ(count(source, c.accumulator), 1u) << source;
+    EXPECT_EQ(count(source, c.store), 1u) << source;
+    EXPECT_EQ(count(source, "#pragma omp simd"), 0u) << source;
+  }
+}
+
+TEST(Fusion, ScanIsItsOwnKernelBetweenFusedNeighbours) {
+  // position ids from a padding mask, as transformers writes them: cumsum(mask) * mask - 1 over
+  // an i64 cast of the mask. The cast before the scan is one kernel, the scan another, and the
+  // multiply-subtract after it a third that reads the scan's buffer.
+  IrTestBuilder b;
+  const ir::Shape shape = {3, 37};
+  auto mask = b.unary(Op::Cast, b.input("mask", DType::Bool, shape), DType::I64);
+  auto positions = b.cumsum(mask, 1);
+  b.output(b.binary(Op::Sub, b.binary(Op::Mul, positions, mask), b.constant(ir::Scalar::of_int(1), DType::I64, shape)));
+  auto exe = compile_cpu(b.graph);
+  const auto& program = program_of(*exe);
+  ASSERT_EQ(program.steps.size(), 3u);
+  EXPECT_EQ(program.kernel_count, 3u);
+  EXPECT_NE(program.steps[1].what.find("cumsum along axis 1"), std::string::npos) << program.steps[1].what;
+  const int scan_output = program.steps[1].slots.back();
+  const std::vector<int>& reads = program.steps[2].slots;
+  EXPECT_NE(std::find(reads.begin(), reads.end(), scan_output), reads.end()) << "the last kernel reads the scan";
+  std::mt19937 rng(22);
+  expect_matches_reference(b.graph, {random_tensor(DType::Bool, {3, 37}, rng)}, "cumsum between kernels");
 }
 
 ir::Graph cache_test_graph() {

@@ -351,6 +351,100 @@ TEST(ReferenceReduce, EmptyAxis) {
   EXPECT_NE(user_error_of([&] { run_reference(c.graph, {f32({2, 0}, {})}); }).find("size 0"), std::string::npos);
 }
 
+// ---------------------------------------------------------------- scans
+
+// A one-CumSum graph over a contiguous input along `axis`.
+HostTensor run_cumsum(HostTensor x, int axis) {
+  IrTestBuilder b;
+  b.output(b.cumsum(b.input("x", x.dtype, ir::Shape(x.sizes.begin(), x.sizes.end())), axis));
+  return run_reference(b.graph, {std::move(x)})[0];
+}
+
+std::vector<uint16_t> halves_of(uint16_t (*narrow)(float), const std::vector<float>& values) {
+  std::vector<uint16_t> out;
+  for (float v : values) out.push_back(narrow(v));
+  return out;
+}
+
+// The accumulator is torch's CPU one (ops.def), pinned by sums it changes. Values are eager's:
+// torch.cumsum(torch.tensor([1e8] + [1.0] * 16)) and the like.
+TEST(ReferenceScan, CumSumAccumulatesAsTorchsCpuKernel) {
+  // f32 in double: the ones add up, and every sum rounds to f32 on its own (in float the sum
+  // would stay 1e8, 1e8 + 1 rounding back to 1e8 at every step).
+  std::vector<float> ones_after_1e8(17, 1.0f);
+  ones_after_1e8[0] = 1e8f;
+  std::vector<float> expected_f32(17, 100000000.0f);
+  for (size_t i = 5; i < 12; ++i) expected_f32[i] = 100000008.0f;
+  for (size_t i = 12; i < 17; ++i) expected_f32[i] = 100000016.0f;
+  EXPECT_EQ(run_cumsum(f32({17}, ones_after_1e8), 0).values<float>(), expected_f32);
+
+  // f16 and bf16 in float: the sum runs past what the 16-bit type holds, each element rounds it
+  // (ties to even). In f16 itself the sum would stay 2048 (256 in bf16).
+  const std::vector<float> f16_in = {2048, 1, 1, 1, 1, 1, 1, 1, 1};
+  const std::vector<float> f16_expected = {2048, 2048, 2050, 2052, 2052, 2052, 2054, 2056, 2056};
+  EXPECT_EQ(run_cumsum(HostTensor::of<uint16_t>(DType::F16, {9}, halves_of(float_to_half, f16_in)), 0).values<uint16_t>(),
+            halves_of(float_to_half, f16_expected));
+  // ... and not in double: 2^-14 is below half an f32 ulp of 2048, so the float sum stays 2048,
+  // where 16400 of them in double would reach 2049.001 and round to 2050.
+  std::vector<float> tiny_after_2048(16401, 1.0f / 16384);
+  tiny_after_2048[0] = 2048;
+  EXPECT_EQ(run_cumsum(HostTensor::of<uint16_t>(DType::F16, {16401}, halves_of(float_to_half, tiny_after_2048)), 0)
+                .values<uint16_t>(),
+            std::vector<uint16_t>(16401, float_to_half(2048)));
+  const std::vector<float> bf16_in = {256, 1, 1, 1, 1, 1, 1, 1, 1};
+  const std::vector<float> bf16_expected = {256, 256, 258, 260, 260, 260, 262, 264, 264};
+  EXPECT_EQ(run_cumsum(HostTensor::of<uint16_t>(DType::BF16, {9}, halves_of(float_to_bf16, bf16_in)), 0).values<uint16_t>(),
+            halves_of(float_to_bf16, bf16_expected));
+
+  // Integers in i64, wrapping to the output width on store only: cumsum(dtype=torch.int8).
+  EXPECT_EQ(run_cumsum(HostTensor::of<int8_t>(DType::I8, {4}, {100, 100, 100, -50}), 0).values<int8_t>(),
+            (std::vector<int8_t>{100, -56, 44, -6}));
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(run_cumsum(i64({3}, {kMax, 1, 1}), 0).values<int64_t>(),
+            (std::vector<int64_t>{kMax, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::min() + 1}));
+}
+
+TEST(ReferenceScan, CumSumAlongEitherAxisOfATransposedView) {
+  for (int axis : {0, 1}) {
+    IrTestBuilder b;
+    auto x = b.input("x", DType::I32, {2, 3});
+    b.output(b.cumsum(viewed(x, x.view.permute({1, 0})), axis));  // [[1, 4], [2, 5], [3, 6]]
+    const auto out = run_reference(b.graph, {HostTensor::of<int32_t>(DType::I32, {2, 3}, {1, 2, 3, 4, 5, 6})})[0];
+    EXPECT_EQ(out.sizes, (std::vector<int64_t>{3, 2}));
+    EXPECT_EQ(out.values<int32_t>(), axis == 0 ? (std::vector<int32_t>{1, 4, 3, 9, 6, 15})
+                                               : (std::vector<int32_t>{1, 5, 2, 7, 3, 9}))
+        << "axis " << axis;
+  }
+}
+
+TEST(ReferenceScan, CumSumOverEmptyAxisOrNoRows) {
+  EXPECT_EQ(run_cumsum(f32({2, 0}, {}), 1).sizes, (std::vector<int64_t>{2, 0}));
+  EXPECT_EQ(run_cumsum(f32({0, 3}, {}), 1).sizes, (std::vector<int64_t>{0, 3}));
+}
+
+TEST(ReferenceScan, MalformedCumSumFailsVerify) {
+  const auto verify_message = [](DType in, ir::Shape in_shape, DType out, ir::Shape out_shape, int axis) {
+    IrTestBuilder b;
+    ir::Node node = IrTestBuilder::make(Op::CumSum, out, std::move(out_shape), {b.input("x", in, std::move(in_shape))});
+    node.axis = axis;
+    b.output(b.add(node));
+    try {
+      ir::verify(b.graph);
+    } catch (const InternalError& e) {
+      return std::string(e.what());
+    }
+    return std::string("verified");
+  };
+  EXPECT_EQ(verify_message(DType::F32, {2, 3}, DType::F32, {2, 3}, 1), "verified");
+  EXPECT_NE(verify_message(DType::F32, {2, 3}, DType::F32, {2, 1}, 1).find("scan input has shape [2, 3], node has [2, 1]"),
+            std::string::npos);
+  EXPECT_NE(verify_message(DType::F32, {2, 3}, DType::F64, {2, 3}, 1).find("scan of f32 to f64"), std::string::npos);
+  EXPECT_NE(verify_message(DType::F32, {2, 3}, DType::F32, {2, 3}, 2).find("scan axis 2"), std::string::npos);
+  EXPECT_NE(verify_message(DType::F32, {2, 3}, DType::F32, {2, 3}, -1).find("scan axis -1"), std::string::npos);
+  EXPECT_NE(verify_message(DType::Bool, {4}, DType::Bool, {4}, 0).find("verify: node %1 CumSum"), std::string::npos);
+  EXPECT_NE(verify_message(DType::Bool, {4}, DType::Bool, {4}, 0).find("scan of bool"), std::string::npos);
+}
+
 // ---------------------------------------------------------------- matmul
 
 std::vector<double> naive_matmul(const std::vector<double>& a, const std::vector<double>& b, int64_t m, int64_t k,

@@ -173,6 +173,61 @@ TEST_F(OpsFixture, MatmulBroadcastsBatchDims) {
   EXPECT_NO_THROW(ir::verify(cx.graph()));
 }
 
+// aten::cumsum.default on the tensor bound as "x", its result bound as "out".
+Tensor translate_cumsum_of(TranslationContext& cx, const Tensor& x, int64_t dim, std::optional<pt2::ScalarType> dtype) {
+  cx.bind_tensor("x", x);
+  pt2::Argument self, dim_arg, dtype_arg, out;
+  self.kind = pt2::Argument::Kind::Tensor;
+  self.tensors = {"x"};
+  dim_arg.kind = pt2::Argument::Kind::Int;
+  dim_arg.ints = {dim};
+  if (dtype) {
+    dtype_arg.kind = pt2::Argument::Kind::ScalarType;
+    dtype_arg.ints = {static_cast<int64_t>(*dtype)};
+  }
+  out.kind = pt2::Argument::Kind::Tensor;
+  out.tensors = {"out"};
+  pt2::Node node;
+  node.name = "cumsum";
+  node.inputs = {{"self", self, pt2::ArgumentKind::Positional},
+                 {"dim", dim_arg, pt2::ArgumentKind::Positional},
+                 {"dtype", dtype_arg, pt2::ArgumentKind::Keyword}};
+  node.outputs = {out};
+  NodeArgs args(cx, node, "aten::cumsum.default");
+  find_handler("aten::cumsum.default")(args);
+  return cx.tensor("out");
+}
+
+// One CumSum along the wrapped dim in the result dtype: integers and bools give i64 unless
+// dtype= is given (the input is cast, the scan widens its own sum); a 0-d input is only a cast;
+// dtype=torch.bool is rejected, as torch rejects it.
+TEST_F(OpsFixture, CumsumIsOneScanInTheResultDtype) {
+  const Tensor f16 = translate_cumsum_of(cx, input(DType::F16, {2, 5}), -1, std::nullopt);
+  EXPECT_EQ(op_of(f16), Op::CumSum);
+  EXPECT_EQ(f16.dtype, DType::F16);
+  EXPECT_EQ(cx.graph().node(f16.ref.node).axis, 1);
+
+  const Tensor mask = input(DType::Bool, {3, 4});
+  const Tensor positions = translate_cumsum_of(cx, mask, 0, std::nullopt);
+  EXPECT_EQ(positions.dtype, DType::I64);
+  const ir::Node& scan = cx.graph().node(positions.ref.node);
+  EXPECT_EQ(scan.op, Op::CumSum);
+  EXPECT_EQ(scan.axis, 0);
+  EXPECT_EQ(cx.graph().node(scan.inputs[0].node).op, Op::Cast);
+
+  const Tensor narrow = translate_cumsum_of(cx, input(DType::I32, {6}), 0, pt2::ScalarType::Char);
+  EXPECT_EQ(op_of(narrow), Op::CumSum);
+  EXPECT_EQ(narrow.dtype, DType::I8);
+
+  const size_t before = node_count();
+  const Tensor scalar = translate_cumsum_of(cx, input(DType::I32, {}), 0, std::nullopt);
+  EXPECT_EQ(op_of(scalar), Op::Cast);
+  EXPECT_EQ(node_count(), before + 2);  // the input and its cast
+  EXPECT_NO_THROW(ir::verify(cx.graph()));
+
+  EXPECT_THROW(translate_cumsum_of(cx, input(DType::I32, {3}), 0, pt2::ScalarType::Bool), UserError);
+}
+
 // ---------------------------------------------------------------- symbolic sizes
 
 TEST(SymExpr, ParsesWhatTorchWrites) {
@@ -499,6 +554,7 @@ TEST(TranslateFixtures, LlamaTranslatesVerifiesAndRuns) {
   EXPECT_EQ(counts[Op::Matmul], 2 * (7 + 2) + 1);  // per layer q,k,v,o,gate,up,down + 2 bmm; lm_head
   EXPECT_EQ(counts[Op::Sigmoid], 2);                // silu per layer
   EXPECT_GE(counts[Op::Gather], 1);                 // embedding
+  EXPECT_EQ(counts[Op::CumSum], 1);                 // the padding mask's positions
   EXPECT_EQ(t.outputs.size(), 1u);
   const auto weights = bind_weights(p);
   std::vector<testing::HostTensor> in = {

@@ -145,6 +145,27 @@ std::vector<int64_t> inner_split_points(const Kernel& kernel, int inner) {
 }
 }  // namespace
 
+std::string scan_row(const Kernel& kernel, const CppOpTable& table, const std::string& indent) {
+  const ScanSpec& s = kernel.scan;
+  const DType t = kernel.params[1].dtype;
+  // Integers add in uint64_t so that overflow wraps instead of being undefined.
+  const bool integer = !ir::is_floating(s.accumulate);
+  const std::string sum = integer ? "(int64_t)lm_sum" : "lm_sum";
+  // The store rounds (or wraps) to the output dtype itself when the sum is already in that
+  // dtype's compute type (f16/bf16 in float, integers in int64); f32 narrows from double.
+  const std::string value =
+      table.compute_type(s.accumulate) == table.compute_type(t) ? sum : table.convert(s.accumulate, t, sum);
+  const std::string element = table.load(t, "p0[" + index_text(kernel, s.in, s.axis, false) + "]");
+  const std::string out = "p1[" + index_text(kernel, s.out, s.axis, false) + "]";
+  const std::string i = "i" + std::to_string(s.axis);
+  std::string code = indent + (integer ? "uint64_t" : table.compute_type(s.accumulate)) + " lm_sum = 0;\n";
+  code += indent + "for (int64_t " + i + " = 0; " + i + " < " + expr_text(kernel.domain[s.axis]) + "; ++" + i + ") {\n";
+  code += indent + "  lm_sum += " + (integer ? "(uint64_t)" : "") + element + ";\n";
+  code += indent + "  " + out + " = " + table.store(t, value) + ";\n";
+  code += indent + "}\n";
+  return code;
+}
+
 namespace {
 
 class Emitter {
@@ -187,6 +208,8 @@ class Emitter {
       out << gemv_body();
     } else if (k_.kind == KernelKind::Attention) {
       out << attention_body();
+    } else if (k_.kind == KernelKind::Scan) {
+      out << scan_body();
     } else {
       out << loop_body();
     }
@@ -562,6 +585,16 @@ class Emitter {
     out << "      return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n";
     out << "  }\n";
     return out.str();
+  }
+
+  // ---- scan ----
+  // A work item is one row: the other dims' loop variables come from lm_p.
+  std::string scan_body() const {
+    std::vector<int> row_dims;
+    for (int d = 0; d < rank_; ++d)
+      if (d != k_.scan.axis) row_dims.push_back(d);
+    return "  for (int64_t lm_p = lm_begin; lm_p < lm_end; ++lm_p) {\n" + item_indices(row_dims) +
+           scan_row(k_, table_, "    ") + "  }\n";
   }
 
   // ---- scatter ----

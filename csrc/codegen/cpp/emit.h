@@ -42,6 +42,12 @@ std::string index_text(const Kernel& kernel, const Index& index, int inner, bool
 // An IotaAt value's integer: the loop variable itself in the common contiguous case.
 std::string iota_text(const Kernel& kernel, const Value& value, int inner, bool row_scope);
 
+class CppOpTable;
+// One row of a scan kernel (ScanSpec), its other dims' loop variables already declared: the
+// running sum in ScanSpec::accumulate and one sequential loop along the axis that stores it,
+// converted to the output dtype, at every element. `table` spells the values for the target.
+std::string scan_row(const Kernel& kernel, const CppOpTable& table, const std::string& indent);
+
 // The function's source, named `name`. Deterministic: the same kernel gives the same text, so
 // that identical layers hash to one binary.
 std::string emit_kernel(const Kernel& kernel, const std::string& name);

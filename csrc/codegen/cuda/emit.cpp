@@ -95,6 +95,12 @@ class Emitter {
       case KernelKind::Attention:
         INTERNAL_ERROR() << "the CUDA plan does not group attention (PassContext::attention_kernels)";
         break;
+      case KernelKind::Scan:
+        // One thread per row: the elementwise launch with the rows as its work.
+        launch.kind = LaunchSpec::Kind::Elementwise;
+        launch.work = k_.parallel_extent();
+        body = scan_body();
+        break;
       case KernelKind::Gemv:
         launch.kind = LaunchSpec::Kind::Warp;
         launch.work = ir::numel(k_.domain);
@@ -317,6 +323,22 @@ class Emitter {
     out << "  for (int64_t lm_e = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; lm_e < lm_n; "
            "lm_e += ((int64_t)gridDim.x * blockDim.x) >> 5) {\n";
     out << decompose(k_.domain, dims, "lm_e", "i", per_output, "    ") << per_output << "  }\n";
+    return out.str();
+  }
+
+  // ---- scan: one thread per row ----
+  // Each thread walks its rows' axis in order, as the C++ kernel and the reference do, so the
+  // running sums round identically. Rows are independent; a row's length is not split.
+  std::string scan_body() const {
+    std::vector<int> row_dims;
+    for (int d = 0; d < rank_; ++d)
+      if (d != k_.scan.axis) row_dims.push_back(d);
+    const std::string row = cpp::scan_row(k_, table_, "    ");
+    std::ostringstream out;
+    out << "  const int64_t lm_rows = " << expr_text(k_.parallel_extent()) << ";\n";
+    out << "  for (int64_t lm_p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; lm_p < lm_rows; "
+           "lm_p += (int64_t)gridDim.x * blockDim.x) {\n";
+    out << decompose(k_.domain, row_dims, "lm_p", "i", row, "    ") << row << "  }\n";
     return out.str();
   }
 

@@ -4,6 +4,8 @@
 // the C++ table with CUDA overrides; index expressions are the C++ emitter's. What is CUDA's
 // own is how the kernel's work maps onto the grid (LaunchSpec):
 //   Elementwise (pointwise loop kernels): one thread per domain element, grid-stride loop.
+//     Scan kernels launch the same way with their rows as the work: one thread per row walks
+//     the scanned axis in order (the reference's order of additions).
 //   Row (loop kernels with a reduce axis): one block per row (grid-stride over rows); the
 //     block's threads stride the reduce axis, each reduction merges its per-thread partial
 //     accumulators with warp shuffles and shared memory, and every thread gets the result.
@@ -30,9 +32,9 @@ namespace luminal::codegen::cuda {
 struct LaunchSpec {
   enum class Kind { Elementwise, Row, Warp, Single } kind = Kind::Elementwise;
   int block_threads = 256;  // the kernel's __launch_bounds__; a multiple of 32
-  // Elementwise: elements; Row: rows; Warp: output elements; Single: 1. The launcher's grid is
-  // ceil(work / per_block) blocks, capped (every kernel grid-strides), where per_block is
-  // block_threads, 1 and block_threads / 32 for Elementwise, Row and Warp.
+  // Elementwise: elements (a scan's rows); Row: rows; Warp: output elements; Single: 1. The
+  // launcher's grid is ceil(work / per_block) blocks, capped (every kernel grid-strides), where
+  // per_block is block_threads, 1 and block_threads / 32 for Elementwise, Row and Warp.
   ir::Expr work;
 };
 

@@ -18,6 +18,7 @@ const char* group_kind_name(GroupKind kind) {
     case GroupKind::Scatter: return "scatter";
     case GroupKind::AtenCall: return "aten call";
     case GroupKind::Attention: return "attention";
+    case GroupKind::Scan: return "scan";
   }
   return "?";
 }
@@ -55,7 +56,7 @@ Partition initial_partition(const ir::Graph& graph) {
     for (size_t j = 0; j < node.inputs.size(); ++j) {
       p.users[node.inputs[j].node].push_back(static_cast<ir::NodeId>(i));
       const bool operand = node.op == Op::Matmul || node.op == Op::GroupedMatmul || node.op == Op::Scatter ||
-                           node.op == Op::AtenCall ||
+                           node.op == Op::AtenCall || ir::op_has(node.op, ir::kScan) ||
                            (node.op == Op::Gather && j == 0);
       if (operand) needs_buffer[node.inputs[j].node] = true;
     }
@@ -91,6 +92,8 @@ Partition initial_partition(const ir::Graph& graph) {
           g.kind = GroupKind::Row;
           g.domain = node.inputs[0].view.shape();
           g.reduce_axis = node.axis;
+        } else if (ir::op_has(node.op, ir::kScan)) {
+          g.kind = GroupKind::Scan;
         } else {
           g.kind = GroupKind::Pointwise;
         }

@@ -17,6 +17,7 @@ enum class GroupKind {
   Scatter,
   AtenCall,   // one op through the ATen fallback: never fused (a partition boundary)
   Attention,  // scaled dot-product attention as one pattern kernel (passes/attention.h)
+  Scan,       // one CumSum as the scan pattern kernel: never fused
 };
 
 const char* group_kind_name(GroupKind kind);
@@ -43,7 +44,7 @@ struct Partition {
 };
 
 // One group per node. Constant/Iota are Inlined unless something needs their buffer (a graph
-// output, a Matmul or Scatter operand, a Gather's data).
+// output, a Matmul, Scatter or scan operand, a Gather's data).
 Partition initial_partition(const ir::Graph& graph);
 
 // Live groups in an order where every group follows the groups it reads and the groups holding

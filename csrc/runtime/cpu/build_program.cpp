@@ -168,6 +168,8 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     } else if (group.kind == GroupKind::Scatter) {
       lowered = codegen::lower_scatter(graph, group.nodes[0]);
       step.scatter = group.nodes[0];
+    } else if (group.kind == GroupKind::Scan) {
+      lowered = codegen::lower_scan(graph, group.nodes[0]);
     } else {
       lowered = codegen::lower_loop_group(graph, group.nodes, group.domain, group.reduce_axis,
                                           passes::stored_nodes(graph, partition, g));

@@ -42,6 +42,8 @@ CudaKernelPlan plan_cuda_kernels(const ir::Graph& input_graph, passes::PassConte
           passes::is_gemv(graph.node(id)) ? codegen::lower_gemv(graph, id) : codegen::lower_matmul_loop(graph, id);
     } else if (group.kind == GroupKind::Scatter) {
       step.lowered = codegen::lower_scatter(graph, group.nodes[0]);
+    } else if (group.kind == GroupKind::Scan) {
+      step.lowered = codegen::lower_scan(graph, group.nodes[0]);
     } else if (group.kind == GroupKind::Pointwise || group.kind == GroupKind::Row) {
       step.lowered = codegen::lower_loop_group(graph, group.nodes, group.domain, group.reduce_axis,
                                                passes::stored_nodes(graph, plan.partition, g));

@@ -41,6 +41,7 @@ Kernel matmul_kernel(const ir::Graph& graph, const ir::Node& node);
 Kernel grouped_matmul_kernel(const ir::Graph& graph, const ir::Node& node);
 Kernel gather_kernel(const ir::Graph& graph, const ir::Node& node);
 Kernel scatter_kernel(const ir::Graph& graph, const ir::Node& node);
+Kernel scan_kernel(const ir::Graph& graph, const ir::Node& node);  // CumSum
 Kernel aten_call_kernel(const ir::Graph& graph, const ir::Node& node);  // through the ATen fallback
 
 }  // namespace luminal::runtime::reference

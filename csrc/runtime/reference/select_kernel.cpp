@@ -19,6 +19,7 @@ Kernel select_kernel(const ir::Graph& graph, const ir::Node& node) {
   }
   if (ir::op_has(node.op, ir::kElementwise)) return elementwise_kernel(graph, node);
   if (ir::op_has(node.op, ir::kReduction)) return reduce_kernel(graph, node);
+  if (ir::op_has(node.op, ir::kScan)) return scan_kernel(graph, node);
   UNSUPPORTED_ERROR() << "the reference runtime has no kernel for " << ir::op_name(node.op);
   return nullptr;
 }
