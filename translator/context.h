@@ -51,6 +51,8 @@ class TranslationContext {
   // tensor; once a node or graph output's sizes mention it, it becomes a data symbol of the
   // graph (ir::DataSymbol), bound by the runtime when the tensor is computed. A float one is
   // known by its program name only (a SymFloat is never a size).
+  // A symbol name of luminal's own ("lm_nz0"): torch names its symbols s0, u0, zuf0, ...
+  std::string fresh_symbol(const std::string& stem) { return "lm_" + stem + std::to_string(fresh_symbols_++); }
   // Whether `symbol` has a value: a dim of an input, or a data value.
   bool knows_symbol(const std::string& symbol) const {
     return input_symbols_.count(symbol) != 0 || data_values_.count(symbol) != 0;
@@ -87,6 +89,7 @@ class TranslationContext {
   std::map<std::string, ir::DataSymbol> data_symbols_;  // required so far, by name
   std::set<std::string> input_symbols_;                 // the symbols of Input nodes' shapes
   std::map<std::string, Tensor> input_mutations_;
+  int fresh_symbols_ = 0;
   std::map<std::string, Tensor> float_values_;
 
   void require_data_symbols(const std::vector<std::string>& names, bool as_size);

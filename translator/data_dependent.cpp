@@ -1,7 +1,7 @@
 // Ops whose results are numbers or sizes read from tensor data: Tensor.item()
-// (_local_scalar_dense). Such a number is a one-element tensor in the IR; an integer one is also
-// a symbol that sizes may mention, bound by the runtime once the tensor is computed
-// (TranslationContext::bind_data_value).
+// (_local_scalar_dense), nonzero, masked_select, masked_scatter. Such a number is a one-element tensor in the
+// IR; an integer one is also a symbol that sizes may mention, bound by the runtime once the tensor
+// is computed (TranslationContext::bind_data_value).
 #include "common/error.h"
 #include "translator/handlers.h"
 #include "translator/sym_expr.h"
@@ -10,6 +10,7 @@ namespace luminal::translator {
 
 using ir::DType;
 using ir::Expr;
+using ir::Op;
 
 void translate_local_scalar_dense(NodeArgs& args) {
   TranslationContext& cx = args.cx();
@@ -40,6 +41,44 @@ void translate_local_scalar_dense(NodeArgs& args) {
   UNSUPPORTED_ERROR() << "item() of a " << ir::dtype_name(self.dtype)
                       << " tensor gives a bool, which only control flow reads; luminal compiles graphs without "
                          "data-dependent branches (dynamo splits the graph there unless told to capture it)";
+}
+
+// The row count is a data symbol; torch's name for it (u0) comes with the output's TensorMeta.
+void translate_nonzero(NodeArgs& args) { args.set_output(0, nonzero(args.cx(), args.tensor("self"))); }
+
+// The elements of self (broadcast with the mask) where the mask is true, in row-major order.
+void translate_masked_select(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  const Tensor self = args.tensor("self");
+  const Tensor mask = args.tensor("mask");
+  USER_CHECK(mask.dtype == DType::Bool) << "masked_select's mask is " << ir::dtype_name(mask.dtype) << ", not bool";
+  const ir::Shape shape = broadcast_shapes(self.shape(), mask.shape());
+  const Tensor positions = true_positions(cx, broadcast_to(mask, shape));
+  const Tensor flat = reshape(cx, broadcast_to(self, shape), {ir::numel(shape)});
+  args.set_output(0, gather(cx, flat, 0, positions));
+}
+
+// self with its masked elements replaced, in row-major order, by source's first elements: the
+// positions of the mask's true elements scatter source's head into self.
+void translate_masked_scatter(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  const Tensor self = args.tensor("self");
+  const Tensor mask = args.tensor("mask");
+  USER_CHECK(mask.dtype == DType::Bool) << "masked_scatter's mask is " << ir::dtype_name(mask.dtype) << ", not bool";
+  // The result has the shape of self and mask broadcast together, as torch.masked_scatter's.
+  const ir::Shape shape = broadcast_shapes(self.shape(), mask.shape());
+  const Expr n = ir::numel(shape);
+  const Tensor positions = true_positions(cx, broadcast_to(mask, shape));
+  const Expr count = positions.shape()[0];
+  const Tensor source = contiguous(cx, reshape(cx, cast(cx, args.tensor("source"), self.dtype), {Expr(int64_t{-1})}));
+  const Expr available = source.shape()[0];
+  cx.require_data_symbols(count);
+  cx.graph().add_assertion(ir::SymbolAssertion{
+      at_least(available, count), "masked_scatter: the mask selects more elements than source has (" +
+                                       available.to_string() + ")"});
+  const Tensor head{ir::TensorRef{source.ref.node, ir::View({count}, {Expr(int64_t{1})}, Expr(int64_t{0}))}, self.dtype};
+  const Tensor out = scatter(cx, reshape(cx, broadcast_to(self, shape), {n}), 0, positions, head, /*accumulate=*/false);
+  args.set_output(0, reshape(cx, out, shape));
 }
 
 }  // namespace luminal::translator

@@ -216,6 +216,9 @@ void translate_zeros_like(NodeArgs& args);
 
 // ---- data_dependent.cpp ----
 void translate_local_scalar_dense(NodeArgs& args);
+void translate_masked_scatter(NodeArgs& args);
+void translate_masked_select(NodeArgs& args);
+void translate_nonzero(NodeArgs& args);
 
 // ---- meta.cpp ----
 void translate_assert_scalar(NodeArgs& args);

@@ -1,9 +1,11 @@
 // Data-dependent addressing: embedding, index_select, gather, advanced indexing (index.Tensor)
 // and its write form index_put. All lower to the Gather / Scatter primitives along one axis.
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
 #include "translator/handlers.h"
+#include "translator/sym_expr.h"
 
 namespace luminal::translator {
 
@@ -28,6 +30,10 @@ Tensor place_index(const Tensor& index, int axis, int rank) {
   return out;
 }
 
+bool is_mask(const std::optional<Tensor>& index) {
+  return index && (index->dtype == DType::Bool || index->dtype == DType::U8);
+}
+
 // Advanced indexing with index tensors on the adjacent dims [first, first + k). The indexed
 // dims are addressed by one linear index (row-major over those dims), broadcast over the
 // index tensors' common shape. torch wraps negative indices.
@@ -49,8 +55,7 @@ AdvancedIndex linearize(TranslationContext& cx, const Tensor& self, const std::v
       << indices.size() << " indices for a tensor of rank " << self.rank();
   for (int i = first; i <= last; ++i) {
     UNSUPPORTED_CHECK(indices[i].has_value()) << "index tensors separated by a full slice (x[i, :, j]) are not supported";
-    UNSUPPORTED_CHECK(indices[i]->dtype != DType::Bool && indices[i]->dtype != DType::U8)
-        << "boolean mask indices give a data-dependent shape; not supported";
+    INTERNAL_CHECK(!is_mask(indices[i])) << "boolean mask indices reach linearize (masks_as_positions converts them)";
     USER_CHECK(ir::is_integral(indices[i]->dtype)) << "index tensor " << i << " is "
                                                    << ir::dtype_name(indices[i]->dtype);
   }
@@ -76,6 +81,22 @@ AdvancedIndex linearize(TranslationContext& cx, const Tensor& self, const std::v
     ai.broadcast = {Expr(int64_t{1})};
   }
   return ai;
+}
+
+// A boolean mask index over k dims is the k integer indices of its true elements (torch does the
+// same): x[mask] reads the rows nonzero(mask) names, a count known only when the mask is.
+std::vector<std::optional<Tensor>> masks_as_positions(TranslationContext& cx, const std::vector<std::optional<Tensor>>& indices) {
+  std::vector<std::optional<Tensor>> out;
+  for (const std::optional<Tensor>& index : indices) {
+    if (!is_mask(index)) {
+      out.push_back(index);
+      continue;
+    }
+    UNSUPPORTED_CHECK(index->rank() > 0) << "indexing with a 0-d boolean (x[True]) is not supported";
+    const Tensor coordinates = nonzero(cx, cast(cx, *index, DType::Bool));
+    for (int d = 0; d < index->rank(); ++d) out.push_back(select(coordinates, 1, Expr(int64_t{d})));
+  }
+  return out;
 }
 
 // x[2, 3]: every index 0-d, so the result has no broadcast dims.
@@ -177,8 +198,9 @@ void translate_gather(NodeArgs& args) {
 void translate_index_tensor(NodeArgs& args) {
   TranslationContext& cx = args.cx();
   Tensor self = args.tensor("self");
-  const bool zero_d = all_zero_d(args.optional_tensors("indices"));
-  AdvancedIndex ai = linearize(cx, self, args.optional_tensors("indices"));
+  const std::vector<std::optional<Tensor>> indices = masks_as_positions(cx, args.optional_tensors("indices"));
+  const bool zero_d = all_zero_d(indices);
+  AdvancedIndex ai = linearize(cx, self, indices);
   const int npre = static_cast<int>(ai.pre.size());
   const int nb = static_cast<int>(ai.broadcast.size());
   Tensor data = ai.indexed.size() == 1 ? self : reshape(cx, self, concat(concat(ai.pre, {numel(ai.indexed)}), ai.post));
@@ -192,19 +214,76 @@ void translate_index_tensor(NodeArgs& args) {
   args.set_output(0, zero_d ? squeeze(out, npre) : out);
 }
 
+namespace {
+
+// x[mask] = v, the mask over self's dims [first, first + k) and no other index tensor. Where v
+// broadcasts over the selected elements, a blend (an all-false mask changes nothing: upstream
+// once scattered a mask as row indices 0/1 and wrote row 0); where v holds one row per selected
+// element, in order, a Scatter to the positions of the mask's true elements.
+void masked_index_put(NodeArgs& args, const Tensor& self, const std::vector<std::optional<Tensor>>& indices) {
+  TranslationContext& cx = args.cx();
+  int first = -1;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (!indices[i]) continue;
+    UNSUPPORTED_CHECK(first < 0 && is_mask(indices[i]))
+        << "index_put with a boolean mask and other index tensors (x[mask, i] = v) is not supported";
+    first = static_cast<int>(i);
+  }
+  const Tensor mask = cast(cx, *indices[first], DType::Bool);
+  const int k = mask.rank();
+  const Shape& s = self.shape();
+  USER_CHECK(k > 0 && first + k <= self.rank()) << "a " << k << "-d boolean mask at dim " << first
+                                                << " of a tensor of shape " << shape_to_string(s);
+  const Shape pre(s.begin(), s.begin() + first), masked(s.begin() + first, s.begin() + first + k),
+      post(s.begin() + first + k, s.end());
+  for (int d = 0; d < k; ++d)
+    USER_CHECK(!(mask.shape()[d].is_constant() && masked[d].is_constant()) || mask.shape()[d] == masked[d])
+        << "the boolean mask of shape " << shape_to_string(mask.shape()) << " does not match the indexed dims "
+        << shape_to_string(masked) << " of a tensor of shape " << shape_to_string(s);
+  const bool accumulate = args.boolean("accumulate");
+  const Tensor values = cast(cx, args.tensor("values"), self.dtype);
+  // v broadcasts to x[mask]'s shape pre + [count] + post; `row_dim` is its dim along count.
+  const int row_dim = values.rank() - 1 - static_cast<int>(post.size());
+  if (row_dim < 0 || is_one(values.shape()[row_dim])) {
+    Shape unit_rows = concat(concat(pre, Shape(k, Expr(int64_t{1}))), post);
+    Tensor update = expand(reshape(cx, broadcast_to(values, concat(concat(pre, {Expr(int64_t{1})}), post)), unit_rows), s);
+    if (accumulate) update = binary(cx, Op::Add, self, update);
+    Tensor selected = place_index(mask, first, self.rank());
+    return args.set_output(0, where(cx, expand(selected, s), update, self));
+  }
+  const Tensor positions = true_positions(cx, mask);
+  const Expr rows = values.shape()[row_dim];
+  cx.require_data_symbols(equal(rows, positions.shape()[0]));
+  cx.graph().add_assertion(ir::SymbolAssertion{equal(rows, positions.shape()[0]),
+                                               "index_put: " + rows.to_string() + " values for the elements a boolean "
+                                               "mask selects"});
+  const Tensor row_positions{ir::TensorRef{positions.ref.node, ir::View({rows}, {Expr(int64_t{1})}, Expr(int64_t{0}))},
+                             DType::I64};
+  const Shape flat_shape = concat(concat(pre, {numel(masked)}), post);
+  const Shape update_shape = concat(concat(pre, {rows}), post);
+  Tensor index = expand(place_index(row_positions, first, static_cast<int>(flat_shape.size())), update_shape);
+  Tensor out = scatter(cx, reshape(cx, self, flat_shape), first, index, broadcast_to(values, update_shape), accumulate);
+  args.set_output(0, reshape(cx, out, s));
+}
+
+}  // namespace
+
 // cache.index_put_([None, None, pos], values) from StaticCache.update: a Scatter along the
-// merged indexed axis, values broadcast to the indexed shape.
+// merged indexed axis, values broadcast to the indexed shape. A boolean mask index is its own
+// form (masked_index_put).
 void translate_index_put(NodeArgs& args) {
   TranslationContext& cx = args.cx();
   Tensor self = args.tensor("self");
-  AdvancedIndex ai = linearize(cx, self, args.optional_tensors("indices"));
+  const std::vector<std::optional<Tensor>> indices = args.optional_tensors("indices");
+  if (std::any_of(indices.begin(), indices.end(), is_mask)) return masked_index_put(args, self, indices);
+  AdvancedIndex ai = linearize(cx, self, indices);
   const bool accumulate = args.boolean("accumulate");
   const int npre = static_cast<int>(ai.pre.size());
   const Expr count = numel(ai.broadcast);
   const Shape flat_shape = concat(concat(ai.pre, {count}), ai.post);
   Tensor linear = ai.broadcast.size() == 1 ? ai.linear : reshape(cx, ai.linear, {count});
   Tensor values = cast(cx, args.tensor("values"), self.dtype);
-  if (all_zero_d(args.optional_tensors("indices"))) values = unsqueeze(broadcast_to(values, concat(ai.pre, ai.post)), npre);
+  if (all_zero_d(indices)) values = unsqueeze(broadcast_to(values, concat(ai.pre, ai.post)), npre);
   values = broadcast_to(values, concat(concat(ai.pre, ai.broadcast), ai.post));
   if (ai.broadcast.size() != 1) values = reshape(cx, values, flat_shape);
   Tensor data = ai.indexed.size() == 1 ? self : reshape(cx, self, concat(concat(ai.pre, {numel(ai.indexed)}), ai.post));

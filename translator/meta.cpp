@@ -65,12 +65,6 @@ void translate_sym_min(NodeArgs& args) { args.set_sym_output(0, min(args.sym_int
 // Comparisons of symbolic ints, as expressions that are 1 when they hold and 0 when not: what
 // export asserts on a data-dependent size (u0 >= 0, u0 <= 16 after a nonzero of 16 elements).
 namespace {
-Expr at_least(const Expr& a, const Expr& b) {
-  const Expr one(int64_t{1}), zero(int64_t{0});
-  return one - min(max(b - a, zero), one);
-}
-Expr equal(const Expr& a, const Expr& b) { return at_least(a, b) * at_least(b, a); }
-
 void compare(NodeArgs& args, const std::function<Expr(const Expr&, const Expr&)>& holds) {
   args.set_sym_bool_output(0, holds(args.sym_int("a"), args.sym_int("b")));
 }

@@ -158,4 +158,11 @@ ir::Shape to_ir_shape(const std::vector<pt2::SymInt>& sizes) {
   return shape;
 }
 
+ir::Expr at_least(const ir::Expr& a, const ir::Expr& b) {
+  const ir::Expr one(int64_t{1}), zero(int64_t{0});
+  return one - min(max(b - a, zero), one);
+}
+
+ir::Expr equal(const ir::Expr& a, const ir::Expr& b) { return at_least(a, b) * at_least(b, a); }
+
 }  // namespace luminal::translator

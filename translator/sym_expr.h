@@ -19,4 +19,9 @@ ir::Expr parse_sym_expr(const std::string& srepr);
 ir::Expr to_ir_expr(const pt2::SymInt& size);
 ir::Shape to_ir_shape(const std::vector<pt2::SymInt>& sizes);
 
+// Comparisons of symbolic ints as expressions that are 1 when they hold and 0 when not, for the
+// runtime assertions on symbols (ir::SymbolAssertion).
+ir::Expr at_least(const ir::Expr& a, const ir::Expr& b);  // a >= b
+ir::Expr equal(const ir::Expr& a, const ir::Expr& b);
+
 }  // namespace luminal::translator

@@ -549,4 +549,42 @@ Tensor scatter(TranslationContext& cx, const Tensor& data, int axis, const Tenso
   return cx.add(std::move(n));
 }
 
+Tensor true_positions(TranslationContext& cx, const Tensor& mask) {
+  INTERNAL_CHECK(mask.dtype == DType::Bool) << "true_positions of a " << ir::dtype_name(mask.dtype) << " mask";
+  const Expr n = numel(mask.shape());
+  const Tensor flat = reshape(cx, mask, {n});
+  const Tensor ones = cast(cx, flat, DType::I64);
+  const std::string count = cx.fresh_symbol("nz");
+  cx.bind_data_value(count, reduce(cx, Op::SumReduce, ones, {0}, /*keepdim=*/false));
+  // The rank of each true element among them; false elements go to a spare last slot.
+  const Tensor rank = binary(cx, Op::Sub, cumsum(cx, ones, 0), constant(cx, ir::Scalar::of_int(1), DType::I64));
+  const Tensor slot = where(cx, flat, rank, size_value(cx, n, DType::I64));
+  const Tensor slots = constant(cx, ir::Scalar::of_int(0), DType::I64, {n + Expr(int64_t{1})});
+  const Tensor positions = scatter(cx, slots, 0, slot, iota(cx, n, DType::I64), /*accumulate=*/false);
+  return Tensor{ir::TensorRef{positions.ref.node, ir::View({Expr::symbol(count)}, {Expr(int64_t{1})}, Expr(int64_t{0}))},
+                DType::I64};
+}
+
+Tensor nonzero(TranslationContext& cx, const Tensor& x) {
+  const Tensor mask = binary(cx, Op::Ne, x, constant(cx, ir::Scalar::of_int(0), x.dtype));
+  const Tensor positions = true_positions(cx, mask);
+  const Expr count = positions.shape()[0];
+  const int rank = x.rank();
+  const Shape shape = {count, Expr(int64_t{rank})};
+  Tensor coordinates = constant(cx, ir::Scalar::of_int(0), DType::I64, shape);
+  if (rank == 0) return coordinates;
+  // Coordinate d of flat position p is (p / stride_d) % size_d (p >= 0: truncation is floor).
+  const Tensor p = expand(unsqueeze(positions, 1), shape);
+  const Tensor column = iota(cx, shape, 1, DType::I64);
+  Expr stride(int64_t{1});
+  for (int d = rank - 1; d >= 0; --d) {
+    Tensor value = is_one(stride) ? p : binary(cx, Op::Div, p, size_value(cx, stride, DType::I64));
+    if (d > 0) value = binary(cx, Op::Mod, value, size_value(cx, x.shape()[d], DType::I64));
+    const Tensor is_d = binary(cx, Op::Eq, column, constant(cx, ir::Scalar::of_int(d), DType::I64));
+    coordinates = where(cx, is_d, value, coordinates);
+    stride = stride * x.shape()[d];
+  }
+  return coordinates;
+}
+
 }  // namespace luminal::translator

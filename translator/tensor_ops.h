@@ -100,5 +100,11 @@ Tensor gather(TranslationContext& cx, const Tensor& data, int axis, const Tensor
 Tensor index_along(const Tensor& positions, int dim, ir::Shape shape);
 Tensor scatter(TranslationContext& cx, const Tensor& data, int axis, const Tensor& index, const Tensor& src,
                bool accumulate);
+// The flat (row-major) positions of `mask`'s true elements, in order: a view of length `count`,
+// a data symbol the runtime binds when the mask is computed. A scan of the mask gives each true
+// element its rank, and one Scatter writes its position there.
+Tensor true_positions(TranslationContext& cx, const Tensor& mask);
+// torch.nonzero: the coordinates of the non-zero elements of `x`, [count, rank], i64.
+Tensor nonzero(TranslationContext& cx, const Tensor& x);
 
 }  // namespace luminal::translator

@@ -375,12 +375,14 @@ TEST(TranslateFallback, UntranslatedOpBecomesAnAtenCall) {
   EXPECT_EQ(call.aten_call->args[2].text, "tanh");
 }
 
+// torch.unique's result size depends on the data; it has no translation, and the fallback cannot
+// give it one (nonzero, the other such op, is translated natively).
 TEST(TranslateFallback, DataDependentResultShapeIsUnsupported) {
-  auto p = one_node_program("torch.ops.aten.nonzero.default", "nonzero",
+  auto p = one_node_program("torch.ops.aten._unique2.default", "unique",
                             {{"self", tensor_arg("x"), pt2::ArgumentKind::Positional}});
   pt2::SymInt unbacked;
   unbacked.expr = pt2::SymExpr{"Symbol('u0', integer=True)", std::nullopt};
-  p.program.graph.tensor_values["nonzero"].sizes = {unbacked};
+  p.program.graph.tensor_values["unique"].sizes = {unbacked};
   TranslateOptions options;
   options.aten_fallback = true;
   try {

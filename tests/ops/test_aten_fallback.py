@@ -110,10 +110,12 @@ def test_native_ops_report_no_fallback():
 
 
 def test_data_dependent_result_shape_is_unsupported_not_wrong():
-    class Nonzero(torch.nn.Module):
+    # unique has no translation, and its result's size depends on the data (nonzero, the other
+    # such op, is translated natively: tests/ops/test_data_dependent.py).
+    class Unique(torch.nn.Module):
         def forward(self, x):
-            return torch.nonzero(x)
+            return torch.unique(x)
 
-    program = torch.export.export(Nonzero(), (torch.tensor([1, 0, 2]),))
+    program = torch.export.export(Unique(), (torch.tensor([1, 0, 2, 1]),))
     with pytest.raises(luminal.UnsupportedError, match="depends on the data"):
         luminal.compile(program)

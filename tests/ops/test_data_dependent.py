@@ -1,6 +1,7 @@
 """Ops whose results are numbers or sizes read from tensor data, against eager: Tensor.item()
-(aten::_local_scalar_dense) used as a number, as a size and returned; and the runtime assertions
-export adds on such sizes. Dynamo captures them only when told to (capture_scalar_outputs,
+(aten::_local_scalar_dense) used as a number, as a size and returned; nonzero and what is built
+on it (argwhere, where(cond), boolean mask indexing, masked_select, masked_scatter); and the
+runtime assertions export adds on such sizes. Dynamo captures them only when told to (capture_scalar_outputs,
 capture_dynamic_output_shape_ops); one compile then serves every value dynamo does not
 specialise."""
 
@@ -11,7 +12,7 @@ import torch
 
 import luminal
 from conftest import CountingBackend
-from op_harness import FLOATS, INTS, Case, mismatch, run_case
+from op_harness import ALL, FLOATS, INTS, Case, mismatch, run_case
 
 
 @pytest.fixture(autouse=True)
@@ -133,3 +134,66 @@ def test_aot_program_with_item():
     for n in (3, 0, 6):
         call = (args[0], torch.tensor(n))
         assert mismatch(program(*call), Model()(*call)) is None
+
+
+# Each variant's mask comes from a second random tensor of the same dtype (> 0 for numbers).
+MASK_VARIANTS = {
+    "2d": (lambda m: m((3, 4)), lambda m: m((3, 4))),
+    "transposed": (lambda m: m((4, 3)).t(), lambda m: m((3, 4))),
+    "3d": (lambda m: m((2, 3, 4)), lambda m: m((2, 3, 4))),
+    "empty": (lambda m: m((0, 4)), lambda m: m((0, 4))),
+}
+
+
+def selected(m):
+    return m if m.dtype == torch.bool else m > 0
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        Case("nonzero", torch.nonzero, ALL, short=("transposed", "0d")),
+        Case("nonzero_as_tuple", lambda x: torch.nonzero(x, as_tuple=True), ALL, short=("sliced",)),
+        Case("argwhere", torch.argwhere, ALL, short=("expanded",)),
+        Case("where_condition", lambda x: torch.where(selected(x)), ALL, short=("2d",)),
+        Case("mask_index", lambda x, m: x[selected(m)], ALL, MASK_VARIANTS, short=("transposed",)),
+        Case("mask_index_leading_dims", lambda x, m: (x[selected(m)[..., 0]], x[:, selected(m)[0]]), ALL,
+             {k: v for k, v in MASK_VARIANTS.items() if k != "empty"}, short=("2d",)),
+        Case("masked_select", lambda x, m: torch.masked_select(x, selected(m)), ALL, MASK_VARIANTS, short=("2d",)),
+        Case("masked_select_broadcast", lambda x, m: torch.masked_select(x, selected(m)[0]), ALL,
+             {k: v for k, v in MASK_VARIANTS.items() if k != "empty"}, short=("3d",)),
+        Case("masked_scatter", lambda x, m: x.masked_scatter(selected(m), (torch.arange(x.numel() + 2) % 7).to(x.dtype)),
+             ALL, MASK_VARIANTS, short=("transposed",)),
+    ],
+    ids=str,
+)
+def test_nonzero_and_masks(case):
+    run_case(case)
+
+
+def test_one_compile_serves_every_mask():
+    def fn(x, m):
+        return torch.nonzero(m), x[m], x.masked_scatter(m, -torch.arange(12.0).reshape(3, 4))
+
+    x = torch.arange(12.0).reshape(3, 4)
+    masks = [torch.rand(3, 4, generator=torch.Generator().manual_seed(i)) > 0.5 for i in range(3)]
+    check_each(fn, [(x, m) for m in masks + [torch.zeros(3, 4, dtype=torch.bool), torch.ones(3, 4, dtype=torch.bool)]])
+
+
+def test_nonzero_of_a_large_mask_is_linear():
+    """The positions come from one scan: a 1M-element mask compiles and runs in about the time of
+    a few passes over it (the old masked-triangle cumsum was quadratic)."""
+    x = torch.rand(1024, 1024, generator=torch.Generator().manual_seed(0))
+    check_each(lambda x: torch.nonzero(x > 0.5), [(x,)])
+
+
+def test_masked_scatter_with_too_short_a_source_is_a_user_error():
+    class Scatter(torch.nn.Module):
+        def forward(self, x, m, source):
+            return x.masked_scatter(m, source)
+
+    x, source = torch.zeros(4), torch.ones(2)
+    program = luminal.compile(torch.export.export(Scatter(), (x, torch.tensor([True, False, True, False]), source)))
+    assert torch.equal(program(x, torch.tensor([False, True, True, False]), source)[0], torch.tensor([0.0, 1, 1, 0]))
+    with pytest.raises(luminal.UserError, match="masked_scatter: the mask selects more elements than source has"):
+        program(x, torch.tensor([True, True, True, False]), source)

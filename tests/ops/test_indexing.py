@@ -1,5 +1,8 @@
-"""Reading ops that index by tensors: gather, index_select, embedding and index.Tensor (advanced
-indexing). index_put is tested with the KV cache (tests/models)."""
+"""Ops that index by tensors: gather, index_select, embedding, index.Tensor (advanced indexing)
+and its write form index_put in all its forms (integer indices of any rank with scalar or
+broadcast values, None entries, several index tensors broadcast together, accumulate, and
+boolean masks: a blend where the values broadcast, the masked positions' own values otherwise).
+The KV-cache write is also tested through the models (tests/models)."""
 
 from __future__ import annotations
 
@@ -43,4 +46,48 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_indexing(case):
+    run_case(case)
+
+
+def put(x, indices, values, accumulate=False):
+    return torch.index_put(x, indices, values.to(x.dtype), accumulate=accumulate)
+
+
+def positive(x):
+    return x > 0 if x.dtype != torch.bool else x
+
+
+def assign_columns(x, columns, values):
+    """y[:, columns] = values: index_put with indices [None, columns]."""
+    y = x.clone()
+    y[:, columns] = values.to(x.dtype)
+    return y
+
+
+ROWS = torch.tensor([[0, 2], [1, 1]])
+PUT_CASES = [
+    icase("index_put_rank2_index_scalar_value", lambda x: put(x, (ROWS,), torch.tensor(5))),
+    icase("index_put_broadcast_row", lambda x: put(x, (torch.tensor([2, 0]),), torch.arange(4))),
+    icase("index_put_none_then_index", lambda x: assign_columns(x, torch.tensor([3, 1]), torch.tensor([[1], [2], [3]]))),
+    icase("index_put_two_indices_broadcast", lambda x: put(x, (torch.tensor([[0], [2]]), torch.tensor([1, 3])),
+                                                           torch.tensor([[7, 8], [9, 6]]))),
+    icase("index_put_accumulate_duplicates", lambda x: put(x, (torch.tensor([0, 0, 2, 0]),), torch.ones(4), True)),
+    # Boolean masks: all-false must change nothing (upstream wrote row 0), all-true everything.
+    icase("index_put_mask", lambda x: (put(x, (positive(x),), torch.tensor(3)), put(x, (x != x,), torch.tensor(3)),
+                                       put(x, (x == x,), torch.tensor(3)))),
+    icase("index_put_mask_rows", lambda x: put(x, (positive(x)[:, 0],), torch.arange(x.shape[1]))),
+    icase("index_put_mask_own_values", lambda x: put(x, (positive(x),), x[positive(x)] * 2)),
+    icase("index_put_mask_accumulate", lambda x: put(x, (positive(x),), torch.tensor(2), True)),
+]
+
+
+@pytest.fixture
+def capture_data_dependent_ops():
+    # x[mask] reads a data-dependent count of values; dynamo captures it only when told to.
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        yield
+
+
+@pytest.mark.parametrize("case", PUT_CASES, ids=str)
+def test_index_put(case, capture_data_dependent_ops):
     run_case(case)
