@@ -10,8 +10,8 @@ Sources, so that the table cannot drift from the code:
   exported graphs of passing cases contained, with the dtypes of those cases);
 - Core ATen: the overloads tagged torch.Tag.core in the installed torch;
 - ATen fallback: an overload with no translation runs through the fallback when its schema
-  returns only tensors and mutates nothing, and its result shapes follow from its input shapes
-  (DATA_DEPENDENT lists the exceptions).
+  returns only tensors and mutates nothing (the fallback also needs result shapes that follow
+  from the input shapes: nonzero, the one core op whose shape depends on the data, is native).
 
 Usage: python scripts/gen_ops_doc.py [--coverage docs/ops_coverage.json] [--out docs/ops.md]
 """
@@ -48,8 +48,6 @@ NOT_NATIVE_REASONS = {
     "randn": "random: draws from torch's own generator, so eager and luminal agree under one seed",
     "randperm": "random: draws from torch's own generator, so eager and luminal agree under one seed",
     "native_dropout": "random in training mode (eval graphs never contain it)",
-    "_local_scalar_dense": "tensor to Python number (.item()): data-dependent control flow",
-    "masked_scatter": "data-dependent source positions (a cumsum of the mask): not composed yet",
     "convolution_backward": "backward op: luminal compiles inference graphs",
     "avg_pool2d_backward": "backward op: luminal compiles inference graphs",
     "_adaptive_avg_pool2d_backward": "backward op: luminal compiles inference graphs",
@@ -57,7 +55,6 @@ NOT_NATIVE_REASONS = {
     "native_group_norm_backward": "backward op: luminal compiles inference graphs",
     "native_layer_norm_backward": "backward op: luminal compiles inference graphs",
     "embedding_dense_backward": "backward op: luminal compiles inference graphs",
-    "_native_batch_norm_legit": "training-mode batch norm (updates running stats); eval graphs use _no_training",
     "as_strided": "arbitrary strides over storage: not expressible on IR values",
     "empty_strided": "not composed yet (empty with a layout hint)",
     "resize_": "in-place storage resize",
@@ -69,13 +66,6 @@ NOT_NATIVE_REASONS = {
     "_pdist_forward": "not composed yet",
     "_embedding_bag": "not composed yet",
 }
-# Core ATen overloads whose result shape depends on the data (nonzero's unbacked size): the ATen
-# fallback needs result shapes known from the input shapes (translator/aten_fallback.cpp).
-DATA_DEPENDENT = {
-    "aten::nonzero.default": "data-dependent output shape: the ATen fallback needs result shapes known from the "
-    "input shapes",
-}
-
 DTYPE_ORDER = ["float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool"]
 SHORT = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int8": "i8", "int16": "i16",
          "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "bool"}
@@ -104,8 +94,6 @@ def reason(overload: str) -> str:
 
 def fallback_blocker(overload: str) -> str | None:
     """Why the ATen fallback cannot run this overload, or None when it can."""
-    if overload in DATA_DEPENDENT:
-        return DATA_DEPENDENT[overload]
     name, _, overload_name = overload.removeprefix("aten::").partition(".")
     schema = getattr(getattr(torch.ops.aten, name), overload_name)._schema
     if schema.is_mutable:

@@ -248,6 +248,15 @@ def run_case(case: Case, dtypes: Sequence[torch.dtype] | None = None) -> None:
         COVERAGE.setdefault(target, set()).update(tested)
 
 
+def record_coverage(archive: bytes, dtype: torch.dtype) -> None:
+    """For a test that compiles an archive of its own (not through run_case): its overloads passed
+    in `dtype`."""
+    targets: set[str] = set()
+    _record_targets(archive, targets)
+    for target in targets:
+        COVERAGE.setdefault(target, set()).add(dtype_name(dtype))
+
+
 def write_coverage() -> None:
     path = os.environ.get("LUMINAL_OPS_COVERAGE")
     if not path or not COVERAGE:
