@@ -107,6 +107,11 @@ void translate_sym_lt(NodeArgs& args) {
   compare(args, [](const Expr& a, const Expr& b) { return at_least(b, a + Expr(int64_t{1})); });
 }
 
+// Logic on the comparisons' 0/1 expressions: torch._check(k != 5) asserts sym_not(k == 5).
+void translate_sym_not(NodeArgs& args) { args.set_sym_bool_output(0, Expr(int64_t{1}) - args.sym_bool("a")); }
+void translate_sym_and(NodeArgs& args) { args.set_sym_bool_output(0, args.sym_bool("a") * args.sym_bool("b")); }
+void translate_sym_or(NodeArgs& args) { args.set_sym_bool_output(0, max(args.sym_bool("a"), args.sym_bool("b"))); }
+
 void translate_assert_scalar(NodeArgs& args) { assert_holds(args, args.sym_bool("self"), args.string("assert_msg")); }
 
 void translate_sym_constrain_range(NodeArgs& args) { constrain_range(args, std::nullopt); }

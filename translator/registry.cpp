@@ -11,6 +11,7 @@ namespace {
 // Sorted by overload name; a test checks the order so that lookups can binary-search.
 constexpr std::pair<const char*, OpHandler> kHandlers[] = {
     {"_operator::add", translate_sym_add},
+    {"_operator::and_", translate_sym_and},
     {"_operator::eq", translate_sym_eq},
     {"_operator::floordiv", translate_sym_floordiv},
     {"_operator::ge", translate_sym_ge},
@@ -20,6 +21,7 @@ constexpr std::pair<const char*, OpHandler> kHandlers[] = {
     {"_operator::mod", translate_sym_mod},
     {"_operator::mul", translate_sym_mul},
     {"_operator::ne", translate_sym_ne},
+    {"_operator::or_", translate_sym_or},
     {"_operator::sub", translate_sym_sub},
     {"aten::_adaptive_avg_pool2d.default", translate_adaptive_avg_pool2d},
     {"aten::_adaptive_avg_pool3d.default", translate_adaptive_avg_pool3d},
@@ -229,6 +231,7 @@ constexpr std::pair<const char*, OpHandler> kHandlers[] = {
     {"aten::zeros_like.default", translate_zeros_like},
     {"torch.sym_max", translate_sym_max},
     {"torch.sym_min", translate_sym_min},
+    {"torch.sym_not", translate_sym_not},
     {"transformers::grouped_mm_fallback.default", translate_grouped_mm_fallback},
 };
 

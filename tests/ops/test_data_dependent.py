@@ -124,6 +124,28 @@ def test_failed_check_on_data_is_a_user_error_with_its_expression():
         program(x, torch.tensor(5))
 
 
+def test_every_kind_of_check_on_data():
+    """torch._check_is_size and torch._check with >, <, != and == on a value read from data: each
+    becomes a runtime assertion (export writes sym_not, comparisons and _assert_scalar)."""
+
+    class Checked(torch.nn.Module):
+        def forward(self, x, n):
+            k = n.item()
+            torch._check_is_size(k, max=7)
+            torch._check(k > 0)
+            torch._check(k != 5)
+            torch._check(k < 9)
+            return x[:k] * 2
+
+    x = torch.arange(8.0)
+    program = luminal.compile(torch.export.export(Checked(), (x, torch.tensor(2))))
+    for k in (1, 3, 7):
+        assert torch.equal(program(x, torch.tensor(k))[0], x[:k] * 2)
+    for k, failed in ((0, "u0 >= 1"), (5, "Ne\\(u0, 5\\)"), (8, "u0 <= 7")):
+        with pytest.raises(luminal.UserError, match=failed):
+            program(x, torch.tensor(k))
+
+
 def test_aot_program_with_item():
     class Model(torch.nn.Module):
         def forward(self, x, n):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from conftest import CountingBackend
 from op_harness import ALL, FLOATS, Case, run_case
 
 IDX = torch.tensor([[2, 0, 1], [1, 1, 0]])
@@ -91,3 +92,26 @@ def capture_data_dependent_ops():
 @pytest.mark.parametrize("case", PUT_CASES, ids=str)
 def test_index_put(case, capture_data_dependent_ops):
     run_case(case)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.int8, torch.bool], ids=str)
+def test_cache_write_stays_inside_the_cache(dtype):
+    """Regression (research/upstream-luminal.md §5, lesson 11): upstream's scatter copied bf16 in
+    4-byte vectors and wrote twice past the end of the cache. A StaticCache-style index_copy_ into
+    a cache that is the head of a larger storage, odd sizes: the rows land, the rest is untouched."""
+
+    def step(cache, positions, rows):
+        cache.index_copy_(1, positions, rows)
+        return cache * 1
+
+    sentinel = torch.tensor(1, dtype=dtype)
+    storage = sentinel.repeat(2 * 7 * 5 + 9)
+    cache = storage[: 2 * 7 * 5].view(2, 7, 5)
+    cache.zero_()
+    expected = cache.clone()
+    positions, rows = torch.tensor([3, 6]), (torch.arange(20) % 3).to(dtype).view(2, 2, 5)
+    compiled = torch.compile(step, backend=CountingBackend({"fallback": "error"}), fullgraph=True)
+    out = compiled(cache, positions, rows)
+    step(expected, positions, rows)
+    assert torch.equal(cache, expected) and torch.equal(out, expected)
+    assert torch.equal(storage[2 * 7 * 5 :], sentinel.repeat(9))
