@@ -117,6 +117,13 @@ def all_kernels() -> list[Kernel]:
     for m, k, nn in [(1024, 1024, 1024), (4096, 1024, 4096), (1, 4096, 4096)]:
         kernels.append(Kernel("gemm" if m > 1 else "gemv", (m, k, nn), _matmul_inputs(m, k, nn), torch.mm,
                               flops=2.0 * m * k * nn))
+    # transformers builds position ids and padding masks with cumsum along the sequence.
+    for shape in [(8, 4096), (64, 4096)]:
+        kernels.append(Kernel("cumsum", shape, _randn(*shape), lambda x: torch.cumsum(x, dim=-1)))
+    # Sizes read from the data: the output's length is the mask's count (luminal binds it at run
+    # time; dynamo captures them with capture_dynamic_output_shape_ops, set by worker.py).
+    kernels.append(Kernel("nonzero", (1024, 1024), _randn(1024, 1024), lambda x: torch.nonzero(x > 0)))
+    kernels.append(Kernel("masked_select", (1024, 1024), _randn(1024, 1024), lambda x: x[x > 0]))
     for shape in [(1, 32, 512, 64), (1, 32, 1024, 128)]:
         for causal in (False, True):
             kernels.append(Kernel("sdpa_causal" if causal else "sdpa", shape, _sdpa_inputs(shape), _sdpa(causal),

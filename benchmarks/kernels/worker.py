@@ -21,6 +21,8 @@ import torch  # noqa: E402
 from benchmarks.kernels.kernels import all_kernels, traffic_bytes  # noqa: E402
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+# nonzero and x[mask] stay in the graph (for inductor and luminal alike) instead of breaking it.
+torch._dynamo.config.capture_dynamic_output_shape_ops = True
 
 
 def wrap(impl: str, fn, threads: int):
