@@ -57,7 +57,9 @@ class TranslationContext {
   bool knows_symbol(const std::string& symbol) const {
     return input_symbols_.count(symbol) != 0 || data_values_.count(symbol) != 0;
   }
-  void bind_data_value(const std::string& symbol, Tensor value) { data_values_[symbol] = DataValue{std::move(value), origin_}; }
+  void bind_data_value(const std::string& symbol, Tensor value) {
+    data_values_[symbol] = DataValue{std::move(value), origin_};
+  }
   const Tensor* data_value(const std::string& symbol) const;
   void bind_float_value(const std::string& name, Tensor value) { float_values_[name] = std::move(value); }
   const Tensor* float_value(const std::string& name) const;

@@ -10,7 +10,6 @@ namespace luminal::translator {
 
 using ir::DType;
 using ir::Expr;
-using ir::Op;
 
 void translate_local_scalar_dense(NodeArgs& args) {
   TranslationContext& cx = args.cx();
@@ -46,39 +45,48 @@ void translate_local_scalar_dense(NodeArgs& args) {
 // The row count is a data symbol; torch's name for it (u0) comes with the output's TensorMeta.
 void translate_nonzero(NodeArgs& args) { args.set_output(0, nonzero(args.cx(), args.tensor("self"))); }
 
-// The elements of self (broadcast with the mask) where the mask is true, in row-major order.
-void translate_masked_select(NodeArgs& args) {
+namespace {
+// masked_select's and masked_scatter's operands: self flattened after broadcasting with the
+// mask (both ops work on the broadcast shape), and the flat positions of the mask's true elements.
+struct MaskedElements {
+  ir::Shape shape;  // self and mask broadcast together
+  Tensor flat;
+  Tensor positions;
+};
+
+MaskedElements masked_elements(NodeArgs& args) {
   TranslationContext& cx = args.cx();
   const Tensor self = args.tensor("self");
   const Tensor mask = args.tensor("mask");
-  USER_CHECK(mask.dtype == DType::Bool) << "masked_select's mask is " << ir::dtype_name(mask.dtype) << ", not bool";
+  USER_CHECK(mask.dtype == DType::Bool) << "the mask is " << ir::dtype_name(mask.dtype) << ", not bool";
   const ir::Shape shape = broadcast_shapes(self.shape(), mask.shape());
-  const Tensor positions = true_positions(cx, broadcast_to(mask, shape));
-  const Tensor flat = reshape(cx, broadcast_to(self, shape), {ir::numel(shape)});
-  args.set_output(0, gather(cx, flat, 0, positions));
+  return {shape, reshape(cx, broadcast_to(self, shape), {ir::numel(shape)}),
+          true_positions(cx, broadcast_to(mask, shape))};
+}
+}  // namespace
+
+// The elements of self where the mask is true, in row-major order.
+void translate_masked_select(NodeArgs& args) {
+  const MaskedElements m = masked_elements(args);
+  args.set_output(0, gather(args.cx(), m.flat, 0, m.positions));
 }
 
 // self with its masked elements replaced, in row-major order, by source's first elements: the
 // positions of the mask's true elements scatter source's head into self.
 void translate_masked_scatter(NodeArgs& args) {
   TranslationContext& cx = args.cx();
-  const Tensor self = args.tensor("self");
-  const Tensor mask = args.tensor("mask");
-  USER_CHECK(mask.dtype == DType::Bool) << "masked_scatter's mask is " << ir::dtype_name(mask.dtype) << ", not bool";
-  // The result has the shape of self and mask broadcast together, as torch.masked_scatter's.
-  const ir::Shape shape = broadcast_shapes(self.shape(), mask.shape());
-  const Expr n = ir::numel(shape);
-  const Tensor positions = true_positions(cx, broadcast_to(mask, shape));
-  const Expr count = positions.shape()[0];
-  const Tensor source = contiguous(cx, reshape(cx, cast(cx, args.tensor("source"), self.dtype), {Expr(int64_t{-1})}));
+  const MaskedElements m = masked_elements(args);
+  const Expr count = m.positions.shape()[0];
+  const Tensor source = contiguous(cx, reshape(cx, cast(cx, args.tensor("source"), m.flat.dtype), {Expr(int64_t{-1})}));
   const Expr available = source.shape()[0];
   cx.require_data_symbols(count);
   cx.graph().add_assertion(ir::SymbolAssertion{
       at_least(available, count), "masked_scatter: the mask selects more elements than source has (" +
                                        available.to_string() + ")"});
-  const Tensor head{ir::TensorRef{source.ref.node, ir::View({count}, {Expr(int64_t{1})}, Expr(int64_t{0}))}, self.dtype};
-  const Tensor out = scatter(cx, reshape(cx, broadcast_to(self, shape), {n}), 0, positions, head, /*accumulate=*/false);
-  args.set_output(0, reshape(cx, out, shape));
+  const Tensor head{ir::TensorRef{source.ref.node, ir::View({count}, {Expr(int64_t{1})}, Expr(int64_t{0}))},
+                    m.flat.dtype};
+  const Tensor out = scatter(cx, m.flat, 0, m.positions, head, /*accumulate=*/false);
+  args.set_output(0, reshape(cx, out, m.shape));
 }
 
 }  // namespace luminal::translator

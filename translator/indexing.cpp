@@ -85,7 +85,8 @@ AdvancedIndex linearize(TranslationContext& cx, const Tensor& self, const std::v
 
 // A boolean mask index over k dims is the k integer indices of its true elements (torch does the
 // same): x[mask] reads the rows nonzero(mask) names, a count known only when the mask is.
-std::vector<std::optional<Tensor>> masks_as_positions(TranslationContext& cx, const std::vector<std::optional<Tensor>>& indices) {
+std::vector<std::optional<Tensor>> masks_as_positions(TranslationContext& cx,
+                                                      const std::vector<std::optional<Tensor>>& indices) {
   std::vector<std::optional<Tensor>> out;
   for (const std::optional<Tensor>& index : indices) {
     if (!is_mask(index)) {
@@ -246,7 +247,8 @@ void masked_index_put(NodeArgs& args, const Tensor& self, const std::vector<std:
   const int row_dim = values.rank() - 1 - static_cast<int>(post.size());
   if (row_dim < 0 || is_one(values.shape()[row_dim])) {
     Shape unit_rows = concat(concat(pre, Shape(k, Expr(int64_t{1}))), post);
-    Tensor update = expand(reshape(cx, broadcast_to(values, concat(concat(pre, {Expr(int64_t{1})}), post)), unit_rows), s);
+    const Shape one_row = concat(concat(pre, {Expr(int64_t{1})}), post);
+    Tensor update = expand(reshape(cx, broadcast_to(values, one_row), unit_rows), s);
     if (accumulate) update = binary(cx, Op::Add, self, update);
     Tensor selected = place_index(mask, first, self.rank());
     return args.set_output(0, where(cx, expand(selected, s), update, self));

@@ -140,7 +140,8 @@ Tensor iota(TranslationContext& cx, const Expr& length, DType dtype) { return io
 
 Tensor size_value(TranslationContext& cx, const Expr& size, DType dtype) {
   const auto both = [&](Op op) {
-    return binary(cx, op, size_value(cx, size.operands()[0], DType::I64), size_value(cx, size.operands()[1], DType::I64));
+    return binary(cx, op, size_value(cx, size.operands()[0], DType::I64),
+                  size_value(cx, size.operands()[1], DType::I64));
   };
   Tensor value;
   switch (size.kind()) {
@@ -455,7 +456,8 @@ Tensor reduce(TranslationContext& cx, ir::Op op, const Tensor& t, const std::vec
 
 Tensor cumsum(TranslationContext& cx, const Tensor& t, int axis) {
   INTERNAL_CHECK(t.rank() >= 1 && t.dtype != DType::Bool)
-      << "cumsum of a " << t.rank() << "-d " << ir::dtype_name(t.dtype) << " tensor: the caller casts and keeps 0-d apart";
+      << "cumsum of a " << t.rank() << "-d " << ir::dtype_name(t.dtype)
+      << " tensor: the caller casts and keeps 0-d apart";
   ir::Node n;
   n.op = ir::Op::CumSum;
   n.dtype = t.dtype;
@@ -561,8 +563,8 @@ Tensor true_positions(TranslationContext& cx, const Tensor& mask) {
   const Tensor slot = where(cx, flat, rank, size_value(cx, n, DType::I64));
   const Tensor slots = constant(cx, ir::Scalar::of_int(0), DType::I64, {n + Expr(int64_t{1})});
   const Tensor positions = scatter(cx, slots, 0, slot, iota(cx, n, DType::I64), /*accumulate=*/false);
-  return Tensor{ir::TensorRef{positions.ref.node, ir::View({Expr::symbol(count)}, {Expr(int64_t{1})}, Expr(int64_t{0}))},
-                DType::I64};
+  const ir::View first_count({Expr::symbol(count)}, {Expr(int64_t{1})}, Expr(int64_t{0}));
+  return Tensor{ir::TensorRef{positions.ref.node, first_count}, DType::I64};
 }
 
 Tensor nonzero(TranslationContext& cx, const Tensor& x) {

@@ -84,7 +84,8 @@ SymbolBindings bind_symbols(const Graph& graph, const std::vector<std::vector<in
 }
 
 void bind_data_symbol(const Graph& graph, const DataSymbol& symbol, int64_t value, SymbolBindings& bindings) {
-  USER_CHECK(value >= 0 || !symbol.is_size) << "the data-dependent size " << symbol.name << " (from " << symbol.origin << ") is " << value
+  USER_CHECK(value >= 0 || !symbol.is_size) << "the data-dependent size " << symbol.name << " (from " << symbol.origin
+                                             << ") is " << value
                          << " in this call; a size must not be negative";
   bindings[symbol.name] = value;
   check_assertions(graph, bindings, &symbol.name);

@@ -75,8 +75,10 @@ std::string to_text(const Graph& graph) {
   out << "outputs:";
   for (const TensorRef& r : graph.outputs()) out << " " << ref_text(r) << ";";
   out << "\n";
-  for (const DataSymbol& s : graph.data_symbols()) out << "data symbol " << s.name << " = " << ref_text(s.value) << "\n";
-  for (const SymbolAssertion& a : graph.assertions()) out << "assert " << a.holds.to_string() << "  ; " << a.message << "\n";
+  for (const DataSymbol& s : graph.data_symbols())
+    out << "data symbol " << s.name << " = " << ref_text(s.value) << "\n";
+  for (const SymbolAssertion& a : graph.assertions())
+    out << "assert " << a.holds.to_string() << "  ; " << a.message << "\n";
   return out.str();
 }
 
@@ -182,7 +184,8 @@ void verify_data_symbols(const Graph& graph) {
     for (const std::string& name : mentioned) {
       auto it = source.find(name);
       if (it == source.end()) continue;
-      INTERNAL_CHECK(node.op != Op::Input) << "input '" << node.name << "' has the data symbol " << name << " in its shape";
+      INTERNAL_CHECK(node.op != Op::Input)
+          << "input '" << node.name << "' has the data symbol " << name << " in its shape";
       INTERNAL_CHECK(it->second < static_cast<NodeId>(i))
           << "node %" << i << " mentions the data symbol " << name << " before its value %" << it->second;
     }

@@ -8,12 +8,14 @@
 #pragma once
 
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "ir/graph.h"
 #include "runtime/reference/reference_runtime.h"
 
@@ -163,6 +165,16 @@ struct HostTensor {
 inline std::unique_ptr<runtime::Executable> compile_reference(const ir::Graph& graph,
                                                               const std::map<std::string, runtime::BufferRef>& weights = {}) {
   return runtime::reference::ReferenceRuntime().compile(graph, weights, runtime::CompileOptions{});
+}
+
+// The message of the UserError `body` throws, or "(no UserError)".
+inline std::string user_error_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no UserError)";
 }
 
 // Runs an executable on inputs and returns freshly allocated outputs.

@@ -42,15 +42,6 @@ TEST(BufferLayout, SpansAndOverlaps) {
   EXPECT_EQ(runtime::sizes_text({2, 3}), "[2, 3]");
 }
 
-std::string user_error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(BufferLayout, ChecksNameTheBufferAndBothValues) {
   float data[6] = {};
   EXPECT_NE(user_error_of([&] { runtime::check_buffer("input", "x", buffer(data, {6}, {1}, DType::I64), DType::F32); })

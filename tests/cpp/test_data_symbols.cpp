@@ -15,7 +15,9 @@ namespace {
 using ir::Expr;
 
 // "a <= b" as an expression that is 1 when it holds and 0 when not (the translator's encoding).
-Expr at_most(const Expr& a, const Expr& b) { return Expr(int64_t{1}) - min(max(a - b, Expr(int64_t{0})), Expr(int64_t{1})); }
+Expr at_most(const Expr& a, const Expr& b) {
+  return Expr(int64_t{1}) - min(max(a - b, Expr(int64_t{0})), Expr(int64_t{1}));
+}
 
 // count = the number of nonzeros of x [n] (i64 [1]); u0 is bound from it.
 struct CountGraph {
@@ -26,7 +28,8 @@ struct CountGraph {
 
   explicit CountGraph(int64_t n) {
     x = b.input("x", DType::I64, {n});
-    auto nonzero = b.unary(Op::Cast, b.binary(Op::Ne, x, b.constant(ir::Scalar::of_int(0), DType::I64, {n})), DType::I64);
+    auto zero = b.constant(ir::Scalar::of_int(0), DType::I64, {n});
+    auto nonzero = b.unary(Op::Cast, b.binary(Op::Ne, x, zero), DType::I64);
     count = b.reduce(Op::SumReduce, nonzero, 0);
     b.graph.add_data_symbol(ir::DataSymbol{"u0", count, "test nonzero"});
   }
@@ -34,15 +37,6 @@ struct CountGraph {
 
 HostTensor int_input(const std::vector<int64_t>& values) {
   return HostTensor::of<int64_t>(DType::I64, {static_cast<int64_t>(values.size())}, values);
-}
-
-std::string user_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "(no UserError)";
 }
 
 TEST(DataSymbols, SizesReadFromDataMatchTheReference) {
@@ -95,7 +89,8 @@ TEST(DataSymbols, FailedAssertionRaisesItsMessage) {
     std::vector<HostTensor> ok = {int_input({1, 1, 0, 1})};
     EXPECT_EQ(run_executable(*exe, g.b.graph, ok)[0].sizes, std::vector<int64_t>{3});
     std::vector<HostTensor> bad = {int_input({1, 1, 1, 1})};
-    EXPECT_NE(user_error_of([&] { run_executable(*exe, g.b.graph, bad); }).find("Runtime assertion failed for u0 <= 3 (u0=4)"),
+    EXPECT_NE(user_error_of([&] { run_executable(*exe, g.b.graph, bad); })
+                  .find("Runtime assertion failed for u0 <= 3 (u0=4)"),
               std::string::npos);
   }
 }

@@ -46,15 +46,6 @@ std::vector<HostTensor> run_one(Op op, std::vector<HostTensor> inputs, std::opti
   return run_reference(b.graph, std::move(inputs));
 }
 
-std::string user_error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "no UserError";
-}
-
 // ---------------------------------------------------------------- elementwise, f32
 
 TEST(ReferenceElementwise, UnaryOpsF32) {
@@ -382,7 +373,8 @@ TEST(ReferenceScan, CumSumAccumulatesAsTorchsCpuKernel) {
   // (ties to even). In f16 itself the sum would stay 2048 (256 in bf16).
   const std::vector<float> f16_in = {2048, 1, 1, 1, 1, 1, 1, 1, 1};
   const std::vector<float> f16_expected = {2048, 2048, 2050, 2052, 2052, 2052, 2054, 2056, 2056};
-  EXPECT_EQ(run_cumsum(HostTensor::of<uint16_t>(DType::F16, {9}, halves_of(float_to_half, f16_in)), 0).values<uint16_t>(),
+  EXPECT_EQ(run_cumsum(HostTensor::of<uint16_t>(DType::F16, {9}, halves_of(float_to_half, f16_in)), 0)
+                .values<uint16_t>(),
             halves_of(float_to_half, f16_expected));
   // ... and not in double: 2^-14 is below half an f32 ulp of 2048, so the float sum stays 2048,
   // where 16400 of them in double would reach 2049.001 and round to 2050.
@@ -393,7 +385,8 @@ TEST(ReferenceScan, CumSumAccumulatesAsTorchsCpuKernel) {
             std::vector<uint16_t>(16401, float_to_half(2048)));
   const std::vector<float> bf16_in = {256, 1, 1, 1, 1, 1, 1, 1, 1};
   const std::vector<float> bf16_expected = {256, 256, 258, 260, 260, 260, 262, 264, 264};
-  EXPECT_EQ(run_cumsum(HostTensor::of<uint16_t>(DType::BF16, {9}, halves_of(float_to_bf16, bf16_in)), 0).values<uint16_t>(),
+  EXPECT_EQ(run_cumsum(HostTensor::of<uint16_t>(DType::BF16, {9}, halves_of(float_to_bf16, bf16_in)), 0)
+                .values<uint16_t>(),
             halves_of(float_to_bf16, bf16_expected));
 
   // Integers in i64, wrapping to the output width on store only: cumsum(dtype=torch.int8).
@@ -436,7 +429,8 @@ TEST(ReferenceScan, MalformedCumSumFailsVerify) {
     return std::string("verified");
   };
   EXPECT_EQ(verify_message(DType::F32, {2, 3}, DType::F32, {2, 3}, 1), "verified");
-  EXPECT_NE(verify_message(DType::F32, {2, 3}, DType::F32, {2, 1}, 1).find("scan input has shape [2, 3], node has [2, 1]"),
+  EXPECT_NE(verify_message(DType::F32, {2, 3}, DType::F32, {2, 1}, 1)
+                .find("scan input has shape [2, 3], node has [2, 1]"),
             std::string::npos);
   EXPECT_NE(verify_message(DType::F32, {2, 3}, DType::F64, {2, 3}, 1).find("scan of f32 to f64"), std::string::npos);
   EXPECT_NE(verify_message(DType::F32, {2, 3}, DType::F32, {2, 3}, 2).find("scan axis 2"), std::string::npos);
@@ -631,7 +625,8 @@ TEST(ReferenceExecutable, OutputAliasingAnInput) {
   auto position_tensor = i64({1}, {2});
   auto value_tensor = f32({1}, {9});
   auto old_cache = HostTensor::zeros(DType::F32, {4});
-  executable->run({cache_tensor.ref(), position_tensor.ref(), value_tensor.ref()}, {cache_tensor.ref(), old_cache.ref()}, {});
+  executable->run({cache_tensor.ref(), position_tensor.ref(), value_tensor.ref()},
+                  {cache_tensor.ref(), old_cache.ref()}, {});
   EXPECT_EQ(cache_tensor.values<float>(), (std::vector<float>{1, 2, 9, 4}));
   EXPECT_EQ(old_cache.values<float>(), (std::vector<float>{1, 2, 3, 4}));
 }

@@ -36,7 +36,9 @@ DTYPE_GAPS: dict[tuple[str, str], str] = {
 # numel of self broadcast with the mask, and export asserts that bound at run time; where the mask
 # broadcasts self (a [10] input and a [10, 10] mask; [10, 1, 10] and [10, 10]) the assertion fails
 # under inductor too.
-_MASKED_SELECT_BOUND = "torch asserts the result is at most self.numel() long, wrong where the mask broadcasts self"
+_MASKED_SELECT_BOUND = (
+    "torch asserts the result is at most self.numel() long, wrong where the mask broadcasts self"
+)
 SAMPLE_GAPS: dict[tuple[str, int], str] = {
     ("masked_select", 2): _MASKED_SELECT_BOUND,
     ("masked_select", 3): _MASKED_SELECT_BOUND,

@@ -49,7 +49,8 @@ def check_each(fn, calls):
     compiled_fn, backend = compiled(fn)
     for args in calls:
         problem = mismatch(compiled_fn(*args), fn(*args))
-        assert problem is None, f"{[tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args]}: {problem}"
+        shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args]
+        assert problem is None, f"{shapes}: {problem}"
     assert len(backend.compiled) == expected_graphs
 
 
@@ -62,8 +63,10 @@ ITEM_VARIANTS = {
 @pytest.mark.parametrize(
     "case",
     [
-        Case("item_as_number", lambda x, t: (x * t.item(), x + t.item()), FLOATS + INTS, ITEM_VARIANTS, short=("2d",)),
-        Case("item_as_fill_value", lambda x, t: (torch.full((2,), t.item()), x), FLOATS + INTS, ITEM_VARIANTS),
+        Case("item_as_number", lambda x, t: (x * t.item(), x + t.item()), FLOATS + INTS, ITEM_VARIANTS,
+             short=("2d",)),
+        Case("item_as_fill_value", lambda x, t: (torch.full((2,), t.item()), x), FLOATS + INTS,
+             ITEM_VARIANTS),
     ],
     ids=str,
 )
@@ -94,7 +97,8 @@ def test_item_returned():
     def fn(x, n, f):
         return x * 2, n.sum().item(), f.item(), n.item() + 1
 
-    check_each(fn, [(torch.ones(3), torch.tensor(5), torch.tensor(0.25)), (torch.ones(3), torch.tensor(-7), torch.tensor(3.5))])
+    x = torch.ones(3)
+    check_each(fn, [(x, torch.tensor(5), torch.tensor(0.25)), (x, torch.tensor(-7), torch.tensor(3.5))])
 
 
 def test_negative_size_from_data_is_a_user_error():
@@ -171,6 +175,11 @@ def selected(m):
     return m if m.dtype == torch.bool else m > 0
 
 
+def source_for(x):
+    """More values than any mask of x selects (masked_scatter consumes them in order)."""
+    return (torch.arange(x.numel() + 2) % 7).to(x.dtype)
+
+
 @pytest.mark.parametrize(
     "case",
     [
@@ -181,11 +190,12 @@ def selected(m):
         Case("mask_index", lambda x, m: x[selected(m)], ALL, MASK_VARIANTS, short=("transposed",)),
         Case("mask_index_leading_dims", lambda x, m: (x[selected(m)[..., 0]], x[:, selected(m)[0]]), ALL,
              {k: v for k, v in MASK_VARIANTS.items() if k != "empty"}, short=("2d",)),
-        Case("masked_select", lambda x, m: torch.masked_select(x, selected(m)), ALL, MASK_VARIANTS, short=("2d",)),
+        Case("masked_select", lambda x, m: torch.masked_select(x, selected(m)), ALL, MASK_VARIANTS,
+             short=("2d",)),
         Case("masked_select_broadcast", lambda x, m: torch.masked_select(x, selected(m)[0]), ALL,
              {k: v for k, v in MASK_VARIANTS.items() if k != "empty"}, short=("3d",)),
-        Case("masked_scatter", lambda x, m: x.masked_scatter(selected(m), (torch.arange(x.numel() + 2) % 7).to(x.dtype)),
-             ALL, MASK_VARIANTS, short=("transposed",)),
+        Case("masked_scatter", lambda x, m: x.masked_scatter(selected(m), source_for(x)), ALL, MASK_VARIANTS,
+             short=("transposed",)),
     ],
     ids=str,
 )
@@ -199,7 +209,8 @@ def test_one_compile_serves_every_mask():
 
     x = torch.arange(12.0).reshape(3, 4)
     masks = [torch.rand(3, 4, generator=torch.Generator().manual_seed(i)) > 0.5 for i in range(3)]
-    check_each(fn, [(x, m) for m in masks + [torch.zeros(3, 4, dtype=torch.bool), torch.ones(3, 4, dtype=torch.bool)]])
+    masks += [torch.zeros(3, 4, dtype=torch.bool), torch.ones(3, 4, dtype=torch.bool)]
+    check_each(fn, [(x, m) for m in masks])
 
 
 def test_nonzero_of_a_large_mask_is_linear():
@@ -215,7 +226,9 @@ def test_masked_scatter_with_too_short_a_source_is_a_user_error():
             return x.masked_scatter(m, source)
 
     x, source = torch.zeros(4), torch.ones(2)
-    program = luminal.compile(torch.export.export(Scatter(), (x, torch.tensor([True, False, True, False]), source)))
-    assert torch.equal(program(x, torch.tensor([False, True, True, False]), source)[0], torch.tensor([0.0, 1, 1, 0]))
-    with pytest.raises(luminal.UserError, match="masked_scatter: the mask selects more elements than source has"):
+    first = torch.tensor([True, False, True, False])
+    program = luminal.compile(torch.export.export(Scatter(), (x, first, source)))
+    two = torch.tensor([False, True, True, False])
+    assert torch.equal(program(x, two, source)[0], torch.tensor([0.0, 1, 1, 0]))
+    with pytest.raises(luminal.UserError, match="the mask selects more elements than source has"):
         program(x, torch.tensor([True, True, True, False]), source)

@@ -69,13 +69,15 @@ ROWS = torch.tensor([[0, 2], [1, 1]])
 PUT_CASES = [
     icase("index_put_rank2_index_scalar_value", lambda x: put(x, (ROWS,), torch.tensor(5))),
     icase("index_put_broadcast_row", lambda x: put(x, (torch.tensor([2, 0]),), torch.arange(4))),
-    icase("index_put_none_then_index", lambda x: assign_columns(x, torch.tensor([3, 1]), torch.tensor([[1], [2], [3]]))),
-    icase("index_put_two_indices_broadcast", lambda x: put(x, (torch.tensor([[0], [2]]), torch.tensor([1, 3])),
-                                                           torch.tensor([[7, 8], [9, 6]]))),
-    icase("index_put_accumulate_duplicates", lambda x: put(x, (torch.tensor([0, 0, 2, 0]),), torch.ones(4), True)),
+    icase("index_put_none_then_index",
+          lambda x: assign_columns(x, torch.tensor([3, 1]), torch.tensor([[1], [2], [3]]))),
+    icase("index_put_two_indices_broadcast",
+          lambda x: put(x, (torch.tensor([[0], [2]]), torch.tensor([1, 3])), torch.tensor([[7, 8], [9, 6]]))),
+    icase("index_put_accumulate_duplicates",
+          lambda x: put(x, (torch.tensor([0, 0, 2, 0]),), torch.ones(4), True)),
     # Boolean masks: all-false must change nothing (upstream wrote row 0), all-true everything.
-    icase("index_put_mask", lambda x: (put(x, (positive(x),), torch.tensor(3)), put(x, (x != x,), torch.tensor(3)),
-                                       put(x, (x == x,), torch.tensor(3)))),
+    icase("index_put_mask",
+          lambda x: tuple(put(x, (mask,), torch.tensor(3)) for mask in (positive(x), x != x, x == x))),
     icase("index_put_mask_rows", lambda x: put(x, (positive(x)[:, 0],), torch.arange(x.shape[1]))),
     icase("index_put_mask_own_values", lambda x: put(x, (positive(x),), x[positive(x)] * 2)),
     icase("index_put_mask_accumulate", lambda x: put(x, (positive(x),), torch.tensor(2), True)),
@@ -94,7 +96,8 @@ def test_index_put(case, capture_data_dependent_ops):
     run_case(case)
 
 
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.int8, torch.bool], ids=str)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.int8, torch.bool],
+                         ids=str)
 def test_cache_write_stays_inside_the_cache(dtype):
     """Regression (research/upstream-luminal.md §5, lesson 11): upstream's scatter copied bf16 in
     4-byte vectors and wrote twice past the end of the cache. A StaticCache-style index_copy_ into

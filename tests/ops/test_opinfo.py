@@ -4,8 +4,9 @@ against eager, in f32, bf16, i64 and bool (where the OpInfo supports the dtype).
 Claimed = the OpInfo's name (nn.functional. stripped) is an op in translator/registry.cpp. All
 samples of one OpInfo x dtype run in one compiled function; when that compile fails, each sample
 is retried alone so the count is per sample. Expected failures (an OpInfo, an OpInfo x dtype, or
-one sample) are in opinfo_known_gaps.py with a reason each; anything else fails the test. The last test prints the pass rate per dtype (run with
--s to see it). Slow (hundreds of compiles): `pytest -m slow tests/ops/test_opinfo.py`.
+one sample) are in opinfo_known_gaps.py with a reason each; anything else fails the test. The
+last test prints the pass rate per dtype (run with -s to see it). Slow (hundreds of compiles):
+`pytest -m slow tests/ops/test_opinfo.py`.
 """
 
 from __future__ import annotations
@@ -137,12 +138,15 @@ def test_opinfo(opinfo):
         unexpected = {k: f for k, f in failures.items() if (name, k) not in SAMPLE_GAPS}
         if unexpected and not gap:
             listed = [f"sample {k}: {f}" for k, f in list(unexpected.items())[:5]]
-            problems.append(f"{dtype_name(dtype)}: {len(unexpected)}/{total} samples fail\n    " + "\n    ".join(listed))
+            failing = f"{dtype_name(dtype)}: {len(unexpected)}/{total} samples fail"
+            problems.append(failing + "\n    " + "\n    ".join(listed))
         if gap and not failures:
             problems.append(f"{dtype_name(dtype)}: listed as a known gap ({gap}) but every sample passes; remove it")
         for (gap_name, k), reason in SAMPLE_GAPS.items():
             if gap_name == name and k < total and k not in failures:
-                problems.append(f"{dtype_name(dtype)}: sample {k} is listed as a known gap ({reason}) but passes; remove it")
+                problems.append(
+                    f"{dtype_name(dtype)}: sample {k} is listed as a known gap ({reason}) but passes; remove it"
+                )
     assert not problems, f"{name}:\n  " + "\n  ".join(problems)
 
 

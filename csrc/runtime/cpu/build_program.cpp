@@ -69,7 +69,8 @@ void plan_data_symbols(Program& program) {
   for (size_t i = 0; i < graph.data_symbols().size(); ++i) {
     const ir::DataSymbol& symbol = graph.data_symbols()[i];
     const int slot = program.slot_of_node[symbol.value.node];
-    INTERNAL_CHECK(slot >= 0) << "data symbol " << symbol.name << ": its value %" << symbol.value.node << " has no buffer";
+    INTERNAL_CHECK(slot >= 0) << "data symbol " << symbol.name << ": its value %" << symbol.value.node
+                              << " has no buffer";
     const Slot& info = program.slots[slot];
     // Inputs and weights hold their value before the first step.
     const int after = info.kind == Slot::Kind::Input || info.kind == Slot::Kind::Weight ? -1 : info.first_step;

@@ -123,6 +123,14 @@ std::vector<InPlaceScatter> in_place_scatters(const Program& program) {
   return found;
 }
 
+namespace {
+// A view's shape, strides and offset for one call.
+StridedLayout strided_layout(const ir::View& view, const ir::SymbolBindings& bindings) {
+  return StridedLayout{ir::evaluate_shape(view.shape(), bindings), ir::evaluate_shape(view.strides(), bindings),
+                       view.offset().evaluate(bindings)};
+}
+}  // namespace
+
 // What one step needs from the call's symbol values.
 struct CpuExecutable::StepPlan {
   std::vector<int64_t> symbols;  // the kernel's symbol arguments
@@ -135,12 +143,10 @@ struct CpuExecutable::StepPlan {
 };
 
 CpuExecutable::StepPlan CpuExecutable::plan_step(const Step& step, const ir::SymbolBindings& bindings) const {
-  const Program& program = program_;
-  const ir::Graph& graph = program.graph;
   StepPlan plan;
   for (const std::string& s : step.symbols) plan.symbols.push_back(bindings.at(s));
-  if (step.scatter >= 0 && program.slots[step.slots[1]].kind != Slot::Kind::Arena) {
-    const ir::Node& node = graph.node(step.scatter);
+  if (step.scatter >= 0 && program_.slots[step.slots[1]].kind != Slot::Kind::Arena) {
+    const ir::Node& node = program_.graph.node(step.scatter);
     plan.scatter_copy_bytes = byte_count(ir::evaluate_shape(node.shape, bindings), node.dtype);
     plan.scatter_write_bytes = byte_count(ir::evaluate_shape(node.inputs[1].view.shape(), bindings), node.dtype);
   }
@@ -149,23 +155,13 @@ CpuExecutable::StepPlan CpuExecutable::plan_step(const Step& step, const ir::Sym
   plan.parallel = kernel && plan.items > 1 && plan.items * step.work_per_item.evaluate(bindings) >= kParallelThreshold;
   const bool gemm = step.kind == Step::Kind::Gemm || step.kind == Step::Kind::GroupedGemm;
   auto layout = [&](const ir::View& v) {
-    if (!gemm || v.rank() == 0) return StridedLayout{};
-    return StridedLayout{ir::evaluate_shape(v.shape(), bindings), ir::evaluate_shape(v.strides(), bindings),
-                         v.offset().evaluate(bindings)};
+    return !gemm || v.rank() == 0 ? StridedLayout{} : strided_layout(v, bindings);
   };
   plan.a = layout(step.a);
   plan.b = layout(step.b);
   plan.offs = layout(step.offs);
   return plan;
 }
-
-namespace {
-StridedLayout output_layout(const ir::View& view, const ir::SymbolBindings& bindings) {
-  return StridedLayout{ir::evaluate_shape(view.shape(), bindings), ir::evaluate_shape(view.strides(), bindings),
-                       view.offset().evaluate(bindings)};
-}
-
-}  // namespace
 
 // Everything computed once per distinct set of input symbol values. Steps and outputs whose sizes
 // mention a data symbol are planned during the run instead (their entries stay empty here).
@@ -215,7 +211,8 @@ OutputShapes CpuExecutable::output_shapes(const std::vector<BufferRef>& inputs) 
   for (const BufferRef& b : inputs) sizes.push_back(b.sizes);
   const ir::SymbolBindings bindings = ir::bind_symbols(program_.graph, sizes);
   OutputShapes shapes;
-  for (const OutputSpec& o : program_.outputs) shapes.push_back(ir::evaluate_shape_if_bound(o.ref.view.shape(), bindings));
+  for (const OutputSpec& o : program_.outputs)
+    shapes.push_back(ir::evaluate_shape_if_bound(o.ref.view.shape(), bindings));
   return shapes;
 }
 
@@ -256,7 +253,7 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::plan_for(const ir:
     plan->steps.push_back(step.late ? StepPlan{} : plan_step(step, bindings));
   for (const OutputSpec& o : program_.outputs) {
     plan->output_shapes.push_back(ir::evaluate_shape_if_bound(o.ref.view.shape(), bindings));
-    plan->output_layouts.push_back(plan->output_shapes.back() ? output_layout(o.ref.view, bindings) : StridedLayout{});
+    plan->output_layouts.push_back(plan->output_shapes.back() ? strided_layout(o.ref.view, bindings) : StridedLayout{});
   }
   std::lock_guard<std::mutex> lock(mutex_);
   if (plans_.size() > 64) plans_.clear();  // a bound on distinct shapes kept
@@ -395,7 +392,7 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
   for (size_t k = 0; k < outputs.size(); ++k) {
     if (plan->output_shapes[k]) continue;
     const ir::View& view = program_.outputs[k].ref.view;
-    late_layouts[k] = output_layout(view, bindings);
+    late_layouts[k] = strided_layout(view, bindings);
     outputs[k] = allocate_late(k, late_layouts[k].shape);
   }
 
