@@ -158,7 +158,10 @@ void bind_outputs(TranslationContext& cx, TranslatedProgram& out) {
 // Graph inputs an op updated in place: their final values are extra outputs, written into the
 // caller's buffers like the mutations export lists (ProgramOutput kinds).
 void bind_input_mutations(TranslationContext& cx, TranslatedProgram& out) {
-  for (const auto& [name, value] : cx.input_mutations()) {
+  for (const auto& mutation : cx.input_mutations()) {
+    // Not a structured binding: lambdas cannot capture those before C++20 (clang 14 builds the fuzzers).
+    const std::string& name = mutation.first;
+    const Tensor& value = mutation.second;
     const auto& specs = cx.program().signature.input_specs;
     auto spec = std::find_if(specs.begin(), specs.end(), [&](const pt2::InputSpec& s) {
       return s.arg.kind == pt2::Argument::Kind::Tensor && s.arg.tensors.at(0) == name;
