@@ -1,8 +1,12 @@
 #include "runtime/cpu/cpu_executable.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <new>
+#include <sstream>
 
 #include "codegen/cpp/emit.h"
 #include "common/error.h"
@@ -11,7 +15,9 @@
 #include "runtime/aten_fallback.h"
 #include "runtime/buffer_layout.h"
 #include "runtime/cpu/gemm.h"
+#include "runtime/cpu/jit.h"
 #include "runtime/cpu/memory_plan.h"
+#include "runtime/cpu/search.h"
 
 namespace luminal::runtime::cpu {
 
@@ -135,7 +141,8 @@ StridedLayout strided_layout(const ir::View& view, const ir::SymbolBindings& bin
 struct CpuExecutable::StepPlan {
   std::vector<int64_t> symbols;  // the kernel's symbol arguments
   int64_t items = 0;
-  bool parallel = false;
+  bool parallel = false;             // the work items split across the thread pool
+  bool matmul_through_aten = false;  // a Gemm step through ATen's matmul (the schedule search's pick)
   StridedLayout a, b, offs;  // Gemm and GroupedGemm steps
   // Scatter steps updating a caller's buffer: the bytes of the copy of that buffer (none when
   // in place) and of the elements written.
@@ -173,6 +180,7 @@ struct CpuExecutable::CallPlan {
   std::vector<StepPlan> steps;
   OutputShapes output_shapes;
   std::vector<StridedLayout> output_layouts;  // the output's view of its node's buffer
+  bool searched = false;  // the steps' choices came from the schedule search (or its disk cache)
 };
 
 struct CpuExecutable::Arena {
@@ -191,8 +199,10 @@ struct CpuExecutable::Arena {
   }
 };
 
-CpuExecutable::CpuExecutable(Program program, std::map<std::string, BufferRef> weights, int threads)
-    : program_(std::move(program)), weights_(std::move(weights)), pool_(threads) {
+CpuExecutable::CpuExecutable(Program program, std::map<std::string, BufferRef> weights, int threads,
+                             SearchOptions search)
+    : program_(std::move(program)), weights_(std::move(weights)), search_(std::move(search)), pool_(threads),
+      threads_(threads) {
   for (const Slot& slot : program_.slots) {
     if (slot.kind != Slot::Kind::Weight) continue;
     const ir::Node& node = program_.graph.node(slot.node);
@@ -229,12 +239,17 @@ void CpuExecutable::rebind_weight(const std::string& name, const BufferRef& buff
   weights_[name] = buffer;
 }
 
-std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::plan_for(const ir::SymbolBindings& bindings) const {
+std::vector<int64_t> CpuExecutable::plan_key(const ir::SymbolBindings& bindings) const {
   std::vector<int64_t> key;
   for (const std::string& s : program_.symbols) {
     auto it = bindings.find(s);
     key.push_back(it == bindings.end() ? -1 : it->second);
   }
+  return key;
+}
+
+std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::plan_for(const ir::SymbolBindings& bindings) const {
+  const std::vector<int64_t> key = plan_key(bindings);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = plans_.find(key);
@@ -261,6 +276,130 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::plan_for(const ir:
   return plan;
 }
 
+namespace {
+void append_file(const std::string& dir, const std::string& name, const std::string& text) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(std::filesystem::path(dir) / name, std::ios::app) << text;
+}
+}  // namespace
+
+std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::searched_plan(std::shared_ptr<const CallPlan> plan,
+                                                                            const ir::SymbolBindings& bindings,
+                                                                            const std::vector<BufferRef>& inputs,
+                                                                            const std::vector<BufferRef>& outputs) const {
+  std::lock_guard<std::mutex> one_search(search_mutex_);
+  const std::vector<int64_t> key = plan_key(bindings);
+  {
+    // Another call may have searched these shapes while this one waited.
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = plans_.find(key);
+    if (it != plans_.end() && it->second->searched) return it->second;
+  }
+  const size_t steps = program_.steps.size();
+  std::vector<StepChoice> heuristic(steps);
+  SearchSpace space{std::vector<bool>(steps, false), std::vector<bool>(steps, false)};
+  // What the result depends on: the machine and its threads, the program's steps, the shapes.
+  std::ostringstream identity;
+  identity << "schedule search 1\n" << toolchain_identity() << "\nthreads " << threads_ << " aten "
+           << has_aten_call_executor() << "\n";
+  for (size_t s = 0; s < steps; ++s) {
+    const Step& step = program_.steps[s];
+    const StepPlan& sp = plan->steps[s];
+    heuristic[s].parallel = sp.parallel;
+    space.splittable[s] = step.kind == Step::Kind::Kernel && !step.late && sp.items > 1;
+    space.aten_matmul[s] = step.kind == Step::Kind::Gemm && !step.late && has_aten_call_executor();
+    identity << static_cast<int>(step.kind) << " " << step.kernel_name << " " << step.what << "\n";
+  }
+  for (const auto& [name, value] : bindings) identity << name << "=" << value << "\n";
+  const std::string cache_dir = search_.cache_dir.empty() ? default_cache_dir() : search_.cache_dir;
+  const std::string path = (std::filesystem::path(cache_dir) / "search" / (content_hash(identity.str()) + ".txt")).string();
+
+  std::vector<StepChoice> choices;
+  std::string log;
+  if (load_choices(path, steps, choices)) {
+    log = "search: choices from " + path + "\n";
+  } else {
+    // Scratch outputs, so that the timed calls never write the caller's tensors; an output the
+    // caller passed as an input's own buffer (a cache updated in place) gets a copy of that input
+    // as both, so the in-place path is what gets timed, restored before every call: a call that
+    // advances a StaticCache's length must see the same length each time.
+    std::vector<BufferRef> scratch_inputs = inputs, scratch_outputs(outputs.size());
+    std::vector<AlignedBuffer> scratch;
+    std::vector<std::pair<const BufferRef*, std::byte*>> restored;  // (caller's input, its copy)
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      if (!plan->output_shapes[k]) continue;  // sized by a data symbol: allocated during the call
+      const BufferRef& out = outputs[k];
+      const int64_t bytes = byte_count(out.sizes, out.dtype);
+      scratch.emplace_back(static_cast<size_t>(bytes));
+      for (BufferRef& input : scratch_inputs) {
+        if (input.data != out.data || !is_dense(input) || byte_count(input.sizes, input.dtype) != bytes) continue;
+        restored.emplace_back(&inputs[&input - scratch_inputs.data()], scratch.back().data());
+        input.data = scratch.back().data();
+      }
+      scratch_outputs[k] = BufferRef{scratch.back().data(), out.dtype, out.sizes, out.strides};
+    }
+    std::vector<AlignedBuffer> late;
+    const LateOutputAllocator allocate_late = [&](size_t k, const std::vector<int64_t>& shape) {
+      const ir::DType dtype = program_.graph.node(program_.outputs[k].ref.node).dtype;
+      late.emplace_back(static_cast<size_t>(byte_count(shape, dtype)));
+      return BufferRef{late.back().data(), dtype, shape, contiguous_strides(shape)};
+    };
+    const TimeCall time_call = [&](const std::vector<StepChoice>& trial_choices) {
+      CallPlan trial = *plan;
+      for (size_t s = 0; s < steps; ++s) {
+        trial.steps[s].parallel = trial_choices[s].parallel;
+        trial.steps[s].matmul_through_aten = trial_choices[s].matmul_through_aten;
+      }
+      late.clear();
+      for (const auto& [input, copy] : restored)
+        std::memcpy(copy, input->data, static_cast<size_t>(byte_count(input->sizes, input->dtype)));
+      TimedCall timed;
+      timed.step_us.assign(steps, 0.0);
+      const auto start = std::chrono::steady_clock::now();
+      execute(trial, bindings, scratch_inputs, scratch_outputs, allocate_late, &timed.step_us);
+      timed.total_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+      return timed;
+    };
+    choices = search_schedule(heuristic, space, search_.calls, time_call, log);
+    store_choices(path, choices);
+  }
+  if (!search_.debug_dir.empty()) append_file(search_.debug_dir, "search_log.txt", log);
+  auto searched = std::make_shared<CallPlan>(*plan);
+  for (size_t s = 0; s < steps; ++s) {
+    searched->steps[s].parallel = choices[s].parallel;
+    searched->steps[s].matmul_through_aten = choices[s].matmul_through_aten;
+  }
+  searched->searched = true;
+  std::lock_guard<std::mutex> lock(mutex_);
+  plans_[key] = searched;
+  return searched;
+}
+
+void CpuExecutable::aten_matmul(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
+                                const ir::SymbolBindings& bindings) const {
+  static const ir::AtenCall matmul = [] {
+    ir::AtenCall call;
+    call.op = "aten::matmul";
+    call.overload = "default";
+    for (const char* name : {"self", "other"}) {
+      ir::AtenArg arg;
+      arg.name = name;
+      arg.kind = ir::AtenArg::Kind::Tensor;
+      arg.tensors = {static_cast<int>(call.args.size())};
+      call.args.push_back(arg);
+    }
+    return call;
+  }();
+  const int64_t element = static_cast<int64_t>(ir::dtype_size(step.dtype));
+  const auto operand = [&](int slot, const StridedLayout& l) {
+    return BufferRef{static_cast<std::byte*>(ptr[slot]) + l.offset * element, step.dtype, l.shape, l.strides};
+  };
+  BufferRef out{ptr[step.slots[2]], step.dtype, plan.a.shape, {}};
+  out.sizes.back() = plan.b.shape.back();
+  out.strides = contiguous_strides(out.sizes);
+  run_aten_call(matmul, {operand(step.slots[0], plan.a), operand(step.slots[1], plan.b)}, bindings, out);
+}
+
 CpuExecutable::ArenaLease CpuExecutable::take_arena(size_t bytes) const {
   std::unique_ptr<Arena> arena;
   {
@@ -285,14 +424,21 @@ CpuExecutable::ArenaLease::~ArenaLease() {
 
 void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& caller_outputs,
                         const LateOutputAllocator& allocate_late) const {
-  const ir::Graph& graph = program_.graph;
   std::vector<std::vector<int64_t>> input_sizes;
   input_sizes.reserve(inputs.size());
   for (const BufferRef& b : inputs) input_sizes.push_back(b.sizes);
-  ir::SymbolBindings bindings = ir::bind_symbols(graph, input_sizes);
-  const std::shared_ptr<const CallPlan> plan = plan_for(bindings);
+  const ir::SymbolBindings bindings = ir::bind_symbols(program_.graph, input_sizes);
+  std::shared_ptr<const CallPlan> plan = plan_for(bindings);
+  check_outputs(program_.graph, caller_outputs, plan->output_shapes);
+  if (search_.calls > 0 && !plan->searched) plan = searched_plan(plan, bindings, inputs, caller_outputs);
+  execute(*plan, bindings, inputs, caller_outputs, allocate_late, nullptr);
+}
 
-  check_outputs(graph, caller_outputs, plan->output_shapes);
+void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindings, const std::vector<BufferRef>& inputs,
+                            const std::vector<BufferRef>& caller_outputs, const LateOutputAllocator& allocate_late,
+                            std::vector<double>* step_us) const {
+  const CallPlan* plan = &call_plan;
+  const ir::Graph& graph = program_.graph;
   std::vector<BufferRef> outputs = caller_outputs;  // outputs sized by a data symbol are allocated last
 
   int64_t bytes_copied = 0;
@@ -383,7 +529,9 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
     }
     if (step.late) late_plan = plan_step(step, bindings);
     const StepPlan& sp = step.late ? late_plan : plan->steps[s];
-    run_step(step, sp, ptr, bindings, arena, bytes_copied);
+    const auto start = std::chrono::steady_clock::now();
+    run_step(s, sp, ptr, bindings, arena, bytes_copied);
+    if (step_us) (*step_us)[s] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     bind_symbols_after(static_cast<int>(s));
   }
 
@@ -427,11 +575,16 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
   last_bytes_copied_.store(bytes_copied);
 }
 
-void CpuExecutable::run_step(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
+void CpuExecutable::run_step(size_t index, const StepPlan& plan, const std::vector<void*>& ptr,
                              const ir::SymbolBindings& bindings, Arena& arena, int64_t& bytes_copied) const {
+  const Step& step = program_.steps[index];
   if (step.kind == Step::Kind::Gemm) {
     pool_.rest();
-    blas_matmul(step.dtype, ptr[step.slots[0]], plan.a, ptr[step.slots[1]], plan.b, ptr[step.slots[2]]);
+    if (plan.matmul_through_aten) {
+      aten_matmul(step, plan, ptr, bindings);
+    } else {
+      blas_matmul(step.dtype, ptr[step.slots[0]], plan.a, ptr[step.slots[1]], plan.b, ptr[step.slots[2]]);
+    }
     return;
   }
   if (step.kind == Step::Kind::GroupedGemm) {
@@ -455,7 +608,7 @@ void CpuExecutable::run_step(const Step& step, const StepPlan& plan, const std::
   task.fn = step.fn;
   task.params = params.data();
   task.symbols = plan.symbols.data();
-  if (plan.parallel)
+  if (plan.parallel && plan.items > 1)
     pool_.parallel_for(plan.items, run_kernel_chunk, &task);
   else
     run_kernel_chunk(&task, 0, plan.items);

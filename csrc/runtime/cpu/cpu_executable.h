@@ -36,9 +36,16 @@ struct InPlaceScatter {
 // output, and no step after it, no other operand of it and no graph output reads the old value.
 std::vector<InPlaceScatter> in_place_scatters(const Program& program);
 
+// CompileOptions::search_iterations and where its results are kept (schedule search, search.h).
+struct SearchOptions {
+  int calls = 0;  // timed calls the search may make per distinct set of input shapes; 0: heuristics
+  std::string cache_dir;  // results under cache_dir/search, keyed by program, shapes and machine
+  std::string debug_dir;  // when set: search_log.txt, what the search timed and chose
+};
+
 class CpuExecutable final : public Executable {
  public:
-  CpuExecutable(Program program, std::map<std::string, BufferRef> weights, int threads);
+  CpuExecutable(Program program, std::map<std::string, BufferRef> weights, int threads, SearchOptions search = {});
   ~CpuExecutable() override;
 
   OutputShapes output_shapes(const std::vector<BufferRef>& inputs) const override;
@@ -67,16 +74,33 @@ class CpuExecutable final : public Executable {
     std::unique_ptr<Arena> arena_;
   };
 
+  // The plan cache's key: the value of every symbol of the graph (-1 where unbound).
+  std::vector<int64_t> plan_key(const ir::SymbolBindings& bindings) const;
   std::shared_ptr<const CallPlan> plan_for(const ir::SymbolBindings& bindings) const;
   StepPlan plan_step(const Step& step, const ir::SymbolBindings& bindings) const;
+  // `plan` with the steps' choices from the schedule search (or the disk cache), which times
+  // calls on these inputs with scratch outputs: the caller's tensors are never written.
+  std::shared_ptr<const CallPlan> searched_plan(std::shared_ptr<const CallPlan> plan, const ir::SymbolBindings& bindings,
+                                                const std::vector<BufferRef>& inputs,
+                                                const std::vector<BufferRef>& outputs) const;
   ArenaLease take_arena(size_t bytes) const;
-  void run_step(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
-                const ir::SymbolBindings& bindings, Arena& arena, int64_t& bytes_copied) const;
+  // One call with `plan`; `step_us`, when given, receives each step's time.
+  void execute(const CallPlan& plan, ir::SymbolBindings bindings, const std::vector<BufferRef>& inputs,
+               const std::vector<BufferRef>& outputs, const LateOutputAllocator& allocate_late,
+               std::vector<double>* step_us) const;
+  void run_step(size_t index, const StepPlan& plan, const std::vector<void*>& ptr, const ir::SymbolBindings& bindings,
+                Arena& arena, int64_t& bytes_copied) const;
+  // A Gemm step through ATen's matmul (the ATen fallback's executor), writing the step's output.
+  void aten_matmul(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
+                   const ir::SymbolBindings& bindings) const;
 
   Program program_;
   std::map<std::string, BufferRef> weights_;
   std::vector<InPlaceScatter> in_place_;
+  SearchOptions search_;
   mutable ThreadPool pool_;
+  int threads_;
+  mutable std::mutex search_mutex_;  // one search at a time: its timings need the machine
   mutable std::mutex mutex_;  // guards plans_ and arenas_
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const CallPlan>> plans_;
   mutable std::vector<std::unique_ptr<Arena>> arenas_;

@@ -17,7 +17,8 @@ std::unique_ptr<Executable> CpuRuntime::compile(const ir::Graph& graph, const st
   Program program = build_program(graph, options);
   // BLAS runs between our kernels, never beside them: it may use every thread we would.
   openblas_set_num_threads(threads);
-  return std::make_unique<CpuExecutable>(std::move(program), weights, threads);
+  SearchOptions search{options.search_iterations, options.cache_dir, options.debug_dir};
+  return std::make_unique<CpuExecutable>(std::move(program), weights, threads, std::move(search));
 }
 
 }  // namespace luminal::runtime::cpu

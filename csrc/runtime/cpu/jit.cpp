@@ -78,8 +78,9 @@ int wait_process(int pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// The compiler's version and the CPU's flags: a kernel built with -march=native on another
-// machine must not be loaded here.
+}  // namespace
+
+// A kernel built with -march=native on another machine must not be loaded here.
 const std::string& toolchain_identity() {
   static const std::string identity = [] {
     std::string id = compiler();
@@ -99,8 +100,6 @@ const std::string& toolchain_identity() {
   }();
   return identity;
 }
-
-}  // namespace
 
 std::string content_hash(const std::string& text) {
   char out[33];

@@ -46,4 +46,8 @@ std::string content_hash(const std::string& text);
 
 std::string default_cache_dir();
 
+// The compiler's version and flags and the CPU's model and flags: what a kernel binary, or a
+// schedule timed on this machine, is only valid for.
+const std::string& toolchain_identity();
+
 }  // namespace luminal::runtime::cpu

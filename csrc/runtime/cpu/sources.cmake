@@ -22,6 +22,7 @@ target_sources(luminal_core PRIVATE
   csrc/runtime/cpu/gemm.cpp
   csrc/runtime/cpu/jit.cpp
   csrc/runtime/cpu/memory_plan.cpp
+  csrc/runtime/cpu/search.cpp
   csrc/runtime/cpu/thread_pool.cpp
 )
 file(READ "${PROJECT_SOURCE_DIR}/csrc/common/half.h" LUMINAL_HALF_SOURCE)

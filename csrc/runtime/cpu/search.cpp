@@ -1,0 +1,158 @@
+#include "runtime/cpu/search.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace luminal::runtime::cpu {
+
+namespace {
+
+// An alternative replaces the current option only when its median is this much faster, and by
+// at least kMinSavingUs: below that, run-to-run noise on a shared machine would decide.
+constexpr double kMargin = 0.9;
+constexpr double kMinSavingUs = 2.0;
+// Timed calls per configuration below which a median means little.
+constexpr int kMinRuns = 3;
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+struct Medians {
+  std::vector<double> step_us;
+  double total_us = 0;
+};
+
+// One untimed call first, so that the pool's workers and the caches settle into this
+// configuration, then the medians of `runs` timed calls.
+Medians time_configuration(const TimeCall& time_call, const std::vector<StepChoice>& choices, int runs) {
+  time_call(choices);
+  std::vector<std::vector<double>> steps(choices.size());
+  std::vector<double> totals;
+  for (int r = 0; r < runs; ++r) {
+    const TimedCall call = time_call(choices);
+    for (size_t s = 0; s < choices.size(); ++s) steps[s].push_back(call.step_us[s]);
+    totals.push_back(call.total_us);
+  }
+  Medians m;
+  for (const std::vector<double>& times : steps) m.step_us.push_back(median(times));
+  m.total_us = median(totals);
+  return m;
+}
+
+bool clearly_faster(double alternative_us, double current_us) {
+  return alternative_us < kMargin * current_us && current_us - alternative_us > kMinSavingUs;
+}
+
+bool same(const std::vector<StepChoice>& a, const std::vector<StepChoice>& b) {
+  for (size_t s = 0; s < a.size(); ++s)
+    if (a[s].parallel != b[s].parallel || a[s].matmul_through_aten != b[s].matmul_through_aten) return false;
+  return true;
+}
+
+}  // namespace
+
+std::vector<StepChoice> search_schedule(const std::vector<StepChoice>& heuristic, const SearchSpace& space, int calls,
+                                        const TimeCall& time_call, std::string& log) {
+  std::ostringstream out;
+  const bool any_split = std::find(space.splittable.begin(), space.splittable.end(), true) != space.splittable.end();
+  const bool any_aten = std::find(space.aten_matmul.begin(), space.aten_matmul.end(), true) != space.aten_matmul.end();
+  if (!any_split && !any_aten) {
+    log += "search: no step has an alternative; heuristics\n";
+    return heuristic;
+  }
+  // The heuristic, all candidates serial, all on the pool, all matmuls through ATen, and the
+  // verification of the choice: each one warm call plus `runs` timed calls.
+  const int configurations = 2 + (any_split ? 2 : 0) + (any_aten ? 1 : 0);
+  const int runs = calls / configurations - 1;
+  if (runs < kMinRuns) {
+    out << "search: " << calls << " calls are too few for " << configurations << " configurations of 1 warm and "
+        << kMinRuns << " timed calls; heuristics\n";
+    log += out.str();
+    return heuristic;
+  }
+  std::vector<StepChoice> serial = heuristic, parallel = heuristic, aten = heuristic;
+  for (size_t s = 0; s < heuristic.size(); ++s) {
+    if (space.splittable[s]) {
+      serial[s].parallel = false;
+      parallel[s].parallel = true;
+    }
+    if (space.aten_matmul[s]) aten[s].matmul_through_aten = true;
+  }
+  const Medians base = time_configuration(time_call, heuristic, runs);
+  out << "search: heuristic " << base.total_us << " us per call (median of " << runs << ")\n";
+  std::vector<StepChoice> chosen = heuristic;
+  if (any_split) {
+    const Medians all_serial = time_configuration(time_call, serial, runs);
+    const Medians all_parallel = time_configuration(time_call, parallel, runs);
+    for (size_t s = 0; s < heuristic.size(); ++s) {
+      if (!space.splittable[s]) continue;
+      const bool now = heuristic[s].parallel;
+      const double current = now ? all_parallel.step_us[s] : all_serial.step_us[s];
+      const double other = now ? all_serial.step_us[s] : all_parallel.step_us[s];
+      if (!clearly_faster(other, current)) continue;
+      chosen[s].parallel = !now;
+      out << "  step " << s << ": " << (now ? "serial" : "on the pool") << " " << other << " us, was " << current
+          << " us\n";
+    }
+  }
+  if (any_aten) {
+    const Medians all_aten = time_configuration(time_call, aten, runs);
+    for (size_t s = 0; s < heuristic.size(); ++s) {
+      if (!space.aten_matmul[s] || !clearly_faster(all_aten.step_us[s], base.step_us[s])) continue;
+      chosen[s].matmul_through_aten = true;
+      out << "  step " << s << ": matmul through ATen " << all_aten.step_us[s] << " us, OpenBLAS " << base.step_us[s]
+          << " us\n";
+    }
+  }
+  if (same(chosen, heuristic)) {
+    out << "search: no step clearly faster another way; heuristics\n";
+    log += out.str();
+    return heuristic;
+  }
+  const Medians verified = time_configuration(time_call, chosen, runs);
+  if (verified.total_us > base.total_us) {
+    out << "search: the choices took " << verified.total_us << " us per call, the heuristic " << base.total_us
+        << "; heuristics\n";
+    log += out.str();
+    return heuristic;
+  }
+  out << "search: " << verified.total_us << " us per call with the choices, the heuristic " << base.total_us << "\n";
+  log += out.str();
+  return chosen;
+}
+
+bool load_choices(const std::string& path, size_t steps, std::vector<StepChoice>& choices) {
+  std::ifstream in(path);
+  if (!in) return false;
+  std::vector<StepChoice> loaded;
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() != 3 || line[1] != ' ' || (line[0] != '0' && line[0] != '1') || (line[2] != '0' && line[2] != '1'))
+      return false;
+    loaded.push_back(StepChoice{line[0] == '1', line[2] == '1'});
+  }
+  if (loaded.size() != steps) return false;
+  choices = std::move(loaded);
+  return true;
+}
+
+void store_choices(const std::string& path, const std::vector<StepChoice>& choices) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  const std::string tmp = path + "." + std::to_string(getpid()) + ".tmp";
+  {
+    std::ofstream out(tmp);
+    for (const StepChoice& c : choices) out << (c.parallel ? '1' : '0') << ' ' << (c.matmul_through_aten ? '1' : '0') << "\n";
+    if (!out) return;  // an unwritable cache only costs the next process another search
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) fs::remove(tmp, ec);
+}
+
+}  // namespace luminal::runtime::cpu

@@ -1,0 +1,163 @@
+// The schedule search (search_iterations): the choice logic against scripted timings, its disk
+// entries, and searched executables: the same results as the heuristic's, the caller's buffers
+// written once, the choices read back from the cache by a second executable.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cpu_test_util.h"
+#include "runtime/cpu/search.h"
+
+namespace luminal::testing {
+namespace {
+
+using runtime::cpu::SearchSpace;
+using runtime::cpu::StepChoice;
+using runtime::cpu::TimedCall;
+
+// Step times by configuration: step 0 is faster on the pool, step 1 serial (both heuristically
+// the other way), step 2 a matmul faster through ATen, step 3 has no alternative.
+TimedCall scripted(const std::vector<StepChoice>& c) {
+  TimedCall t;
+  t.step_us = {c[0].parallel ? 100.0 : 400.0, c[1].parallel ? 300.0 : 50.0, c[2].matmul_through_aten ? 500.0 : 900.0,
+               10.0};
+  for (double us : t.step_us) t.total_us += us;
+  return t;
+}
+
+std::vector<StepChoice> heuristic() { return {{false, false}, {true, false}, {false, false}, {false, false}}; }
+SearchSpace space() { return {{true, true, false, false}, {false, false, true, false}}; }
+
+TEST(ScheduleSearch, KeepsEachStepsFasterOption) {
+  std::string log;
+  int calls = 0;
+  const auto counted = [&](const std::vector<StepChoice>& c) {
+    ++calls;
+    return scripted(c);
+  };
+  const std::vector<StepChoice> chosen = runtime::cpu::search_schedule(heuristic(), space(), 40, counted, log);
+  EXPECT_TRUE(chosen[0].parallel);
+  EXPECT_FALSE(chosen[1].parallel);
+  EXPECT_TRUE(chosen[2].matmul_through_aten);
+  EXPECT_FALSE(chosen[3].parallel || chosen[3].matmul_through_aten);
+  EXPECT_LE(calls, 40) << log;
+  EXPECT_NE(log.find("step 2: matmul through ATen 500 us, OpenBLAS 900 us"), std::string::npos) << log;
+}
+
+TEST(ScheduleSearch, TooFewCallsKeepsTheHeuristic) {
+  std::string log;
+  int calls = 0;
+  const auto counted = [&](const std::vector<StepChoice>& c) {
+    ++calls;
+    return scripted(c);
+  };
+  const std::vector<StepChoice> chosen = runtime::cpu::search_schedule(heuristic(), space(), 10, counted, log);
+  EXPECT_TRUE(chosen[1].parallel);
+  EXPECT_EQ(calls, 0);
+  EXPECT_NE(log.find("too few"), std::string::npos) << log;
+}
+
+// Each step is faster the other way when timed in its own configuration, but the mixed schedule
+// is slower as a whole (steps that share the pool's workers): the heuristic stays.
+TEST(ScheduleSearch, WholeCallsMustNotGetSlower) {
+  const auto interacting = [](const std::vector<StepChoice>& c) {
+    TimedCall t = scripted(c);
+    if (c[0].parallel && !c[1].parallel) t.total_us += 10000;  // the mix costs more than it saves
+    return t;
+  };
+  std::string log;
+  const std::vector<StepChoice> chosen = runtime::cpu::search_schedule(heuristic(), space(), 40, interacting, log);
+  EXPECT_FALSE(chosen[0].parallel);
+  EXPECT_TRUE(chosen[1].parallel);
+  EXPECT_NE(log.find("heuristics"), std::string::npos) << log;
+}
+
+TEST(ScheduleSearch, EntriesRoundTripAndDamagedOnesAreIgnored) {
+  const std::string path = (std::filesystem::temp_directory_path() / "luminal-search-test" / "entry.txt").string();
+  const std::vector<StepChoice> stored = {{true, false}, {false, true}, {false, false}};
+  runtime::cpu::store_choices(path, stored);
+  std::vector<StepChoice> loaded;
+  ASSERT_TRUE(runtime::cpu::load_choices(path, 3, loaded));
+  for (size_t s = 0; s < 3; ++s) {
+    EXPECT_EQ(loaded[s].parallel, stored[s].parallel);
+    EXPECT_EQ(loaded[s].matmul_through_aten, stored[s].matmul_through_aten);
+  }
+  EXPECT_FALSE(runtime::cpu::load_choices(path, 4, loaded));  // another program's step count
+  std::ofstream(path) << "1 0\nx\n";
+  EXPECT_FALSE(runtime::cpu::load_choices(path, 2, loaded));
+  EXPECT_FALSE(runtime::cpu::load_choices(path + ".missing", 2, loaded));
+}
+
+// A softmax big enough to split, plus an accumulating scatter into the caller's buffer, searched:
+// the results equal the reference's, the caller's buffer receives exactly one update however
+// many calls the search timed, and a second executable reads the choices back from the cache.
+TEST(ScheduleSearch, SearchedExecutableMatchesAndWritesTheCallerOnce) {
+  const std::string cache = (std::filesystem::temp_directory_path() / "luminal-search-cache").string();
+  std::filesystem::remove_all(cache);
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {64, 1024});
+  auto e = b.unary(Op::Exp, x);
+  b.output(b.binary(Op::Div, e, viewed(b.reduce(Op::SumReduce, e, 1), ir::View({64, 1024}, {1, 0}, 0))));
+  auto counts = b.input("counts", DType::F32, {4});
+  auto index = b.input("index", DType::I64, {3});
+  auto ones = b.constant(1.0, DType::F32, {3});
+  b.output(b.scatter(counts, index, ones, 0, true));
+  std::mt19937 rng(3);
+  const HostTensor input = random_tensor(DType::F32, {64, 1024}, rng);
+  const HostTensor indices = HostTensor::of<int64_t>(DType::I64, {3}, {1, 1, 3});
+  std::vector<HostTensor> reference_inputs = {input, HostTensor::zeros(DType::F32, {4}), indices};
+  const auto expected = run_executable(*compile_reference(b.graph), b.graph, reference_inputs);
+
+  runtime::CompileOptions options;
+  options.search_iterations = 40;
+  options.cache_dir = cache;
+  options.debug_dir = cache + "/debug";
+  for (int process = 0; process < 2; ++process) {
+    auto executable = compile_cpu(b.graph, {}, options);
+    HostTensor counts_buffer = HostTensor::zeros(DType::F32, {4});
+    HostTensor out = HostTensor::zeros(DType::F32, {64, 1024});
+    HostTensor x_copy = input, index_copy = indices;
+    executable->run({x_copy.ref(), counts_buffer.ref(), index_copy.ref()}, {out.ref(), counts_buffer.ref()}, {});
+    expect_same(out, expected[0], 1e-6, "softmax after the search");
+    EXPECT_EQ(counts_buffer.values<float>(), (std::vector<float>{0, 2, 0, 1})) << "the caller's buffer updated once";
+  }
+  std::ifstream log_file(cache + "/debug/search_log.txt");
+  const std::string log((std::istreambuf_iterator<char>(log_file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(log.find("search: heuristic"), std::string::npos) << log;
+  EXPECT_NE(log.find("search: choices from"), std::string::npos) << log;  // the second executable's
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(cache + "/search"), {}), 1);
+}
+
+// A cache written at the position a counter holds, the counter advanced: both updated in the
+// caller's buffers (outputs passed as the inputs themselves). Every call the search times must
+// start from the caller's values; a counter advanced by the earlier timed calls would write past
+// the cache (the bench found this on a StaticCache prefill).
+TEST(ScheduleSearch, TimedCallsStartFromTheCallersState) {
+  const std::string cache = (std::filesystem::temp_directory_path() / "luminal-search-state").string();
+  std::filesystem::remove_all(cache);
+  IrTestBuilder b;
+  auto rows = b.input("rows", DType::F32, {4, 2});
+  auto counter = b.input("counter", DType::I64, {1});
+  auto index = viewed(counter, ir::View({1, 2}, {0, 0}, 0));
+  b.output(b.scatter(rows, index, b.constant(7.0, DType::F32, {1, 2}), 0, false));
+  b.output(b.binary(Op::Add, counter, b.constant(ir::Scalar::of_int(1), DType::I64, {1})));
+  auto wide = b.input("wide", DType::F32, {64, 1024});  // a kernel worth splitting: the search runs
+  b.output(b.unary(Op::Exp, wide));
+  runtime::CompileOptions options;
+  options.search_iterations = 40;
+  options.cache_dir = cache;
+  options.debug_dir = cache + "/debug";
+  auto executable = compile_cpu(b.graph, {}, options);
+  HostTensor state = HostTensor::zeros(DType::F32, {4, 2});
+  HostTensor position = HostTensor::of<int64_t>(DType::I64, {1}, {3});
+  HostTensor input = HostTensor::zeros(DType::F32, {64, 1024}), exp = HostTensor::zeros(DType::F32, {64, 1024});
+  executable->run({state.ref(), position.ref(), input.ref()}, {state.ref(), position.ref(), exp.ref()}, {});
+  std::ifstream log(cache + "/debug/search_log.txt");
+  EXPECT_NE(std::string(std::istreambuf_iterator<char>(log), {}).find("search: heuristic"), std::string::npos);
+  EXPECT_EQ(state.values<float>(), (std::vector<float>{0, 0, 0, 0, 0, 0, 7, 7}));
+  EXPECT_EQ(position.values<int64_t>(), std::vector<int64_t>{4});
+}
+
+}  // namespace
+}  // namespace luminal::testing

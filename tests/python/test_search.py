@@ -1,0 +1,51 @@
+"""options={"search_iterations": N}: the cpu runtime times schedules on the first call of each
+shape and keeps the faster one (docs/options.md). Results must equal eager's, the caller's
+tensors must be written once however many calls the search timed, and the choices must be cached
+so that a second compile of the same model searches nothing."""
+
+from __future__ import annotations
+
+import torch
+
+from conftest import CountingBackend, assert_close
+
+
+class Step(torch.nn.Module):
+    """A layer big enough for kernels worth splitting, and a counter updated in place (as a
+    StaticCache's rows are)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(256, 512)
+
+    def forward(self, x, counts, positions):
+        counts.index_add_(0, positions, torch.ones_like(positions, dtype=counts.dtype))
+        return torch.softmax(self.linear(x).relu(), dim=-1)
+
+
+def run_once(model, cache_dir, debug_dir):
+    backend = CountingBackend({"search_iterations": 40, "cache_dir": str(cache_dir), "debug_dir": str(debug_dir)})
+    compiled = torch.compile(model, backend=backend, fullgraph=True)
+    x = torch.randn(64, 256, generator=torch.Generator().manual_seed(0))
+    counts = torch.zeros(4)
+    positions = torch.tensor([1, 1, 3])
+    with torch.no_grad():
+        out = compiled(x, counts, positions)
+        expected_counts = torch.zeros(4)
+        expected = model(x, expected_counts, positions)
+    assert_close(out, expected)
+    assert torch.equal(counts, expected_counts), "the search's timed calls must not touch the caller's tensors"
+    return backend
+
+
+def test_search_matches_eager_writes_once_and_is_cached(tmp_path):
+    torch.manual_seed(0)
+    model = Step()
+    run_once(model, tmp_path / "cache", tmp_path / "first")
+    entries = list((tmp_path / "cache" / "search").iterdir())
+    assert len(entries) == 1
+    assert "search: heuristic" in (tmp_path / "first" / "search_log.txt").read_text()
+    torch._dynamo.reset()
+    run_once(model, tmp_path / "cache", tmp_path / "second")
+    assert "search: choices from" in (tmp_path / "second" / "search_log.txt").read_text()
+    assert list((tmp_path / "cache" / "search").iterdir()) == entries
