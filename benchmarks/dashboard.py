@@ -103,7 +103,7 @@ def _ttft_section(conn: sqlite3.Connection, out: Path) -> str:
                      "this run measured: its times are inflated by contention (see the table's noise row).</p>")
     for config, paths in render.by_config(rows).items():
         parts.append(f"<h3>{html.escape(config)}</h3>")
-        parts.append(_table(render.TABLE_HEADER, render.table_rows(paths)))
+        parts.append(_table(render.table_header(paths), render.table_rows(paths)))
         for path in render.PATH_ORDER:
             row = paths.get(path)
             if row and row.get("error"):

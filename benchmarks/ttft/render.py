@@ -11,8 +11,11 @@ from typing import Any
 
 from benchmarks.common import db
 
-PATH_ORDER = ("eager", "inductor", "luminal")
-PATH_COLORS = {"eager": "#8c8c8c", "inductor": "#4c78a8", "luminal": "#f58518"}
+PATH_ORDER = ("eager", "inductor", "luminal", "luminal_search")
+PATH_COLORS = {"eager": "#8c8c8c", "inductor": "#4c78a8", "luminal": "#f58518", "luminal_search": "#e45756"}
+# luminal with its schedule search (search_iterations): a column of its own, only in runs that
+# asked for the path (run.py --paths ... luminal_search).
+SEARCH = "luminal_search"
 
 # (column, label, lower is better). The table's rows, the chart's panels and the dashboard's history.
 METRICS = [
@@ -65,32 +68,36 @@ def fmt_x(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}x"
 
 
+def table_header(paths: dict[str, dict[str, Any]]) -> list[str]:
+    header = ["metric", "eager", "inductor", "luminal"] + ([SEARCH] if SEARCH in paths else [])
+    header += ["inductor vs eager", "luminal vs eager", "luminal vs inductor"]
+    return header + (["search vs luminal", "search vs inductor"] if SEARCH in paths else [])
+
+
 def table_rows(paths: dict[str, dict[str, Any]]) -> list[list[str]]:
     """Rows of the side-by-side table for one config: metric, each path, then the speedup columns."""
-    eager, inductor, luminal = (paths.get(p) for p in PATH_ORDER)
+    eager, inductor, luminal = (paths.get(p) for p in PATH_ORDER[:3])
+    shown = [eager, inductor, luminal] + ([paths[SEARCH]] if SEARCH in paths else [])
+    pairs = [(inductor, eager), (luminal, eager), (luminal, inductor)]
+    if SEARCH in paths:
+        pairs += [(paths[SEARCH], luminal), (paths[SEARCH], inductor)]
     rows = []
     for metric, label, lower in METRICS:
-        cells = [label] + [fmt(p.get(metric)) if p else "–" for p in (eager, inductor, luminal)]
-        cells += [
-            fmt_x(speedup(inductor, eager, metric, lower)),
-            fmt_x(speedup(luminal, eager, metric, lower)),
-            fmt_x(speedup(luminal, inductor, metric, lower)),
-        ]
+        cells = [label] + [fmt(p.get(metric)) if p else "–" for p in shown]
+        cells += [fmt_x(speedup(row, base, metric, lower)) for row, base in pairs]
         rows.append(cells)
+
     def without_speedups(metric: str, label: str) -> list[str]:
-        return [label] + [fmt(p.get(metric)) if p else "–" for p in (eager, inductor, luminal)] + ["", "", ""]
+        return [label] + [fmt(p.get(metric)) if p else "–" for p in shown] + [""] * len(pairs)
 
     for metric, label in COUNT_ROWS:
-        if any(p and p.get(metric) is not None for p in (eager, inductor, luminal)):
+        if any(p and p.get(metric) is not None for p in shown):
             rows.append(without_speedups(metric, label))
     rows.append(without_speedups(*NOISE))
     match = ["greedy tokens = eager's", "(reference)"]
-    match += [{None: "–", 1: "yes", 0: "NO"}[p.get("tokens_match_eager")] if p else "–" for p in (inductor, luminal)]
-    rows.append(match + ["", "", ""])
+    match += [{None: "–", 1: "yes", 0: "NO"}[p.get("tokens_match_eager")] if p else "–" for p in shown[1:]]
+    rows.append(match + [""] * len(pairs))
     return rows
-
-
-TABLE_HEADER = ["metric", "eager", "inductor", "luminal", "inductor vs eager", "luminal vs eager", "luminal vs inductor"]
 
 
 def markdown(run: dict[str, Any], rows: list[dict[str, Any]]) -> str:
@@ -121,8 +128,8 @@ def markdown(run: dict[str, Any], rows: list[dict[str, Any]]) -> str:
             f"{work}, {fmt(any_row.get('iters'))} iterations after {fmt(any_row.get('warmups'))} warmups; medians"
             + ("; compiled with dynamic=None (automatic dynamic)." if any_row.get("automatic_dynamic") else "."),
             "",
-            "| " + " | ".join(TABLE_HEADER) + " |",
-            "|" + "---|" * len(TABLE_HEADER),
+            "| " + " | ".join(table_header(paths)) + " |",
+            "|" + "---|" * len(table_header(paths)),
         ]
         lines += ["| " + " | ".join(cells) + " |" for cells in table_rows(paths)]
         for path in PATH_ORDER:
@@ -151,12 +158,13 @@ def write_png(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     configs = by_config(rows)
+    present = [p for p in PATH_ORDER if any(p in paths for paths in configs.values())]
     fig, axes = plt.subplots(1, len(CHART_METRICS), figsize=(4.2 * len(CHART_METRICS), 4.2), squeeze=False)
-    width = 0.8 / len(PATH_ORDER)
+    width = 0.8 / len(present)
     labels = dict((m, label) for m, label, _ in METRICS)
     for ax, metric in zip(axes[0], CHART_METRICS):
         values = [r[metric] for paths in configs.values() for r in paths.values() if r.get(metric)]
-        for i, path_name in enumerate(PATH_ORDER):
+        for i, path_name in enumerate(present):
             for x, paths in enumerate(configs.values()):
                 row = paths.get(path_name)
                 pos = x - 0.4 + width * (i + 0.5)
@@ -174,8 +182,8 @@ def write_png(rows: list[dict[str, Any]], path: Path, title: str) -> None:
         ax.set_xticks(range(len(configs)), list(configs), rotation=20, ha="right", fontsize=8)
         ax.set_title(labels[metric], fontsize=9)
         ax.grid(axis="y", alpha=0.3)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=PATH_COLORS[p]) for p in PATH_ORDER]
-    fig.legend(handles, PATH_ORDER, loc="upper right", ncol=3, fontsize=8)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=PATH_COLORS[p]) for p in present]
+    fig.legend(handles, present, loc="upper right", ncol=len(present), fontsize=8)
     fig.suptitle(title, fontsize=10, x=0.01, ha="left")
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     fig.savefig(path, dpi=110)

@@ -24,7 +24,8 @@ from benchmarks.ttft import render  # noqa: E402
 from benchmarks.ttft.configs import CONFIGS_FILE, ConfigError, load_configs, select  # noqa: E402
 
 PATHS_DIR = Path(__file__).with_name("paths")
-PATHS = ("eager", "inductor", "luminal")
+PATHS = ("eager", "inductor", "luminal", "luminal_search")
+DEFAULT_PATHS = ("eager", "inductor", "luminal")  # luminal_search only when asked for
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 
 
@@ -38,7 +39,8 @@ def check_paths(names: list[str]) -> list[str]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", nargs="+", default=["llama-membound-f32"], help="config names (configs.toml)")
-    parser.add_argument("--paths", nargs="+", default=list(PATHS), help=f"any of {', '.join(PATHS)}")
+    parser.add_argument("--paths", nargs="+", default=list(DEFAULT_PATHS),
+                        help=f"any of {', '.join(PATHS)} (default: {' '.join(DEFAULT_PATHS)})")
     parser.add_argument("--iters", type=int, help="measured iterations (default: each config's, 10)")
     parser.add_argument("--warmups", type=int, help="untimed iterations first (default: each config's, 2)")
     parser.add_argument("--decode-tokens", type=int, help="greedy decode steps per iteration (default: config's)")

@@ -66,9 +66,10 @@ def test_tiny_config_through_all_paths(tmp_path):
 
 
 def test_encoder_config_times_one_forward(tmp_path):
+    """Also the luminal_search path (the schedule search on): its own column and speedups."""
     db_path, out = tmp_path / "bench.db", tmp_path / "out"
-    proc = run_bench("--configs", "tiny-bert", "--paths", "eager", "luminal", "--db", str(db_path), "--out", str(out),
-                     "--timeout", "300")
+    proc = run_bench("--configs", "tiny-bert", "--paths", "eager", "luminal", "luminal_search", "--db", str(db_path),
+                     "--out", str(out), "--timeout", "300")
     assert proc.returncode == 0, proc.stderr[-3000:]
     conn = sqlite3.connect(db_path)
     conn.row_factory = sqlite3.Row
@@ -79,7 +80,10 @@ def test_encoder_config_times_one_forward(tmp_path):
         assert row["tpot_ms"] is None and row["ttft_seq_ms"] is None
         assert len(json.loads(row["tokens"])) == 8  # an argmax id per prompt position
     assert rows["luminal"]["tokens_match_eager"] == 1
-    assert "encoder: one forward" in (out / "ttft_latest.md").read_text()
+    assert rows["luminal_search"]["tokens_match_eager"] == 1
+    table = (out / "ttft_latest.md").read_text()
+    assert "encoder: one forward" in table
+    assert "| metric | eager | inductor | luminal | luminal_search |" in table and "search vs luminal" in table
 
 
 def test_timed_out_path_is_an_error_row(tmp_path):

@@ -19,10 +19,10 @@ from benchmarks.ttft.measure import main  # noqa: E402
 COMPILED = []  # every CompiledModel the backend returned
 
 
-def prepare(model, args):
+def prepare(model, args, search_iterations: int = 0):
     import luminal
 
-    options = {"num_threads": args.threads}
+    options = {"num_threads": args.threads, "search_iterations": search_iterations}
     if args.cache_dir:
         options["cache_dir"] = args.cache_dir
 
