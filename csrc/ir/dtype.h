@@ -30,6 +30,7 @@ const char* dtype_name(DType t);
 bool is_floating(DType t);
 bool is_integral(DType t);  // integers, not bool
 inline bool is_bool(DType t) { return t == DType::Bool; }
+inline bool is_half(DType t) { return t == DType::F16 || t == DType::BF16; }
 // The dtype CumSum keeps its running sum in (ops.def), torch's CPU at::acc_type: f64 for f32
 // and f64, f32 for f16 and bf16, i64 for integers. The reference runtime and both emitters
 // read it here so that they add in the same type in the same order.

@@ -1,6 +1,6 @@
 #include "passes/legalize_matmul.h"
 
-#include <vector>
+#include <algorithm>
 
 namespace luminal::passes {
 
@@ -15,13 +15,15 @@ bool is_gemv(const ir::Node& matmul) {
   return is_one(matmul.shape[rank - 2]) && (is_one(k) || (is_one(a.strides()[rank - 1]) && is_one(b.strides()[rank - 2])));
 }
 
-ir::Graph legalize_matmul(ir::Graph graph) {
+ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half) {
   ir::Graph out;
   std::vector<ir::NodeId> renumber(graph.size(), -1);
   for (size_t i = 0; i < graph.size(); ++i) {
     ir::Node node = graph.node(static_cast<ir::NodeId>(i));
     for (ir::TensorRef& in : node.inputs) in.node = renumber[in.node];
-    if (node.op != ir::Op::Matmul || (node.dtype != ir::DType::F16 && node.dtype != ir::DType::BF16) || is_gemv(node)) {
+    const bool native = std::find(native_half.begin(), native_half.end(), node.dtype) != native_half.end();
+    if (node.op != ir::Op::Matmul || (node.dtype != ir::DType::F16 && node.dtype != ir::DType::BF16) || is_gemv(node) ||
+        native) {
       renumber[i] = out.add(std::move(node));
       continue;
     }

@@ -1,10 +1,13 @@
 // f16/bf16 Matmul -> Cast to f32, an f32 Matmul, Cast back: torch's CPU matmul accumulates half
 // types in float and rounds once, and BLAS is f32. The casts are ordinary elementwise nodes that
 // fusion folds into their neighbours. GEMVs stay in their dtype: the GEMV pattern kernel
-// widens in registers, where a Cast node would copy the whole weight on every decode step.
-// Needs: a verified graph. Guarantees: every Matmul is f32, f64, an integer type, bool, or an
-// f16/bf16 one for which is_gemv holds.
+// widens in registers, where a Cast node would copy the whole weight on every decode step. So
+// do the dtypes in `native_half` (a runtime with a GEMM for them, which also rounds once).
+// Needs: a verified graph. Guarantees: every Matmul is f32, f64, an integer type, bool, of a
+// dtype in `native_half`, or an f16/bf16 one for which is_gemv holds.
 #pragma once
+
+#include <vector>
 
 #include "ir/graph.h"
 
@@ -14,6 +17,6 @@ namespace luminal::passes {
 // M = 1, and both operands read K with unit stride (a Linear's weight is [N, K] row-major).
 bool is_gemv(const ir::Node& matmul);
 
-ir::Graph legalize_matmul(ir::Graph graph);
+ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half);
 
 }  // namespace luminal::passes

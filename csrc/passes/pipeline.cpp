@@ -23,7 +23,7 @@ KernelPlan plan_kernels(ir::Graph g, PassContext& cx) {
   g = eliminate_dead_code(std::move(g));
   ir::verify(g);
   dump(cx, step++, "dead_code", ir::to_text(g));
-  g = legalize_matmul(std::move(g));
+  g = legalize_matmul(std::move(g), cx.native_half_matmuls);
   ir::verify(g);
   dump(cx, step++, "legalize_matmul", ir::to_text(g));
   Partition partition = fuse(g, cx);

@@ -14,6 +14,11 @@ void set_aten_call_executor(const AtenCallExecutor* executor) { g_executor.store
 
 bool has_aten_call_executor() { return g_executor.load() != nullptr; }
 
+bool aten_has_native_half_matmul(ir::DType dtype) {
+  const AtenCallExecutor* executor = g_executor.load();
+  return executor != nullptr && executor->has_native_half_matmul(dtype);
+}
+
 void run_aten_call(const ir::AtenCall& call, const std::vector<BufferRef>& inputs, const ir::SymbolBindings& bindings,
                    const BufferRef& output) {
   const AtenCallExecutor* executor = g_executor.load();

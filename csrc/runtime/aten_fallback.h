@@ -22,11 +22,16 @@ class AtenCallExecutor {
   // contiguous, of the node's dtype and of the shape the program declared for this result.
   virtual void run(const ir::AtenCall& call, const std::vector<BufferRef>& inputs, const ir::SymbolBindings& bindings,
                    const BufferRef& output) const = 0;
+  // Whether ATen's matmul in this f16/bf16 dtype runs on the CPU's own half-precision dot
+  // products (oneDNN with AVX512-BF16/FP16 or AMX): then it is faster than widening to f32.
+  virtual bool has_native_half_matmul(ir::DType dtype) const = 0;
 };
 
 // Installs the process-wide executor (not owned; it must outlive every compiled model).
 void set_aten_call_executor(const AtenCallExecutor* executor);
 bool has_aten_call_executor();
+// False without an executor.
+bool aten_has_native_half_matmul(ir::DType dtype);
 
 void run_aten_call(const ir::AtenCall& call, const std::vector<BufferRef>& inputs, const ir::SymbolBindings& bindings,
                    const BufferRef& output);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <random>
 
 #include "common/error.h"
 #include "cpu_test_util.h"
@@ -35,6 +36,7 @@ class FakeExecutor final : public runtime::AtenCallExecutor {
         dst[i * output.strides[0] + j * output.strides[1]] =
             10 * src[i * in.strides[0] + j * in.strides[1]] + static_cast<float>(s0);
   }
+  bool has_native_half_matmul(ir::DType) const override { return false; }
 };
 
 // x [s0, 3] -> fake(x.t() + 1) [3, s0] -> * 2
@@ -99,6 +101,63 @@ TEST_P(AtenCallSeam, NoExecutorIsUnsupportedNotACrash) {
     EXPECT_NE(std::string(e.what()).find("aten::fake.default runs through the ATen fallback, which needs"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// Stands in for ATen's matmul on a CPU with bf16 dot products: 2-D products of half inputs,
+// accumulated in float and rounded once, read through the strides it is given.
+class HalfMatmulExecutor final : public runtime::AtenCallExecutor {
+ public:
+  mutable std::vector<DType> seen_dtypes;
+
+  void run(const ir::AtenCall& call, const std::vector<runtime::BufferRef>& inputs, const ir::SymbolBindings&,
+           const runtime::BufferRef& output) const override {
+    EXPECT_EQ(call.full_name(), "aten::matmul.default");
+    const runtime::BufferRef& a = inputs.at(0);
+    const runtime::BufferRef& b = inputs.at(1);
+    seen_dtypes.push_back(a.dtype);
+    const auto read = [](const runtime::BufferRef& t, int64_t i, int64_t j) {
+      const uint16_t bits = static_cast<const uint16_t*>(t.data)[i * t.strides[0] + j * t.strides[1]];
+      return t.dtype == DType::BF16 ? bf16_to_float(bits) : half_to_float(bits);
+    };
+    auto* out = static_cast<uint16_t*>(output.data);
+    for (int64_t i = 0; i < output.sizes[0]; ++i)
+      for (int64_t j = 0; j < output.sizes[1]; ++j) {
+        float sum = 0;
+        for (int64_t k = 0; k < a.sizes[1]; ++k) sum += read(a, i, k) * read(b, k, j);
+        out[i * output.sizes[1] + j] = output.dtype == DType::BF16 ? float_to_bf16(sum) : float_to_half(sum);
+      }
+  }
+  bool has_native_half_matmul(DType dtype) const override { return dtype == DType::BF16; }
+};
+
+// x [5, 8] @ w.t(), w [3, 8]: a Linear's prefill GEMM.
+ir::Graph half_linear(DType dtype) {
+  IrTestBuilder b;
+  TensorRef x = b.input("x", dtype, {Expr(int64_t{5}), Expr(int64_t{8})});
+  TensorRef w = b.input("w", dtype, {Expr(int64_t{3}), Expr(int64_t{8})});
+  b.output(b.matmul(x, viewed(w, w.view.permute({1, 0}))));
+  return b.graph;
+}
+
+class HalfMatmul : public ::testing::Test {
+ protected:
+  void TearDown() override { runtime::set_aten_call_executor(nullptr); }
+};
+
+TEST_F(HalfMatmul, StaysInItsDtypeWhereAtenComputesItNatively) {
+  HalfMatmulExecutor executor;
+  runtime::set_aten_call_executor(&executor);
+  std::mt19937 rng(7);
+  for (DType dtype : {DType::BF16, DType::F16}) {
+    executor.seen_dtypes.clear();
+    const ir::Graph graph = half_linear(dtype);
+    expect_matches_reference(graph, {random_tensor(dtype, {5, 8}, rng), random_tensor(dtype, {3, 8}, rng)},
+                             ir::dtype_name(dtype));
+    // bf16 reaches the executor unwidened and once; f16, which this CPU lacks, is widened to f32
+    // for BLAS and never reaches it.
+    EXPECT_EQ(executor.seen_dtypes, dtype == DType::BF16 ? std::vector<DType>{DType::BF16} : std::vector<DType>{})
+        << ir::dtype_name(dtype);
   }
 }
 

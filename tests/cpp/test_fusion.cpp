@@ -358,7 +358,7 @@ TEST(Fusion, HalfGemmWidensTheWeightInStorageOrder) {
   auto x = b.input("x", DType::BF16, {5, 64});
   auto w = b.weight("w", DType::BF16, {48, 64});
   b.output(b.matmul(x, viewed(w, w.view.permute({1, 0}))));
-  const ir::Graph legal = passes::legalize_matmul(b.graph);
+  const ir::Graph legal = passes::legalize_matmul(b.graph, {});
   int casts = 0;
   for (size_t i = 0; i < legal.size(); ++i) {
     const ir::Node& node = legal.node(static_cast<ir::NodeId>(i));

@@ -44,3 +44,21 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_linalg(case):
     run_case(case)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_half_gemm_stays_half_where_the_cpu_has_half_dot_products(tmp_path, dtype):
+    """On a CPU with bf16 (f16) dot products, ATen's oneDNN GEMM is several times faster than
+    widening to f32 for BLAS, so a prefill's half GEMM runs there in its dtype; elsewhere it is
+    widened. Either way it matches eager."""
+    feature = "bf16" if dtype == torch.bfloat16 else "fp16"
+    cpu = torch._C._cpu._get_cpu_capability()
+    native = bool(cpu.get(f"avx512_{feature}") or cpu.get(f"amx_{feature}"))
+    linear = torch.nn.Linear(64, 48).to(dtype)
+    x = torch.randn(8, 64, dtype=dtype)
+    compiled = torch.compile(linear, backend="luminal", options={"debug_dir": str(tmp_path)})
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), linear(x), atol=2e-2, rtol=2e-2)
+    gemms = [line for line in (tmp_path / "cpu_stats.txt").read_text().splitlines() if line.startswith("gemm")]
+    name = "bf16" if dtype == torch.bfloat16 else "f16"
+    assert gemms and all((f"(ATen, {name})" in line) == native for line in gemms), (native, gemms)

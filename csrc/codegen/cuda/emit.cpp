@@ -16,10 +16,9 @@ using cpp::expr_text;
 using cpp::symbol_var;
 using ir::DType;
 using ir::Expr;
+using ir::is_half;
 
 constexpr int kBlockThreads = 256;
-
-bool is_half(DType t) { return t == DType::F16 || t == DType::BF16; }
 
 // Whether identifier `name` occurs in `text` as a whole identifier.
 bool mentions(const std::string& text, const std::string& name) {

@@ -1,6 +1,7 @@
 #include "runtime/aten_fallback/c10_dispatch.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/cpu/Utils.h>
 #include <ATen/ops/from_blob.h>
 #include <c10/core/InferenceMode.h>
 
@@ -136,6 +137,19 @@ class C10DispatchExecutor final : public AtenCallExecutor {
       e.add_context(call.full_name() + " (ATen fallback)");
       throw;
     }
+  }
+
+  bool has_native_half_matmul(ir::DType dtype) const override {
+    // The instructions oneDNN's half-precision GEMMs need; without them torch emulates (slower
+    // than widening to f32 ourselves).
+    static const std::unordered_map<std::string, c10::IValue> cpu = at::cpu::get_cpu_capabilities();
+    const auto has = [&](const char* feature) {
+      const auto it = cpu.find(feature);
+      return it != cpu.end() && it->second.isBool() && it->second.toBool();
+    };
+    if (dtype == ir::DType::BF16) return has("avx512_bf16") || has("amx_bf16");
+    if (dtype == ir::DType::F16) return has("avx512_fp16") || has("amx_fp16");
+    return false;
   }
 
  private:

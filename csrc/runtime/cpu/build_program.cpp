@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "passes/legalize_matmul.h"
 #include "passes/pipeline.h"
+#include "runtime/aten_fallback.h"
 
 namespace luminal::runtime::cpu {
 
@@ -84,6 +85,8 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   passes::PassContext cx;
   cx.debug_dir = options.debug_dir;
   cx.attention_kernels = true;
+  for (ir::DType half : {ir::DType::BF16, ir::DType::F16})
+    if (aten_has_native_half_matmul(half)) cx.native_half_matmuls.push_back(half);
   passes::KernelPlan plan = passes::plan_kernels(input_graph, cx);
   Program program;
   program.graph = std::move(plan.graph);
@@ -139,7 +142,8 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       step.b = node.inputs[1].view;
       step.slots = {program.slot_of_node[node.inputs[0].node], program.slot_of_node[node.inputs[1].node],
                     arena_slot(group.nodes[0])};
-      step.what = "matmul (BLAS) from " + node.origin;
+      step.what = ir::is_half(node.dtype) ? std::string("matmul (ATen, ") + ir::dtype_name(node.dtype) + ") from " + node.origin
+                                          : "matmul (BLAS) from " + node.origin;
       program.steps.push_back(std::move(step));
       continue;
     }

@@ -142,7 +142,9 @@ struct CpuExecutable::StepPlan {
   std::vector<int64_t> symbols;  // the kernel's symbol arguments
   int64_t items = 0;
   bool parallel = false;             // the work items split across the thread pool
-  bool matmul_through_aten = false;  // a Gemm step through ATen's matmul (the schedule search's pick)
+  // A Gemm step through ATen's matmul: the schedule search's pick, or an f16/bf16 one (which
+  // only ATen computes; see passes::legalize_matmul).
+  bool matmul_through_aten = false;
   StridedLayout a, b, offs;  // Gemm and GroupedGemm steps
   // Scatter steps updating a caller's buffer: the bytes of the copy of that buffer (none when
   // in place) and of the elements written.
@@ -164,6 +166,7 @@ CpuExecutable::StepPlan CpuExecutable::plan_step(const Step& step, const ir::Sym
   auto layout = [&](const ir::View& v) {
     return !gemm || v.rank() == 0 ? StridedLayout{} : strided_layout(v, bindings);
   };
+  plan.matmul_through_aten = step.kind == Step::Kind::Gemm && ir::is_half(step.dtype);
   plan.a = layout(step.a);
   plan.b = layout(step.b);
   plan.offs = layout(step.offs);
@@ -306,8 +309,10 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::searched_plan(std:
     const Step& step = program_.steps[s];
     const StepPlan& sp = plan->steps[s];
     heuristic[s].parallel = sp.parallel;
+    heuristic[s].matmul_through_aten = sp.matmul_through_aten;
     space.splittable[s] = step.kind == Step::Kind::Kernel && !step.late && sp.items > 1;
-    space.aten_matmul[s] = step.kind == Step::Kind::Gemm && !step.late && has_aten_call_executor();
+    space.aten_matmul[s] = step.kind == Step::Kind::Gemm && !step.late && !sp.matmul_through_aten &&
+                           has_aten_call_executor();
     identity << static_cast<int>(step.kind) << " " << step.kernel_name << " " << step.what << "\n";
   }
   for (const auto& [name, value] : bindings) identity << name << "=" << value << "\n";

@@ -35,7 +35,7 @@ struct Step {
   ir::Expr work_per_item;            // elements per item, to decide whether threads pay
   // A scatter kernel (params: out, data, index, src): the Scatter node it computes; else -1.
   ir::NodeId scatter = -1;
-  // Gemm: out = a x b, f32/f64. GroupedGemm: out = the grouped product of a and b with row
+  // Gemm: out = a x b, f32/f64 (BLAS) or f16/bf16 (ATen). GroupedGemm: out = the grouped product of a and b with row
   // groups ending at offs (slots: a, b, offs, out).
   ir::DType dtype = ir::DType::F32;
   ir::View a, b, offs;
