@@ -136,12 +136,8 @@ void translate_ones(NodeArgs& args) { fill(args, args.sym_ints("size"), number(i
 // returns a captured `.item()` through here as a 0-d tensor.
 void translate_scalar_tensor(NodeArgs& args) { fill(args, {}, args.operand("s"), DType::F32); }
 
-// empty's contents are unspecified; zeros are a valid choice and keep runs deterministic.
-void translate_empty_memory_format(NodeArgs& args) {
-  fill(args, args.sym_ints("size"), number(ir::Scalar::of_int(0)), DType::F32);
-}
-void translate_empty_permuted(NodeArgs& args) {
-  fill(args, args.sym_ints("size"), number(ir::Scalar::of_int(0)), DType::F32);
-}
+// empty's contents are unspecified; zeros are a valid choice and keep runs deterministic. The
+// layout hints of empty_permuted and empty_strided change no value (IR values have no layout).
+void translate_empty(NodeArgs& args) { fill(args, args.sym_ints("size"), number(ir::Scalar::of_int(0)), DType::F32); }
 
 }  // namespace luminal::translator

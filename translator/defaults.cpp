@@ -83,6 +83,7 @@ const std::map<std::string, ArgDefaults>& table() {
        {{"padding_idx", integer(-1)}, {"scale_grad_by_freq", boolean(false)}, {"sparse", boolean(false)}}},
       {"aten::empty.memory_format", factory({{"memory_format", none()}})},
       {"aten::empty_permuted.default", factory()},
+      {"aten::empty_strided.default", factory()},
       {"aten::expand.default", {{"implicit", boolean(false)}}},
       {"aten::full.default", factory()},
       {"aten::full_like.default", factory({{"memory_format", none()}})},

@@ -26,6 +26,7 @@ import torch
 
 import luminal
 import luminal.backend
+import luminal.export
 from conftest import CountingBackend
 
 f32, f64, f16, bf16 = torch.float32, torch.float64, torch.float16, torch.bfloat16
@@ -212,7 +213,24 @@ def compile_and_run(fn: Callable[..., Any], flat_inputs: list[torch.Tensor], tar
     return outputs, len(backend.compiled)
 
 
-def run_case(case: Case, dtypes: Sequence[torch.dtype] | None = None) -> None:
+def compile_undecomposed(fn: Callable[..., Any], flat_inputs: list[torch.Tensor], targets: set[str]) -> tuple[Any, int]:
+    """fn(*flat_inputs) exported without run_decompositions() and handed to the core directly: the
+    path of a PT2 archive made elsewhere, for Core ATen overloads that both Python paths decompose
+    before the translator could see them. Returns (outputs, compiles) as compile_and_run does."""
+
+    class Program(torch.nn.Module):
+        def forward(self, *xs):
+            return fn(*xs)
+
+    archive = luminal.export.serialize(torch.export.export(Program(), tuple(flat_inputs)), set())
+    _record_targets(archive, targets)
+    compiled = luminal._C.compile_pt2(archive, luminal._C.cpu_factory_capsule(), {"fallback": "error"}, {})
+    structure = torch.utils._pytree.tree_structure(fn(*flat_inputs))
+    return torch.utils._pytree.tree_unflatten(compiled.run(list(flat_inputs)), structure), 1
+
+
+def run_case(case: Case, dtypes: Sequence[torch.dtype] | None = None,
+             compile: Callable[..., tuple[Any, int]] = compile_and_run) -> None:  # noqa: A002
     """Compiles case.fn over every (dtype, variant) at once and compares with eager."""
     dtypes = [d for d in (dtypes or case.dtypes) if d not in case.gaps]
     groups: list[tuple[str, tuple[torch.Tensor, ...], Any]] = []
@@ -235,7 +253,7 @@ def run_case(case: Case, dtypes: Sequence[torch.dtype] | None = None) -> None:
 
     flat = [t for _, args, _ in groups for t in args]
     targets: set[str] = set()
-    actual, compiles = compile_and_run(packed, flat, targets)
+    actual, compiles = compile(packed, flat, targets)
     assert compiles == 1, f"{case.name}: luminal compiled {compiles} times (expected once: did the backend run?)"
     failures = []
     for (label, _, expected), got in zip(groups, actual):

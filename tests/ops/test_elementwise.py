@@ -130,6 +130,14 @@ SCALAR = [
     Case("clamp_max", lambda x: torch.clamp(x, max=2)),
     Case("clamp_min_method", lambda x: x.clamp_min(0)),
     Case("clamp_max_method", lambda x: x.clamp_max(0)),
+    # The .Scalar overloads by name: dynamo writes `x * 2.5` as mul.Tensor with a wrapped number,
+    # but decompositions in real models (and other exporters) write these.
+    Case("mul_scalar_overload", lambda x: torch.ops.aten.mul.Scalar(x, 2.5)),
+    Case("mul_scalar_overload_int", lambda x: torch.ops.aten.mul.Scalar(x, 3)),
+    Case("sub_scalar_overload", lambda x: torch.ops.aten.sub.Scalar(x, 1.5, alpha=2)),
+    Case("div_scalar_overload", lambda x: torch.ops.aten.div.Scalar(x, 4)),
+    Case("div_scalar_mode_overload", lambda x: torch.ops.aten.div.Scalar_mode(x, -3, rounding_mode="floor")),
+    Case("div_scalar_mode_trunc_overload", lambda x: torch.ops.aten.div.Scalar_mode(x, 2.5, rounding_mode="trunc")),
 ]
 
 TERNARY_VARIANTS = {
