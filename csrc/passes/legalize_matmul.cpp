@@ -22,8 +22,7 @@ ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_
     ir::Node node = graph.node(static_cast<ir::NodeId>(i));
     for (ir::TensorRef& in : node.inputs) in.node = renumber[in.node];
     const bool native = std::find(native_half.begin(), native_half.end(), node.dtype) != native_half.end();
-    if (node.op != ir::Op::Matmul || (node.dtype != ir::DType::F16 && node.dtype != ir::DType::BF16) || is_gemv(node) ||
-        native) {
+    if (node.op != ir::Op::Matmul || !ir::is_half(node.dtype) || is_gemv(node) || native) {
       renumber[i] = out.add(std::move(node));
       continue;
     }
