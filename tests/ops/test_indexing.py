@@ -67,6 +67,7 @@ def assign_columns(x, columns, values):
 
 ROWS = torch.tensor([[0, 2], [1, 1]])
 PUT_CASES = [
+    # A 0-d source broadcast to every indexed position (upstream's scatter panicked on it).
     icase("index_put_rank2_index_scalar_value", lambda x: put(x, (ROWS,), torch.tensor(5))),
     icase("index_put_broadcast_row", lambda x: put(x, (torch.tensor([2, 0]),), torch.arange(4))),
     icase("index_put_none_then_index",
