@@ -27,15 +27,20 @@ TimedCall scripted(const std::vector<StepChoice>& c) {
 }
 
 std::vector<StepChoice> heuristic() { return {{false, false}, {true, false}, {false, false}, {false, false}}; }
+// `scripted`, counting its calls in `calls`.
+runtime::cpu::TimeCall counting_calls(int& calls) {
+  return [&calls](const std::vector<StepChoice>& c) {
+    ++calls;
+    return scripted(c);
+  };
+}
+
 SearchSpace space() { return {{true, true, false, false}, {false, false, true, false}}; }
 
 TEST(ScheduleSearch, KeepsEachStepsFasterOption) {
   std::string log;
   int calls = 0;
-  const auto counted = [&](const std::vector<StepChoice>& c) {
-    ++calls;
-    return scripted(c);
-  };
+  const runtime::cpu::TimeCall counted = counting_calls(calls);
   const std::vector<StepChoice> chosen = runtime::cpu::search_schedule(heuristic(), space(), 40, counted, log);
   EXPECT_TRUE(chosen[0].parallel);
   EXPECT_FALSE(chosen[1].parallel);
@@ -48,10 +53,7 @@ TEST(ScheduleSearch, KeepsEachStepsFasterOption) {
 TEST(ScheduleSearch, TooFewCallsKeepsTheHeuristic) {
   std::string log;
   int calls = 0;
-  const auto counted = [&](const std::vector<StepChoice>& c) {
-    ++calls;
-    return scripted(c);
-  };
+  const runtime::cpu::TimeCall counted = counting_calls(calls);
   const std::vector<StepChoice> chosen = runtime::cpu::search_schedule(heuristic(), space(), 10, counted, log);
   EXPECT_TRUE(chosen[1].parallel);
   EXPECT_EQ(calls, 0);
