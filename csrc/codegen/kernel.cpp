@@ -79,4 +79,20 @@ ir::Expr Kernel::inner_extent() const {
   return domain[inner] * ir::Expr(static_cast<int64_t>(std::max<size_t>(1, reductions.size() + 1)));
 }
 
+std::vector<int64_t> tile_candidates(const Kernel& kernel) {
+  // Both neighbours of the default: half and twice the rows.
+  if (kernel.kind == KernelKind::Gemv) {
+    const ir::Expr& rows = kernel.domain.back();
+    if (rows.is_constant() && rows.constant_value() <= kGemvRows / 2) return {};
+    return {kGemvRows / 2, kGemvRows * 2};
+  }
+  if (kernel.kind == KernelKind::Attention) {
+    // Every tile covers a head of at most half the default's rows in one block.
+    const ir::Expr& rows = kernel.attention.q_len;
+    if (rows.is_constant() && rows.constant_value() <= kAttentionRows / 2) return {};
+    return {kAttentionRows / 2, kAttentionRows * 2};
+  }
+  return {};
+}
+
 }  // namespace luminal::codegen

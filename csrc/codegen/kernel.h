@@ -131,6 +131,8 @@ struct MatrixOperand {
 // Query rows per block of an item: their scores against the keys (36 x S floats) stay in L2.
 // A multiple of the kernel's 6-row tile.
 inline constexpr int64_t kAttentionRows = 36;
+// Output rows a Gemv computes in one pass over the input vector.
+inline constexpr int64_t kGemvRows = 4;
 struct AttentionSpec {
   ir::Expr q_len, kv_len, head_dim, value_dim;  // L, S, E, Ev
   MatrixOperand q, k, v, bias;                  // [L, E], [S, E], [S, Ev], [L, S]
@@ -151,6 +153,10 @@ struct Kernel {
   AttentionSpec attention;
   ScanSpec scan;
   std::string label;  // what it computes, for comments and debug dumps ("softmax row", ...)
+  // The schedule's tile, 0 for the kind's default: a Gemv's rows per pass (kGemvRows), an
+  // Attention's query rows per block (kAttentionRows). The schedule search times the others
+  // tile_candidates offers.
+  int64_t tile = 0;
 
   int add_value(Value v) {
     values.push_back(std::move(v));
@@ -166,5 +172,11 @@ struct Kernel {
   // Elements touched per work item, for deciding whether splitting across threads pays.
   ir::Expr inner_extent() const;
 };
+
+// Tiles worth timing besides the default (Kernel::tile), for the kinds that have one: they
+// compute the same values in another order of work, and which is fastest depends on the shapes
+// and the machine (a Gemv's rows per pass trade streams in flight for registers; an Attention
+// block's rows trade key reuse for cache footprint).
+std::vector<int64_t> tile_candidates(const Kernel& kernel);
 
 }  // namespace luminal::codegen

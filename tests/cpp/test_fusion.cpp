@@ -16,6 +16,7 @@
 #include "passes/fusion/fuse.h"
 #include "passes/fusion/legal.h"
 #include "passes/legalize_matmul.h"
+#include "runtime/cpu/build_program.h"
 #include "runtime/cpu/cpu_executable.h"
 
 extern char** environ;
@@ -206,6 +207,93 @@ TEST(Fusion, AttentionWhoseScoresAreReadElsewhereIsNotGrouped) {
                            {random_tensor(DType::F32, {2, 5, 16}, rng), random_tensor(DType::F32, {2, 7, 16}, rng),
                             random_tensor(DType::F32, {2, 7, 16}, rng), random_tensor(DType::F32, {5, 7}, rng)},
                            "attention + scores", 1e-5);
+}
+
+// Every tile the schedule search may pick computes what the default does: the program is built
+// with the search on (so its variants are compiled), then run with each variant in place of the
+// default kernel. Sizes defeat each tile: 37 gemv rows (no multiple of 2, 4 or 8), 41 and 80
+// query rows (partial blocks of 18, 36 and 72), windows starting inside a key strip.
+void expect_every_tile_matches_the_reference(const ir::Graph& graph, const std::vector<HostTensor>& inputs,
+                                             const std::map<std::string, runtime::BufferRef>& weights,
+                                             const std::vector<int64_t>& tiles, double tolerance,
+                                             const std::string& what) {
+  runtime::CompileOptions options;
+  options.search_iterations = 8;
+  options.cache_dir = test_cache_dir();
+  const runtime::cpu::Program program = runtime::cpu::build_program(graph, options);
+  std::vector<HostTensor> reference_inputs = inputs;
+  const auto expected = run_executable(*compile_reference(graph, weights), graph, reference_inputs);
+  int tiled_steps = 0;
+  for (const runtime::cpu::Step& step : program.steps) {
+    if (step.variants.empty()) continue;
+    ++tiled_steps;
+    std::vector<int64_t> found;
+    for (const runtime::cpu::KernelVariant& v : step.variants) found.push_back(v.tile);
+    EXPECT_EQ(found, tiles) << what << ": " << step.what;
+  }
+  ASSERT_EQ(tiled_steps, 1) << what;
+  for (size_t k = 0; k < tiles.size(); ++k) {
+    runtime::cpu::Program variant = program;
+    for (runtime::cpu::Step& step : variant.steps)
+      if (!step.variants.empty()) step.fn = step.variants[k].fn;
+    const runtime::cpu::CpuExecutable executable(std::move(variant), weights, 2);
+    std::vector<HostTensor> variant_inputs = inputs;
+    const auto actual = run_executable(executable, graph, variant_inputs);
+    ASSERT_EQ(actual.size(), expected.size());
+    for (size_t o = 0; o < actual.size(); ++o)
+      expect_same(actual[o], expected[o], tolerance, what + " tile " + std::to_string(tiles[k]));
+  }
+}
+
+TEST(TileVariants, EveryAttentionTileMatchesTheReference) {
+  std::mt19937 rng(13);
+  expect_every_tile_matches_the_reference(
+      attention_graph(3, 41, 43, 20, false),
+      {random_tensor(DType::F32, {3, 41, 20}, rng), random_tensor(DType::F32, {3, 43, 20}, rng),
+       random_tensor(DType::F32, {3, 43, 20}, rng), band_bias(41, 43)},
+      {}, {codegen::kAttentionRows / 2, codegen::kAttentionRows * 2}, 1e-5, "attention 41x43");
+  const int64_t L = 80, S = 120;
+  std::vector<float> values(static_cast<size_t>(L * S), -INFINITY);
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t s = l + 13; s < std::min(S, l + 34); ++s) values[static_cast<size_t>(l * S + s)] = 0.25f * (s % 5);
+  expect_every_tile_matches_the_reference(
+      attention_graph(2, L, S, 24, false),
+      {random_tensor(DType::F32, {2, L, 24}, rng), random_tensor(DType::F32, {2, S, 24}, rng),
+       random_tensor(DType::F32, {2, S, 24}, rng), HostTensor::of<float>(DType::F32, {L, S}, values)},
+      {}, {codegen::kAttentionRows / 2, codegen::kAttentionRows * 2}, 1e-5, "attention windows");
+}
+
+TEST(TileVariants, EveryGemvTileMatchesTheReference) {
+  std::mt19937 rng(17);
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+    IrTestBuilder b;
+    auto x = b.input("x", t, {3, 1, 70});
+    auto w = b.weight("w", t, {37, 70});
+    b.output(b.matmul(x, viewed(w, w.view.permute({1, 0}).unsqueeze(0).expand({3, 70, 37}))));
+    HostTensor weight = random_tensor(t, {37, 70}, rng);
+    expect_every_tile_matches_the_reference(b.graph, {random_tensor(t, {3, 1, 70}, rng)}, {{"w", weight.ref()}},
+                                            {codegen::kGemvRows / 2, codegen::kGemvRows * 2},
+                                            t == DType::F32 ? 1e-5 : 2e-2, std::string("gemv ") + ir::dtype_name(t));
+  }
+}
+
+TEST(TileVariants, OnlyBuiltWhenTheSearchIsOnAndOnlyWhereTheyDiffer) {
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {1, 70});
+  auto w = b.weight("w", DType::F32, {37, 70});
+  auto y = b.matmul(x, viewed(w, w.view.permute({1, 0})));
+  auto one_row = b.weight("one_row", DType::F32, {1, 70});  // a gemv of one output row: no tile to vary
+  auto v = b.weight("v", DType::F32, {70, 37});
+  b.output(b.matmul(y, viewed(v, v.view.permute({1, 0}))));
+  b.output(b.matmul(x, viewed(one_row, one_row.view.permute({1, 0}))));
+  runtime::CompileOptions options;
+  options.cache_dir = test_cache_dir();
+  for (const runtime::cpu::Step& step : runtime::cpu::build_program(b.graph, options).steps)
+    EXPECT_TRUE(step.variants.empty()) << "search off: " << step.what;
+  options.search_iterations = 8;
+  int tiled = 0;
+  for (const runtime::cpu::Step& step : runtime::cpu::build_program(b.graph, options).steps) tiled += !step.variants.empty();
+  EXPECT_EQ(tiled, 2) << "the two gemvs of 37 and 70 rows, not the one of 1 row";
 }
 
 TEST(Fusion, RmsNormWithWeightIsOneRowKernel) {

@@ -17,16 +17,26 @@ using runtime::cpu::StepChoice;
 using runtime::cpu::TimedCall;
 
 // Step times by configuration: step 0 is faster on the pool, step 1 serial (both heuristically
-// the other way), step 2 a matmul faster through ATen, step 3 has no alternative.
+// the other way), step 2 a matmul faster through ATen, step 3 has no alternative, step 4 is a
+// kernel whose second tile variant is the fastest (its first is slower than the default) and
+// step 5 one whose variants are no faster.
 TimedCall scripted(const std::vector<StepChoice>& c) {
   TimedCall t;
-  t.step_us = {c[0].parallel ? 100.0 : 400.0, c[1].parallel ? 300.0 : 50.0, c[2].matmul_through_aten ? 500.0 : 900.0,
-               10.0};
+  t.step_us = {c[0].parallel ? 100.0 : 400.0,
+               c[1].parallel ? 300.0 : 50.0,
+               c[2].matmul_through_aten ? 500.0 : 900.0,
+               10.0,
+               c[4].variant == 1 ? 120.0 : c[4].variant == 0 ? 260.0 : 200.0,
+               c[5].variant == -1 ? 80.0 : 79.0};
   for (double us : t.step_us) t.total_us += us;
   return t;
 }
 
-std::vector<StepChoice> heuristic() { return {{false, false}, {true, false}, {false, false}, {false, false}}; }
+std::vector<StepChoice> heuristic() {
+  std::vector<StepChoice> choices(6);
+  choices[1].parallel = true;
+  return choices;
+}
 // `scripted`, counting its calls in `calls`.
 runtime::cpu::TimeCall counting_calls(int& calls) {
   return [&calls](const std::vector<StepChoice>& c) {
@@ -35,7 +45,9 @@ runtime::cpu::TimeCall counting_calls(int& calls) {
   };
 }
 
-SearchSpace space() { return {{true, true, false, false}, {false, false, true, false}}; }
+SearchSpace space() {
+  return {{true, true, false, false, false, false}, {false, false, true, false, false, false}, {0, 0, 0, 0, 2, 2}};
+}
 
 TEST(ScheduleSearch, KeepsEachStepsFasterOption) {
   std::string log;
@@ -46,8 +58,11 @@ TEST(ScheduleSearch, KeepsEachStepsFasterOption) {
   EXPECT_FALSE(chosen[1].parallel);
   EXPECT_TRUE(chosen[2].matmul_through_aten);
   EXPECT_FALSE(chosen[3].parallel || chosen[3].matmul_through_aten);
+  EXPECT_EQ(chosen[4].variant, 1) << log;
+  EXPECT_EQ(chosen[5].variant, -1) << "1 us faster is noise, not a reason to switch\n" << log;
   EXPECT_LE(calls, 40) << log;
   EXPECT_NE(log.find("step 2: matmul through ATen 500 us, OpenBLAS 900 us"), std::string::npos) << log;
+  EXPECT_NE(log.find("step 4: variant 1 120 us, was 200 us"), std::string::npos) << log;
 }
 
 TEST(ScheduleSearch, TooFewCallsKeepsTheHeuristic) {
@@ -77,18 +92,28 @@ TEST(ScheduleSearch, WholeCallsMustNotGetSlower) {
 
 TEST(ScheduleSearch, EntriesRoundTripAndDamagedOnesAreIgnored) {
   const std::string path = (std::filesystem::temp_directory_path() / "luminal-search-test" / "entry.txt").string();
-  const std::vector<StepChoice> stored = {{true, false}, {false, true}, {false, false}};
+  const std::vector<StepChoice> stored = {{true, false, -1}, {false, true, -1}, {false, false, 1}};
+  const SearchSpace three{{true, false, true}, {false, true, false}, {0, 0, 2}};
   runtime::cpu::store_choices(path, stored);
   std::vector<StepChoice> loaded;
-  ASSERT_TRUE(runtime::cpu::load_choices(path, 3, loaded));
+  ASSERT_TRUE(runtime::cpu::load_choices(path, three, loaded));
   for (size_t s = 0; s < 3; ++s) {
     EXPECT_EQ(loaded[s].parallel, stored[s].parallel);
     EXPECT_EQ(loaded[s].matmul_through_aten, stored[s].matmul_through_aten);
+    EXPECT_EQ(loaded[s].variant, stored[s].variant);
   }
-  EXPECT_FALSE(runtime::cpu::load_choices(path, 4, loaded));  // another program's step count
-  std::ofstream(path) << "1 0\nx\n";
-  EXPECT_FALSE(runtime::cpu::load_choices(path, 2, loaded));
-  EXPECT_FALSE(runtime::cpu::load_choices(path + ".missing", 2, loaded));
+  const SearchSpace four{{true, false, true, true}, {false, true, false, false}, {0, 0, 2, 0}};
+  EXPECT_FALSE(runtime::cpu::load_choices(path, four, loaded));  // another program's step count
+  const SearchSpace fewer_variants{{true, false, true}, {false, true, false}, {0, 0, 1}};
+  EXPECT_FALSE(runtime::cpu::load_choices(path, fewer_variants, loaded));  // a variant the step lacks
+  const SearchSpace two{{true, true}, {false, false}, {0, 0}};
+  std::ofstream(path) << "1 0 -1\nx\n";
+  EXPECT_FALSE(runtime::cpu::load_choices(path, two, loaded));
+  std::ofstream(path) << "1 0 -1\n0 0 -1 7\n";
+  EXPECT_FALSE(runtime::cpu::load_choices(path, two, loaded));
+  std::ofstream(path) << "1 0\n0 0\n";  // the format before tile variants
+  EXPECT_FALSE(runtime::cpu::load_choices(path, two, loaded));
+  EXPECT_FALSE(runtime::cpu::load_choices(path + ".missing", two, loaded));
 }
 
 // A softmax big enough to split, plus an accumulating scatter into the caller's buffer, searched:

@@ -49,3 +49,30 @@ def test_search_matches_eager_writes_once_and_is_cached(tmp_path):
     run_once(model, tmp_path / "cache", tmp_path / "second")
     assert "search: choices from" in (tmp_path / "second" / "search_log.txt").read_text()
     assert list((tmp_path / "cache" / "search").iterdir()) == entries
+
+
+class Decode(torch.nn.Module):
+    """One decode-like step: a GEMV (one row through a Linear) and causal attention over 48 query
+    rows, the two kernels the search tries other tiles of."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(64, 96)
+
+    def forward(self, token, q, k, v):
+        attended = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.proj(token), attended
+
+
+def test_search_times_tile_variants_and_matches_eager(tmp_path):
+    torch.manual_seed(0)
+    model = Decode()
+    backend = CountingBackend({"search_iterations": 40, "cache_dir": str(tmp_path / "cache"), "debug_dir": str(tmp_path)})
+    compiled = torch.compile(model, backend=backend, fullgraph=True)
+    inputs = (torch.randn(1, 64), *(torch.randn(1, 4, 48, 32) for _ in range(3)))
+    with torch.no_grad():
+        out = compiled(*inputs)
+        expected = model(*inputs)
+    for got, want in zip(out, expected):
+        assert_close(got, want)
+    assert "search: tile variants of 2 kernels" in (tmp_path / "search_log.txt").read_text()

@@ -523,17 +523,16 @@ class Emitter {
   }
 
   // ---- gemv ----
-  // Work items are output elements; an item whose row starts a block of kGemvRows inside this
-  // chunk and inside its batch computes the whole block.
+  // Work items are output elements; an item whose row starts a block of the tile's rows
+  // (kGemvRows by default) inside this chunk and inside its batch computes the whole block.
   std::string gemv_body() const {
-    static constexpr int kGemvRows = 4;
     const GemvSpec& g = k_.gemv;
     const DType t = k_.params[2].dtype;
     const char* element = t == DType::F32 ? "lm_f32" : t == DType::BF16 ? "lm_bf16" : "lm_f16";
     INTERNAL_CHECK(t == DType::F32 || t == DType::BF16 || t == DType::F16) << "gemv of " << ir::dtype_name(t);
     const int n_axis = rank_ - 1;
     const std::string n = expr_text(k_.domain[n_axis]);
-    const std::string rows = std::to_string(kGemvRows);
+    const std::string rows = std::to_string(k_.tile > 0 ? k_.tile : kGemvRows);
     std::ostringstream out;
     out << "  const int64_t lm_depth = " << expr_text(g.depth) << ";\n";
     out << "  const int64_t lm_row_stride = " << expr_text(g.w.strides[n_axis]) << ";\n";
@@ -581,7 +580,7 @@ class Emitter {
         << (a.has_bias ? pointer(3, a.bias) : std::string("nullptr")) << ", "
         << (a.has_bias ? strides(a.bias) : std::string("0, 0")) << ",\n        p" << out_param
         << " + lm_p * lm_L * lm_Ev, lm_L, " << expr_text(a.kv_len) << ", " << expr_text(a.head_dim)
-        << ", lm_Ev, (float)" << scale.str() << ", " << kAttentionRows << "))\n";
+        << ", lm_Ev, (float)" << scale.str() << ", " << (k_.tile > 0 ? k_.tile : kAttentionRows) << "))\n";
     out << "      return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n";
     out << "  }\n";
     return out.str();

@@ -115,7 +115,18 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
 
   // Lower every group, in dependency order.
   std::vector<std::string> names, sources;
-  std::map<std::string, std::string> source_of_name;
+  std::set<std::string> named;
+  // The kernel's function name, its source queued for the JIT unless an identical one is.
+  auto add_source = [&](const codegen::Kernel& kernel) {
+    std::string source = codegen::cpp::emit_kernel(kernel, "LUMINAL_KERNEL");
+    const std::string name = "lm_" + content_hash(source).substr(0, 24);
+    if (named.insert(name).second) {
+      source.replace(source.find("LUMINAL_KERNEL"), 14, name);
+      names.push_back(name);
+      sources.push_back(std::move(source));
+    }
+    return name;
+  };
   for (int g : passes::topological_groups(partition)) {
     const passes::Group& group = partition.groups[g];
     if (group.kind == GroupKind::Source) continue;
@@ -180,17 +191,15 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
                                           passes::stored_nodes(graph, partition, g));
       program.fused_nodes += group.nodes.size();
     }
-    const std::string placeholder = codegen::cpp::emit_kernel(lowered.kernel, "LUMINAL_KERNEL");
-    const std::string name = "lm_" + content_hash(placeholder).substr(0, 24);
-    if (!source_of_name.count(name)) {
-      std::string source = placeholder;
-      source.replace(source.find("LUMINAL_KERNEL"), 14, name);
-      source_of_name[name] = source;
-      names.push_back(name);
-      sources.push_back(source);
-    }
     step.kind = Step::Kind::Kernel;
-    step.kernel_name = name;
+    step.kernel_name = add_source(lowered.kernel);
+    if (options.search_iterations > 0) {
+      for (int64_t tile : codegen::tile_candidates(lowered.kernel)) {
+        codegen::Kernel variant = lowered.kernel;
+        variant.tile = tile;
+        step.variants.push_back(KernelVariant{tile, add_source(variant), nullptr});
+      }
+    }
     for (size_t i = 0; i < lowered.param_nodes.size(); ++i) {
       const NodeId node = lowered.param_nodes[i];
       step.slots.push_back(lowered.kernel.params[i].is_output ? arena_slot(node) : program.slot_of_node[node]);
@@ -203,7 +212,10 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     program.steps.push_back(std::move(step));
     ++program.kernel_count;
   }
-  program.unique_kernels = names.size();
+  std::set<std::string> launched;  // not the search's variants
+  for (const Step& step : program.steps)
+    if (step.kind == Step::Kind::Kernel) launched.insert(step.kernel_name);
+  program.unique_kernels = launched.size();
 
   // Liveness of arena slots: from the writing step to the last reading step.
   std::vector<bool> written(program.slots.size(), false);
@@ -239,8 +251,11 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   jit.cache_dir = options.cache_dir;
   jit.debug_dir = options.debug_dir;
   program.library = build_kernels(names, sources, jit, program.jit);
-  for (Step& step : program.steps)
-    if (step.kind == Step::Kind::Kernel) step.fn = program.library->function(step.kernel_name);
+  for (Step& step : program.steps) {
+    if (step.kind != Step::Kind::Kernel) continue;
+    step.fn = program.library->function(step.kernel_name);
+    for (KernelVariant& variant : step.variants) variant.fn = program.library->function(variant.kernel_name);
+  }
 
   std::vector<std::string> symbols;
   for (const ir::Node& node : graph.nodes())

@@ -145,6 +145,7 @@ struct CpuExecutable::StepPlan {
   // A Gemm step through ATen's matmul: the schedule search's pick, or an f16/bf16 one (which
   // only ATen computes; see passes::legalize_matmul).
   bool matmul_through_aten = false;
+  int variant = -1;  // a Kernel step: the variant (Step::variants) the search chose; -1: none
   StridedLayout a, b, offs;  // Gemm and GroupedGemm steps
   // Scatter steps updating a caller's buffer: the bytes of the copy of that buffer (none when
   // in place) and of the elements written.
@@ -300,10 +301,10 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::searched_plan(std:
   }
   const size_t steps = program_.steps.size();
   std::vector<StepChoice> heuristic(steps);
-  SearchSpace space{std::vector<bool>(steps, false), std::vector<bool>(steps, false)};
+  SearchSpace space{std::vector<bool>(steps, false), std::vector<bool>(steps, false), std::vector<int>(steps, 0)};
   // What the result depends on: the machine and its threads, the program's steps, the shapes.
   std::ostringstream identity;
-  identity << "schedule search 1\n" << toolchain_identity() << "\nthreads " << threads_ << " aten "
+  identity << "schedule search 2\n" << toolchain_identity() << "\nthreads " << threads_ << " aten "
            << has_aten_call_executor() << "\n";
   for (size_t s = 0; s < steps; ++s) {
     const Step& step = program_.steps[s];
@@ -313,7 +314,10 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::searched_plan(std:
     space.splittable[s] = step.kind == Step::Kind::Kernel && !step.late && sp.items > 1;
     space.aten_matmul[s] = step.kind == Step::Kind::Gemm && !step.late && !sp.matmul_through_aten &&
                            has_aten_call_executor();
-    identity << static_cast<int>(step.kind) << " " << step.kernel_name << " " << step.what << "\n";
+    space.variants[s] = step.kind == Step::Kind::Kernel && !step.late ? static_cast<int>(step.variants.size()) : 0;
+    identity << static_cast<int>(step.kind) << " " << step.kernel_name << " " << step.what;
+    for (const KernelVariant& variant : step.variants) identity << " " << variant.kernel_name;
+    identity << "\n";
   }
   for (const auto& [name, value] : bindings) identity << name << "=" << value << "\n";
   const std::string cache_dir = search_.cache_dir.empty() ? default_cache_dir() : search_.cache_dir;
@@ -321,7 +325,7 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::searched_plan(std:
 
   std::vector<StepChoice> choices;
   std::string log;
-  if (load_choices(path, steps, choices)) {
+  if (load_choices(path, space, choices)) {
     log = "search: choices from " + path + "\n";
   } else {
     // Scratch outputs, so that the timed calls never write the caller's tensors; an output the
@@ -354,6 +358,7 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::searched_plan(std:
       for (size_t s = 0; s < steps; ++s) {
         trial.steps[s].parallel = trial_choices[s].parallel;
         trial.steps[s].matmul_through_aten = trial_choices[s].matmul_through_aten;
+        trial.steps[s].variant = trial_choices[s].variant;
       }
       late.clear();
       for (const auto& [input, copy] : restored)
@@ -373,6 +378,7 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::searched_plan(std:
   for (size_t s = 0; s < steps; ++s) {
     searched->steps[s].parallel = choices[s].parallel;
     searched->steps[s].matmul_through_aten = choices[s].matmul_through_aten;
+    searched->steps[s].variant = choices[s].variant;
   }
   searched->searched = true;
   std::lock_guard<std::mutex> lock(mutex_);
@@ -610,7 +616,7 @@ void CpuExecutable::run_step(size_t index, const StepPlan& plan, const std::vect
   params.clear();
   for (int slot : step.slots) params.push_back(ptr[slot]);
   KernelTask task;
-  task.fn = step.fn;
+  task.fn = plan.variant >= 0 ? step.variants[plan.variant].fn : step.fn;
   task.params = params.data();
   task.symbols = plan.symbols.data();
   if (plan.parallel && plan.items > 1)

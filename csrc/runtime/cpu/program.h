@@ -23,6 +23,13 @@ struct Slot {
   int last_step = 0;     // ... to the last step reading it (graph outputs: the end)
 };
 
+// The same kernel under another tile (codegen::tile_candidates), for the schedule search.
+struct KernelVariant {
+  int64_t tile = 0;
+  std::string kernel_name;
+  KernelFn fn = nullptr;
+};
+
 struct Step {
   enum class Kind { Kernel, Gemm, GroupedGemm, AtenCall } kind = Kind::Kernel;
   std::string what;  // for error messages: the kernel label and the aten op it came from
@@ -33,6 +40,7 @@ struct Step {
   std::vector<std::string> symbols;  // the kernel's symbol arguments, in order
   ir::Expr items;                    // parallel work items
   ir::Expr work_per_item;            // elements per item, to decide whether threads pay
+  std::vector<KernelVariant> variants;  // built only when the schedule search is on
   // A scatter kernel (params: out, data, index, src): the Scatter node it computes; else -1.
   ir::NodeId scatter = -1;
   // Gemm: out = a x b, f32/f64 (BLAS) or f16/bf16 (ATen). GroupedGemm: out = the grouped product of a and b with row

@@ -51,7 +51,9 @@ bool clearly_faster(double alternative_us, double current_us) {
 
 bool same(const std::vector<StepChoice>& a, const std::vector<StepChoice>& b) {
   for (size_t s = 0; s < a.size(); ++s)
-    if (a[s].parallel != b[s].parallel || a[s].matmul_through_aten != b[s].matmul_through_aten) return false;
+    if (a[s].parallel != b[s].parallel || a[s].matmul_through_aten != b[s].matmul_through_aten ||
+        a[s].variant != b[s].variant)
+      return false;
   return true;
 }
 
@@ -62,13 +64,14 @@ std::vector<StepChoice> search_schedule(const std::vector<StepChoice>& heuristic
   std::ostringstream out;
   const bool any_split = std::find(space.splittable.begin(), space.splittable.end(), true) != space.splittable.end();
   const bool any_aten = std::find(space.aten_matmul.begin(), space.aten_matmul.end(), true) != space.aten_matmul.end();
-  if (!any_split && !any_aten) {
+  const int most_variants = space.variants.empty() ? 0 : *std::max_element(space.variants.begin(), space.variants.end());
+  if (!any_split && !any_aten && most_variants == 0) {
     log += "search: no step has an alternative; heuristics\n";
     return heuristic;
   }
-  // The heuristic, all candidates serial, all on the pool, all matmuls through ATen, and the
-  // verification of the choice: each one warm call plus `runs` timed calls.
-  const int configurations = 2 + (any_split ? 2 : 0) + (any_aten ? 1 : 0);
+  // The heuristic, all candidates serial, all on the pool, all matmuls through ATen, each
+  // variant index, and the verification of the choice: each one warm call plus `runs` timed calls.
+  const int configurations = 2 + (any_split ? 2 : 0) + (any_aten ? 1 : 0) + most_variants;
   const int runs = calls / configurations - 1;
   if (runs < kMinRuns) {
     out << "search: " << calls << " calls are too few for " << configurations << " configurations of 1 warm and "
@@ -110,6 +113,23 @@ std::vector<StepChoice> search_schedule(const std::vector<StepChoice>& heuristic
           << " us\n";
     }
   }
+  // A step's variants against its default tile and each other, every other choice heuristic.
+  std::vector<double> fastest = base.step_us;
+  if (most_variants > 0)
+    out << "search: tile variants of " << std::count_if(space.variants.begin(), space.variants.end(), [](int n) { return n > 0; })
+        << " kernels\n";
+  for (int k = 0; k < most_variants; ++k) {
+    std::vector<StepChoice> tiled = heuristic;
+    for (size_t s = 0; s < heuristic.size(); ++s)
+      if (space.variants[s] > k) tiled[s].variant = k;
+    const Medians timed = time_configuration(time_call, tiled, runs);
+    for (size_t s = 0; s < heuristic.size(); ++s) {
+      if (space.variants[s] <= k || !clearly_faster(timed.step_us[s], fastest[s])) continue;
+      out << "  step " << s << ": variant " << k << " " << timed.step_us[s] << " us, was " << fastest[s] << " us\n";
+      fastest[s] = timed.step_us[s];
+      chosen[s].variant = k;
+    }
+  }
   if (same(chosen, heuristic)) {
     out << "search: no step clearly faster another way; heuristics\n";
     log += out.str();
@@ -127,16 +147,23 @@ std::vector<StepChoice> search_schedule(const std::vector<StepChoice>& heuristic
   return chosen;
 }
 
-bool load_choices(const std::string& path, size_t steps, std::vector<StepChoice>& choices) {
+bool load_choices(const std::string& path, const SearchSpace& space, std::vector<StepChoice>& choices) {
   std::ifstream in(path);
   if (!in) return false;
   std::vector<StepChoice> loaded;
   for (std::string line; std::getline(in, line);) {
-    if (line.size() != 3 || line[1] != ' ' || (line[0] != '0' && line[0] != '1') || (line[2] != '0' && line[2] != '1'))
+    // "<parallel 0|1> <aten 0|1> <variant -1..>"
+    std::istringstream fields(line);
+    int parallel = -1, aten = -1, variant = -2;
+    std::string rest;
+    if (!(fields >> parallel >> aten >> variant) || fields >> rest) return false;
+    const size_t s = loaded.size();
+    if (s >= space.variants.size() || parallel < 0 || parallel > 1 || aten < 0 || aten > 1 || variant < -1 ||
+        variant >= space.variants[s])
       return false;
-    loaded.push_back(StepChoice{line[0] == '1', line[2] == '1'});
+    loaded.push_back(StepChoice{parallel == 1, aten == 1, variant});
   }
-  if (loaded.size() != steps) return false;
+  if (loaded.size() != space.variants.size()) return false;
   choices = std::move(loaded);
   return true;
 }
@@ -148,7 +175,8 @@ void store_choices(const std::string& path, const std::vector<StepChoice>& choic
   const std::string tmp = path + "." + std::to_string(getpid()) + ".tmp";
   {
     std::ofstream out(tmp);
-    for (const StepChoice& c : choices) out << (c.parallel ? '1' : '0') << ' ' << (c.matmul_through_aten ? '1' : '0') << "\n";
+    for (const StepChoice& c : choices)
+      out << (c.parallel ? 1 : 0) << ' ' << (c.matmul_through_aten ? 1 : 0) << ' ' << c.variant << "\n";
     if (!out) return;  // an unwritable cache only costs the next process another search
   }
   fs::rename(tmp, path, ec);

@@ -1,12 +1,14 @@
 // Schedule search (CompileOptions::search_iterations): which steps of a call run on the thread
-// pool and which matmuls run through ATen's kernel (MKL in torch's CPU build) rather than
-// OpenBLAS, chosen by timing whole calls on this machine with the call's real shapes.
+// pool, which matmuls run through ATen's kernel (MKL in torch's CPU build) rather than
+// OpenBLAS, and which tile each tiled kernel runs with (codegen::tile_candidates), chosen by
+// timing whole calls on this machine with the call's real shapes.
 //
 // Per-step choices are judged by the step's own time inside whole calls, not by timing a step
 // alone: a kernel run alone does not see how back-to-back kernels share the spinning pool
 // workers (a per-kernel search chose worse than the heuristic for that reason, docs/lessons.md).
 // Each configuration (the heuristic; every candidate step serial; every one on the pool; every
-// candidate matmul through ATen) is timed over the same number of calls, each step keeps the
+// candidate matmul through ATen; for each k, every tiled kernel with its k-th variant) is timed
+// over the same number of calls, each step keeps the
 // option whose median was fastest by a margin, and the result is kept only if whole calls are
 // not slower than the heuristic's.
 #pragma once
@@ -20,12 +22,14 @@ namespace luminal::runtime::cpu {
 struct StepChoice {
   bool parallel = false;           // split the kernel's work items across the thread pool
   bool matmul_through_aten = false;  // a Gemm step through ATen's matmul instead of OpenBLAS
+  int variant = -1;  // a Kernel step's variant (Step::variants) to run; -1: its default tile
 };
 
 // Which steps have an alternative worth timing.
 struct SearchSpace {
   std::vector<bool> splittable;        // kernels with more than one work item
   std::vector<bool> aten_matmul;       // Gemm steps, when the ATen executor is installed
+  std::vector<int> variants;           // per step, how many kernel variants it has
 };
 
 // One timed call: every step's time and the whole call's, in microseconds.
@@ -42,10 +46,11 @@ std::vector<StepChoice> search_schedule(const std::vector<StepChoice>& heuristic
                                         const TimeCall& time_call, std::string& log);
 
 // A search's result on disk: one line per step. load_choices is false (and leaves `choices`
-// alone) when the file is missing or does not hold exactly `steps` well-formed lines: a stale
-// or damaged entry is searched again, never trusted. store_choices writes a temporary file and
+// alone) when the file is missing or does not hold one well-formed line per step of `space`,
+// each naming a variant the step has: a stale or damaged entry is searched again, never
+// trusted. store_choices writes a temporary file and
 // renames it, so a concurrent reader sees all of an entry or none of it.
-bool load_choices(const std::string& path, size_t steps, std::vector<StepChoice>& choices);
+bool load_choices(const std::string& path, const SearchSpace& space, std::vector<StepChoice>& choices);
 void store_choices(const std::string& path, const std::vector<StepChoice>& choices);
 
 }  // namespace luminal::runtime::cpu
