@@ -24,7 +24,7 @@ class Step(torch.nn.Module):
 
 
 def run_once(model, cache_dir, debug_dir):
-    backend = CountingBackend({"search_iterations": 40, "cache_dir": str(cache_dir), "debug_dir": str(debug_dir)})
+    backend = CountingBackend({"search_iterations": 64, "cache_dir": str(cache_dir), "debug_dir": str(debug_dir)})
     compiled = torch.compile(model, backend=backend, fullgraph=True)
     x = torch.randn(64, 256, generator=torch.Generator().manual_seed(0))
     counts = torch.zeros(4)
@@ -67,7 +67,7 @@ class Decode(torch.nn.Module):
 def test_search_times_tile_variants_and_matches_eager(tmp_path):
     torch.manual_seed(0)
     model = Decode()
-    backend = CountingBackend({"search_iterations": 40, "cache_dir": str(tmp_path / "cache"), "debug_dir": str(tmp_path)})
+    backend = CountingBackend({"search_iterations": 64, "cache_dir": str(tmp_path / "cache"), "debug_dir": str(tmp_path)})
     compiled = torch.compile(model, backend=backend, fullgraph=True)
     inputs = (torch.randn(1, 64), *(torch.randn(1, 4, 48, 32) for _ in range(3)))
     with torch.no_grad():

@@ -57,6 +57,20 @@ bool same(const std::vector<StepChoice>& a, const std::vector<StepChoice>& b) {
   return true;
 }
 
+// The heuristic with every proposal's departures from it applied (they touch different fields).
+std::vector<StepChoice> union_of(const std::vector<StepChoice>& heuristic,
+                                 const std::vector<std::pair<std::string, std::vector<StepChoice>>>& proposals) {
+  std::vector<StepChoice> together = heuristic;
+  for (const auto& proposal : proposals)
+    for (size_t s = 0; s < heuristic.size(); ++s) {
+      const StepChoice& c = proposal.second[s];
+      if (c.parallel != heuristic[s].parallel) together[s].parallel = c.parallel;
+      if (c.matmul_through_aten != heuristic[s].matmul_through_aten) together[s].matmul_through_aten = c.matmul_through_aten;
+      if (c.variant != heuristic[s].variant) together[s].variant = c.variant;
+    }
+  return together;
+}
+
 }  // namespace
 
 std::vector<StepChoice> search_schedule(const std::vector<StepChoice>& heuristic, const SearchSpace& space, int calls,
@@ -69,9 +83,14 @@ std::vector<StepChoice> search_schedule(const std::vector<StepChoice>& heuristic
     log += "search: no step has an alternative; heuristics\n";
     return heuristic;
   }
-  // The heuristic, all candidates serial, all on the pool, all matmuls through ATen, each
-  // variant index, and the verification of the choice: each one warm call plus `runs` timed calls.
-  const int configurations = 2 + (any_split ? 2 : 0) + (any_aten ? 1 : 0) + most_variants;
+  // Timed: the heuristic; all candidates serial and all on the pool; all matmuls through ATen;
+  // each variant index; then the picks of every kind together and, should they make whole calls
+  // slower, each kind's picks alone and those faster alone together (kinds interact: MKL's
+  // threads, say, may still spin when the pool's next kernel starts). Each configuration is one
+  // warm call plus `runs` timed calls.
+  const int kinds = (any_split ? 1 : 0) + (any_aten ? 1 : 0) + (most_variants > 0 ? 1 : 0);
+  const int configurations =
+      1 + (any_split ? 2 : 0) + (any_aten ? 1 : 0) + most_variants + 1 + (kinds > 1 ? kinds : 0) + (kinds > 2 ? 1 : 0);
   const int runs = calls / configurations - 1;
   if (runs < kMinRuns) {
     out << "search: " << calls << " calls are too few for " << configurations << " configurations of 1 warm and "
@@ -79,18 +98,17 @@ std::vector<StepChoice> search_schedule(const std::vector<StepChoice>& heuristic
     log += out.str();
     return heuristic;
   }
-  std::vector<StepChoice> serial = heuristic, parallel = heuristic, aten = heuristic;
-  for (size_t s = 0; s < heuristic.size(); ++s) {
-    if (space.splittable[s]) {
+  const Medians base = time_configuration(time_call, heuristic, runs);
+  out << "search: heuristic " << base.total_us << " us per call (median of " << runs << ")\n";
+  // Each kind's picks, applied to the heuristic alone.
+  std::vector<std::pair<std::string, std::vector<StepChoice>>> picks;
+  if (any_split) {
+    std::vector<StepChoice> serial = heuristic, parallel = heuristic, split = heuristic;
+    for (size_t s = 0; s < heuristic.size(); ++s) {
+      if (!space.splittable[s]) continue;
       serial[s].parallel = false;
       parallel[s].parallel = true;
     }
-    if (space.aten_matmul[s]) aten[s].matmul_through_aten = true;
-  }
-  const Medians base = time_configuration(time_call, heuristic, runs);
-  out << "search: heuristic " << base.total_us << " us per call (median of " << runs << ")\n";
-  std::vector<StepChoice> chosen = heuristic;
-  if (any_split) {
     const Medians all_serial = time_configuration(time_call, serial, runs);
     const Medians all_parallel = time_configuration(time_call, parallel, runs);
     for (size_t s = 0; s < heuristic.size(); ++s) {
@@ -99,52 +117,81 @@ std::vector<StepChoice> search_schedule(const std::vector<StepChoice>& heuristic
       const double current = now ? all_parallel.step_us[s] : all_serial.step_us[s];
       const double other = now ? all_serial.step_us[s] : all_parallel.step_us[s];
       if (!clearly_faster(other, current)) continue;
-      chosen[s].parallel = !now;
+      split[s].parallel = !now;
       out << "  step " << s << ": " << (now ? "serial" : "on the pool") << " " << other << " us, was " << current
           << " us\n";
     }
+    picks.emplace_back("thread splits", split);
   }
   if (any_aten) {
+    std::vector<StepChoice> aten = heuristic, through_aten = heuristic;
+    for (size_t s = 0; s < heuristic.size(); ++s)
+      if (space.aten_matmul[s]) aten[s].matmul_through_aten = true;
     const Medians all_aten = time_configuration(time_call, aten, runs);
     for (size_t s = 0; s < heuristic.size(); ++s) {
       if (!space.aten_matmul[s] || !clearly_faster(all_aten.step_us[s], base.step_us[s])) continue;
-      chosen[s].matmul_through_aten = true;
+      through_aten[s].matmul_through_aten = true;
       out << "  step " << s << ": matmul through ATen " << all_aten.step_us[s] << " us, OpenBLAS " << base.step_us[s]
           << " us\n";
     }
+    picks.emplace_back("matmul libraries", through_aten);
   }
-  // A step's variants against its default tile and each other, every other choice heuristic.
-  std::vector<double> fastest = base.step_us;
-  if (most_variants > 0)
-    out << "search: tile variants of " << std::count_if(space.variants.begin(), space.variants.end(), [](int n) { return n > 0; })
-        << " kernels\n";
-  for (int k = 0; k < most_variants; ++k) {
-    std::vector<StepChoice> tiled = heuristic;
-    for (size_t s = 0; s < heuristic.size(); ++s)
-      if (space.variants[s] > k) tiled[s].variant = k;
-    const Medians timed = time_configuration(time_call, tiled, runs);
-    for (size_t s = 0; s < heuristic.size(); ++s) {
-      if (space.variants[s] <= k || !clearly_faster(timed.step_us[s], fastest[s])) continue;
-      out << "  step " << s << ": variant " << k << " " << timed.step_us[s] << " us, was " << fastest[s] << " us\n";
-      fastest[s] = timed.step_us[s];
-      chosen[s].variant = k;
+  if (most_variants > 0) {
+    // A step's variants against its default tile and each other.
+    out << "search: tile variants of "
+        << std::count_if(space.variants.begin(), space.variants.end(), [](int n) { return n > 0; }) << " kernels\n";
+    std::vector<StepChoice> tiles = heuristic;
+    std::vector<double> fastest = base.step_us;
+    for (int k = 0; k < most_variants; ++k) {
+      std::vector<StepChoice> tiled = heuristic;
+      for (size_t s = 0; s < heuristic.size(); ++s)
+        if (space.variants[s] > k) tiled[s].variant = k;
+      const Medians timed = time_configuration(time_call, tiled, runs);
+      for (size_t s = 0; s < heuristic.size(); ++s) {
+        if (space.variants[s] <= k || !clearly_faster(timed.step_us[s], fastest[s])) continue;
+        out << "  step " << s << ": variant " << k << " " << timed.step_us[s] << " us, was " << fastest[s] << " us\n";
+        fastest[s] = timed.step_us[s];
+        tiles[s].variant = k;
+      }
     }
+    picks.emplace_back("tiles", tiles);
   }
-  if (same(chosen, heuristic)) {
+  std::vector<std::pair<std::string, std::vector<StepChoice>>> proposals;
+  for (const auto& pick : picks)
+    if (!same(pick.second, heuristic)) proposals.push_back(pick);
+  if (proposals.empty()) {
     out << "search: no step clearly faster another way; heuristics\n";
     log += out.str();
     return heuristic;
   }
-  const Medians verified = time_configuration(time_call, chosen, runs);
-  if (verified.total_us > base.total_us) {
-    out << "search: the choices took " << verified.total_us << " us per call, the heuristic " << base.total_us
-        << "; heuristics\n";
-    log += out.str();
-    return heuristic;
+  // Verified on whole calls: every kind's picks together; should that be slower than the
+  // heuristic, each kind's alone, then those that were faster alone together.
+  std::vector<StepChoice> best = heuristic;
+  double best_us = base.total_us;
+  std::string best_name = "the heuristic";
+  auto verify = [&](const std::string& name, const std::vector<StepChoice>& choices) {
+    const Medians verified = time_configuration(time_call, choices, runs);
+    out << "search: " << name << " " << verified.total_us << " us per call, the heuristic " << base.total_us << "\n";
+    const bool faster = verified.total_us <= base.total_us;
+    if (verified.total_us <= best_us) {
+      best = choices;
+      best_us = verified.total_us;
+      best_name = name;
+    }
+    return faster;
+  };
+  const bool all_faster =
+      verify(proposals.size() > 1 ? "all choices" : proposals[0].first, union_of(heuristic, proposals));
+  if (!all_faster && proposals.size() > 1) {
+    std::vector<std::pair<std::string, std::vector<StepChoice>>> faster_alone;
+    for (const auto& proposal : proposals)
+      if (verify(proposal.first + " alone", proposal.second)) faster_alone.push_back(proposal);
+    if (faster_alone.size() > 1 && faster_alone.size() < proposals.size())
+      verify("the kinds faster alone", union_of(heuristic, faster_alone));
   }
-  out << "search: " << verified.total_us << " us per call with the choices, the heuristic " << base.total_us << "\n";
+  out << "search: keeps " << best_name << "\n";
   log += out.str();
-  return chosen;
+  return best;
 }
 
 bool load_choices(const std::string& path, const SearchSpace& space, std::vector<StepChoice>& choices) {
