@@ -18,6 +18,7 @@
 #include "passes/legalize_matmul.h"
 #include "runtime/cpu/build_program.h"
 #include "runtime/cpu/cpu_executable.h"
+#include "runtime/cpu/fusion_search.h"
 
 extern char** environ;
 
@@ -294,6 +295,59 @@ TEST(TileVariants, OnlyBuiltWhenTheSearchIsOnAndOnlyWhereTheyDiffer) {
   int tiled = 0;
   for (const runtime::cpu::Step& step : runtime::cpu::build_program(b.graph, options).steps) tiled += !step.variants.empty();
   EXPECT_EQ(tiled, 2) << "the two gemvs of 37 and 70 rows, not the one of 1 row";
+}
+
+// With the search on, a graph with attention is built twice: as the attention pattern kernel and
+// as BLAS GEMMs around a softmax kernel. Both compute the reference's values; the first call
+// times them and keeps one; a second compile reads that choice back from the cache.
+TEST(FusionSearch, TimesAttentionFusedAndUnfusedAndCachesTheChoice) {
+  const std::string cache = (std::filesystem::temp_directory_path() / "luminal-fusion-search").string();
+  std::filesystem::remove_all(cache);
+  const ir::Graph graph = attention_graph(3, 41, 43, 20, /*scores_out=*/false);
+  std::mt19937 rng(19);
+  const std::vector<HostTensor> inputs = {random_tensor(DType::F32, {3, 41, 20}, rng),
+                                          random_tensor(DType::F32, {3, 43, 20}, rng),
+                                          random_tensor(DType::F32, {3, 43, 20}, rng), band_bias(41, 43)};
+  std::vector<HostTensor> reference_inputs = inputs;
+  const auto expected = run_executable(*compile_reference(graph), graph, reference_inputs);
+  runtime::CompileOptions options;
+  options.search_iterations = 16;
+  options.cache_dir = cache;
+  options.debug_dir = cache + "/debug";
+  for (int process = 0; process < 2; ++process) {
+    const auto executable = compile_cpu(graph, {}, options);
+    const auto* searched = dynamic_cast<const runtime::cpu::FusionSearchExecutable*>(executable.get());
+    ASSERT_NE(searched, nullptr) << "a graph with attention gets the fusion search";
+    EXPECT_EQ(searched->alternative(0).program().attention_kernels, 1u);
+    EXPECT_EQ(searched->alternative(1).program().attention_kernels, 0u);
+    int gemms = 0;
+    for (const runtime::cpu::Step& step : searched->alternative(1).program().steps)
+      gemms += step.kind == runtime::cpu::Step::Kind::Gemm;
+    EXPECT_EQ(gemms, 2) << "q kT and p v through BLAS";
+    std::vector<const runtime::Executable*> runs = {executable.get(), &searched->alternative(0), &searched->alternative(1)};
+    for (size_t r = 0; r < runs.size(); ++r) {
+      std::vector<HostTensor> call_inputs = inputs;
+      const auto actual = run_executable(*runs[r], graph, call_inputs);
+      expect_same(actual[0], expected[0], 1e-5, "attention, run " + std::to_string(r));
+    }
+  }
+  std::ifstream log_file(cache + "/debug/search_log.txt");
+  const std::string log((std::istreambuf_iterator<char>(log_file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(log.find("fusion: attention kernels "), std::string::npos) << log;
+  EXPECT_NE(log.find("GEMMs around softmax"), std::string::npos) << log;
+  EXPECT_NE(log.find("the choice from"), std::string::npos) << "the second compile's\n" << log;
+}
+
+TEST(FusionSearch, OnlyGraphsWithAnAlternativeGetIt) {
+  IrTestBuilder b;
+  b.output(b.unary(Op::Exp, b.input("x", DType::F32, {64, 1024})));
+  runtime::CompileOptions options;
+  options.search_iterations = 16;
+  const auto executable = compile_cpu(b.graph, {}, options);
+  EXPECT_NE(dynamic_cast<const runtime::cpu::CpuExecutable*>(executable.get()), nullptr);
+  options.search_iterations = 0;
+  const auto heuristic = compile_cpu(attention_graph(2, 5, 7, 16, false), {}, options);
+  EXPECT_NE(dynamic_cast<const runtime::cpu::CpuExecutable*>(heuristic.get()), nullptr) << "search off";
 }
 
 TEST(Fusion, RmsNormWithWeightIsOneRowKernel) {

@@ -53,7 +53,8 @@ def test_search_matches_eager_writes_once_and_is_cached(tmp_path):
 
 class Decode(torch.nn.Module):
     """One decode-like step: a GEMV (one row through a Linear) and causal attention over 48 query
-    rows, the two kernels the search tries other tiles of."""
+    rows, the two kernels the search tries other tiles of; the attention also gives the search a
+    fusion choice (one kernel, or GEMMs around a softmax kernel)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -64,7 +65,7 @@ class Decode(torch.nn.Module):
         return self.proj(token), attended
 
 
-def test_search_times_tile_variants_and_matches_eager(tmp_path):
+def test_search_times_tiles_and_fusion_and_matches_eager(tmp_path):
     torch.manual_seed(0)
     model = Decode()
     backend = CountingBackend({"search_iterations": 64, "cache_dir": str(tmp_path / "cache"), "debug_dir": str(tmp_path)})
@@ -75,4 +76,6 @@ def test_search_times_tile_variants_and_matches_eager(tmp_path):
         expected = model(*inputs)
     for got, want in zip(out, expected):
         assert_close(got, want)
-    assert "search: tile variants of 2 kernels" in (tmp_path / "search_log.txt").read_text()
+    log = (tmp_path / "search_log.txt").read_text()
+    assert "search: tile variants of 2 kernels" in log
+    assert "fusion: attention kernels" in log and "GEMMs around softmax" in log

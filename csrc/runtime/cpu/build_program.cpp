@@ -81,10 +81,14 @@ void plan_data_symbols(Program& program) {
 
 }  // namespace
 
-Program build_program(const ir::Graph& input_graph, const CompileOptions& options) {
+std::string FusionChoice::describe() const {
+  return attention_kernels ? "attention kernels" : "GEMMs around softmax";
+}
+
+Program build_program(const ir::Graph& input_graph, const CompileOptions& options, const FusionChoice& fusion) {
   passes::PassContext cx;
   cx.debug_dir = options.debug_dir;
-  cx.attention_kernels = true;
+  cx.attention_kernels = fusion.attention_kernels;
   for (ir::DType half : {ir::DType::BF16, ir::DType::F16})
     if (aten_has_native_half_matmul(half)) cx.native_half_matmuls.push_back(half);
   passes::KernelPlan plan = passes::plan_kernels(input_graph, cx);
@@ -181,6 +185,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       INTERNAL_CHECK(pattern.has_value()) << "attention group %" << group.nodes.back() << " no longer matches";
       lowered = codegen::lower_attention(graph, *pattern);
       program.fused_nodes += group.nodes.size();
+      ++program.attention_kernels;
     } else if (group.kind == GroupKind::Scatter) {
       lowered = codegen::lower_scatter(graph, group.nodes[0]);
       step.scatter = group.nodes[0];

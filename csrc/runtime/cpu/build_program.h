@@ -2,12 +2,24 @@
 // (codegen/lower.h), emits C++ (codegen/cpp/emit.h), builds it (jit.h), and lays out buffers.
 #pragma once
 
+#include <string>
+
 #include "ir/graph.h"
 #include "runtime/cpu/program.h"
 #include "runtime/runtime.h"
 
 namespace luminal::runtime::cpu {
 
-Program build_program(const ir::Graph& graph, const CompileOptions& options);
+// The fusion decisions a program is built with. The default is the heuristic's; with the
+// schedule search on, the runtime also builds the others that change its program and times them
+// (fusion_search.h).
+struct FusionChoice {
+  // Attention as one pattern kernel (scores stay in cache), else BLAS GEMMs around a fused
+  // softmax kernel (scores in memory, but the GEMMs at BLAS speed).
+  bool attention_kernels = true;
+  std::string describe() const;
+};
+
+Program build_program(const ir::Graph& graph, const CompileOptions& options, const FusionChoice& fusion = {});
 
 }  // namespace luminal::runtime::cpu

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <new>
 #include <sstream>
 
@@ -17,6 +16,7 @@
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/jit.h"
 #include "runtime/cpu/memory_plan.h"
+#include "runtime/cpu/scratch_calls.h"
 #include "runtime/cpu/search.h"
 
 namespace luminal::runtime::cpu {
@@ -280,13 +280,6 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::plan_for(const ir:
   return plan;
 }
 
-namespace {
-void append_file(const std::string& dir, const std::string& name, const std::string& text) {
-  std::filesystem::create_directories(dir);
-  std::ofstream(std::filesystem::path(dir) / name, std::ios::app) << text;
-}
-}  // namespace
-
 std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::searched_plan(std::shared_ptr<const CallPlan> plan,
                                                                             const ir::SymbolBindings& bindings,
                                                                             const std::vector<BufferRef>& inputs,
@@ -328,31 +321,8 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::searched_plan(std:
   if (load_choices(path, space, choices)) {
     log = "search: choices from " + path + "\n";
   } else {
-    // Scratch outputs, so that the timed calls never write the caller's tensors; an output the
-    // caller passed as an input's own buffer (a cache updated in place) gets a copy of that input
-    // as both, so the in-place path is what gets timed, restored before every call: a call that
-    // advances a StaticCache's length must see the same length each time.
-    std::vector<BufferRef> scratch_inputs = inputs, scratch_outputs(outputs.size());
-    std::vector<AlignedBuffer> scratch;
-    std::vector<std::pair<const BufferRef*, std::byte*>> restored;  // (caller's input, its copy)
-    for (size_t k = 0; k < outputs.size(); ++k) {
-      if (!plan->output_shapes[k]) continue;  // sized by a data symbol: allocated during the call
-      const BufferRef& out = outputs[k];
-      const int64_t bytes = byte_count(out.sizes, out.dtype);
-      scratch.emplace_back(static_cast<size_t>(bytes));
-      for (BufferRef& input : scratch_inputs) {
-        if (input.data != out.data || !is_dense(input) || byte_count(input.sizes, input.dtype) != bytes) continue;
-        restored.emplace_back(&inputs[&input - scratch_inputs.data()], scratch.back().data());
-        input.data = scratch.back().data();
-      }
-      scratch_outputs[k] = BufferRef{scratch.back().data(), out.dtype, out.sizes, out.strides};
-    }
-    std::vector<AlignedBuffer> late;
-    const LateOutputAllocator allocate_late = [&](size_t k, const std::vector<int64_t>& shape) {
-      const ir::DType dtype = program_.graph.node(program_.outputs[k].ref.node).dtype;
-      late.emplace_back(static_cast<size_t>(byte_count(shape, dtype)));
-      return BufferRef{late.back().data(), dtype, shape, contiguous_strides(shape)};
-    };
+    ScratchCalls scratch(inputs, outputs, plan->output_shapes,
+                         [&](size_t k) { return program_.graph.node(program_.outputs[k].ref.node).dtype; });
     const TimeCall time_call = [&](const std::vector<StepChoice>& trial_choices) {
       CallPlan trial = *plan;
       for (size_t s = 0; s < steps; ++s) {
@@ -360,20 +330,18 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::searched_plan(std:
         trial.steps[s].matmul_through_aten = trial_choices[s].matmul_through_aten;
         trial.steps[s].variant = trial_choices[s].variant;
       }
-      late.clear();
-      for (const auto& [input, copy] : restored)
-        std::memcpy(copy, input->data, static_cast<size_t>(byte_count(input->sizes, input->dtype)));
+      scratch.reset();
       TimedCall timed;
       timed.step_us.assign(steps, 0.0);
       const auto start = std::chrono::steady_clock::now();
-      execute(trial, bindings, scratch_inputs, scratch_outputs, allocate_late, &timed.step_us);
+      execute(trial, bindings, scratch.inputs(), scratch.outputs(), scratch.allocate_late(), &timed.step_us);
       timed.total_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
       return timed;
     };
     choices = search_schedule(heuristic, space, search_.calls, time_call, log);
     store_choices(path, choices);
   }
-  if (!search_.debug_dir.empty()) append_file(search_.debug_dir, "search_log.txt", log);
+  if (!search_.debug_dir.empty()) append_search_log(search_.debug_dir, log);
   auto searched = std::make_shared<CallPlan>(*plan);
   for (size_t s = 0; s < steps; ++s) {
     searched->steps[s].parallel = choices[s].parallel;

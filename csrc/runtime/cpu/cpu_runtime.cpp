@@ -2,10 +2,12 @@
 
 #include <cblas.h>
 
+#include <filesystem>
 #include <thread>
 
 #include "runtime/cpu/build_program.h"
 #include "runtime/cpu/cpu_executable.h"
+#include "runtime/cpu/fusion_search.h"
 
 namespace luminal::runtime::cpu {
 
@@ -18,7 +20,24 @@ std::unique_ptr<Executable> CpuRuntime::compile(const ir::Graph& graph, const st
   // BLAS runs between our kernels, never beside them: it may use every thread we would.
   openblas_set_num_threads(threads);
   SearchOptions search{options.search_iterations, options.cache_dir, options.debug_dir};
-  return std::make_unique<CpuExecutable>(std::move(program), weights, threads, std::move(search));
+  if (options.search_iterations == 0 || program.attention_kernels == 0)
+    return std::make_unique<CpuExecutable>(std::move(program), weights, threads, std::move(search));
+  // The fusion choice that changes this program, built should the search need it: attention
+  // as GEMMs around a softmax kernel. Its debug output goes to a directory of its own.
+  const FusionChoice unfused{false};
+  CompileOptions alternative_options = options;
+  if (!options.debug_dir.empty())
+    alternative_options.debug_dir = (std::filesystem::path(options.debug_dir) / "fusion_gemms_around_softmax").string();
+  const FusionSearchExecutable::Build build = [graph, alternative_options, threads](
+                                                  const FusionChoice& fusion,
+                                                  const std::map<std::string, BufferRef>& bound) {
+    SearchOptions search{alternative_options.search_iterations, alternative_options.cache_dir,
+                         alternative_options.debug_dir};
+    return std::make_unique<CpuExecutable>(build_program(graph, alternative_options, fusion), bound, threads, search);
+  };
+  return std::make_unique<FusionSearchExecutable>(
+      std::make_unique<CpuExecutable>(std::move(program), weights, threads, search),
+      std::vector<FusionChoice>{FusionChoice{}, unfused}, build, weights, std::move(search), threads);
 }
 
 }  // namespace luminal::runtime::cpu

@@ -85,6 +85,7 @@ struct Program {
   size_t unique_kernels = 0;  // distinct generated functions
   size_t fused_nodes = 0;     // IR nodes computed inside generated kernels
   size_t aten_calls = 0;      // steps run through the ATen fallback
+  size_t attention_kernels = 0;  // attention pattern kernel launches per run
   JitStats jit;
 };
 

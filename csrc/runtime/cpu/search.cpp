@@ -18,10 +18,6 @@ constexpr double kMinSavingUs = 2.0;
 // Timed calls per configuration below which a median means little.
 constexpr int kMinRuns = 3;
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 struct Medians {
   std::vector<double> step_us;
@@ -45,9 +41,6 @@ Medians time_configuration(const TimeCall& time_call, const std::vector<StepChoi
   return m;
 }
 
-bool clearly_faster(double alternative_us, double current_us) {
-  return alternative_us < kMargin * current_us && current_us - alternative_us > kMinSavingUs;
-}
 
 bool same(const std::vector<StepChoice>& a, const std::vector<StepChoice>& b) {
   for (size_t s = 0; s < a.size(); ++s)
@@ -72,6 +65,20 @@ std::vector<StepChoice> union_of(const std::vector<StepChoice>& heuristic,
 }
 
 }  // namespace
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+bool clearly_faster(double alternative_us, double current_us) {
+  return alternative_us < kMargin * current_us && current_us - alternative_us > kMinSavingUs;
+}
+
+void append_search_log(const std::string& debug_dir, const std::string& text) {
+  std::filesystem::create_directories(debug_dir);
+  std::ofstream(std::filesystem::path(debug_dir) / "search_log.txt", std::ios::app) << text;
+}
 
 std::vector<StepChoice> search_schedule(const std::vector<StepChoice>& heuristic, const SearchSpace& space, int calls,
                                         const TimeCall& time_call, std::string& log) {

@@ -45,6 +45,13 @@ using TimeCall = std::function<TimedCall(const std::vector<StepChoice>&)>;
 std::vector<StepChoice> search_schedule(const std::vector<StepChoice>& heuristic, const SearchSpace& space, int calls,
                                         const TimeCall& time_call, std::string& log);
 
+// Whether a timing of `alternative_us` is reason to leave the current option's `current_us`:
+// faster by a margin and by more than timer noise.
+bool clearly_faster(double alternative_us, double current_us);
+double median(std::vector<double> values);
+// Appends to debug_dir/search_log.txt.
+void append_search_log(const std::string& debug_dir, const std::string& text);
+
 // A search's result on disk: one line per step. load_choices is false (and leaves `choices`
 // alone) when the file is missing or does not hold one well-formed line per step of `space`,
 // each naming a variant the step has: a stale or damaged entry is searched again, never

@@ -19,9 +19,11 @@ target_sources(luminal_core PRIVATE
   csrc/runtime/cpu/build_program.cpp
   csrc/runtime/cpu/cpu_executable.cpp
   csrc/runtime/cpu/cpu_runtime.cpp
+  csrc/runtime/cpu/fusion_search.cpp
   csrc/runtime/cpu/gemm.cpp
   csrc/runtime/cpu/jit.cpp
   csrc/runtime/cpu/memory_plan.cpp
+  csrc/runtime/cpu/scratch_calls.cpp
   csrc/runtime/cpu/search.cpp
   csrc/runtime/cpu/thread_pool.cpp
 )
