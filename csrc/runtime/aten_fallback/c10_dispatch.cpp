@@ -130,7 +130,8 @@ class C10DispatchExecutor final : public AtenCallExecutor {
       USER_CHECK(result.scalar_type() == bindings::to_torch_dtype(output.dtype))
           << "result " << call.output_index << " has dtype " << result.scalar_type() << " but the program declared "
           << ir::dtype_name(output.dtype);
-      tensor_of(output).copy_(result);
+      // An out= overload computed into `output` itself: nothing to copy.
+      if (result.data_ptr() != output.data || !result.is_contiguous()) tensor_of(output).copy_(result);
     } catch (const c10::Error& e) {
       USER_ERROR() << call.full_name() << " (ATen fallback) failed: " << e.what_without_backtrace();
     } catch (Error& e) {

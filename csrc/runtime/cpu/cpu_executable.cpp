@@ -356,11 +356,12 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::searched_plan(std:
 
 void CpuExecutable::aten_matmul(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
                                 const ir::SymbolBindings& bindings) const {
+  // matmul.out: ATen writes the product into the step's buffer (no result to copy over).
   static const ir::AtenCall matmul = [] {
     ir::AtenCall call;
     call.op = "aten::matmul";
-    call.overload = "default";
-    for (const char* name : {"self", "other"}) {
+    call.overload = "out";
+    for (const char* name : {"self", "other", "out"}) {
       ir::AtenArg arg;
       arg.name = name;
       arg.kind = ir::AtenArg::Kind::Tensor;
@@ -376,7 +377,7 @@ void CpuExecutable::aten_matmul(const Step& step, const StepPlan& plan, const st
   BufferRef out{ptr[step.slots[2]], step.dtype, plan.a.shape, {}};
   out.sizes.back() = plan.b.shape.back();
   out.strides = contiguous_strides(out.sizes);
-  run_aten_call(matmul, {operand(step.slots[0], plan.a), operand(step.slots[1], plan.b)}, bindings, out);
+  run_aten_call(matmul, {operand(step.slots[0], plan.a), operand(step.slots[1], plan.b), out}, bindings, out);
 }
 
 CpuExecutable::ArenaLease CpuExecutable::take_arena(size_t bytes) const {
