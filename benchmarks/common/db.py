@@ -69,6 +69,11 @@ COMPILE_COLUMNS = {
     "cold_batched_ms": "REAL",
     "warm_ms": "REAL",
     "warm_batched_ms": "REAL",
+    # The backend's own part of the first calls (luminal paths): the rest is dynamo and the run.
+    "cold_backend_ms": "REAL",
+    "cold_backend_batched_ms": "REAL",
+    "warm_backend_ms": "REAL",
+    "warm_backend_batched_ms": "REAL",
     "cold_wall_s": "REAL",
     "warm_wall_s": "REAL",
     "note": "TEXT",

@@ -66,6 +66,8 @@ def measure(path: str, config: str, args: argparse.Namespace, progress: Progress
             result = outcome.result or {}
             row[f"{phase}_ms"] = result.get("compile_ms")
             row[f"{phase}_batched_ms"] = result.get("compile_batched_ms")
+            row[f"{phase}_backend_ms"] = result.get("backend_compile_ms")
+            row[f"{phase}_backend_batched_ms"] = result.get("backend_compile_batched_ms")
             row[f"{phase}_wall_s"] = time.monotonic() - start
             if result.get("note"):
                 row["note"] = result["note"]
@@ -87,12 +89,19 @@ def write_latest(rows: list[dict], out: Path) -> list[Path]:
     def s(ms):
         return "–" if ms is None else f"{ms / 1000:.1f}"
 
+    def with_backend(r, phase, shape):
+        # "total (the backend's own part)" where the path reports its part.
+        own = r.get(f"{phase}_backend{shape}_ms")
+        return s(r.get(f"{phase}{shape}_ms")) + ("" if own is None else f" ({own:.0f} ms)")
+
     lines = ["# Compile time (s): first call of each shape, cold (empty caches) and warm (second process)", "",
+             "In parentheses, in ms: luminal's own part (export, archive reading, translation, runtime compile);",
+             "the rest of a first call is dynamo's tracing and the call itself.", "",
              "| config | path | cold (1,1) | warm (1,1) | cold (1,P) | warm (1,P) | error |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         error = (r.get("error") or "").replace("|", "\\|").replace("\n", " ")[:300]
-        lines.append(f"| {r['config']} | {r['path']} | {s(r.get('cold_ms'))} | {s(r.get('warm_ms'))} | "
-                     f"{s(r.get('cold_batched_ms'))} | {s(r.get('warm_batched_ms'))} | {error} |")
+        cells = [with_backend(r, phase, shape) for shape in ("", "_batched") for phase in ("cold", "warm")]
+        lines.append(f"| {r['config']} | {r['path']} | {' | '.join(cells)} | {error} |")
     md_path.write_text("\n".join(lines) + "\n")
     return [csv_path, md_path]
 

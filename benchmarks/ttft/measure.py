@@ -39,6 +39,9 @@ from benchmarks.ttft.configs import CONFIGS_FILE, BenchConfig, build_model, load
 Prepare = Callable[[torch.nn.Module, argparse.Namespace], Callable[..., Any]]
 # Bytes the path has copied so far, summed over every graph it compiled.
 BytesCopied = Callable[[], int]
+# Milliseconds the backend itself has spent compiling so far (for luminal: export, reading the
+# archive, translation and the runtime's compile), to tell its part of a first call from dynamo's.
+BackendMs = Callable[[], float]
 
 
 def stage(text: str) -> None:
@@ -167,7 +170,8 @@ def measure_encoder(session: Session, fn: Callable[..., Any], iters: int, warmup
         result["prefill_batched_tps"] = len(session.prompt[0]) * 1000 / result["ttft_batched_ms"]
 
 
-def measure(prepare: Prepare, args: argparse.Namespace, result: dict[str, Any], bytes_copied: BytesCopied | None) -> None:
+def measure(prepare: Prepare, args: argparse.Namespace, result: dict[str, Any], bytes_copied: BytesCopied | None,
+            backend_ms: BackendMs | None) -> None:
     """Fills `result` as it goes, so a failure part-way still reports what was measured."""
     config = select([args.config], load_configs(args.configs_file))[0]
     iters = args.iters if args.iters is not None else config.iters
@@ -200,10 +204,14 @@ def measure(prepare: Prepare, args: argparse.Namespace, result: dict[str, Any], 
 
     stage("first call (1,1)")
     result["compile_ms"] = first_call_ms(session, fn, batched=False)
+    if backend_ms is not None:
+        result["backend_compile_ms"] = backend_ms()
     batched_ok = True
     stage(f"first call (1,{len(config.prompt_ids)})")
     try:
         result["compile_batched_ms"] = first_call_ms(session, fn, batched=True)
+        if backend_ms is not None:
+            result["backend_compile_batched_ms"] = backend_ms() - result["backend_compile_ms"]
     except Exception as exc:  # noqa: BLE001 - an unsupported batched shape is a note, not a failed path
         batched_ok = False
         result["note"] = f"batched prefill failed: {type(exc).__name__}: {str(exc).splitlines()[0][:500]}"
@@ -237,12 +245,12 @@ def measure(prepare: Prepare, args: argparse.Namespace, result: dict[str, Any], 
         result["decode_bytes_copied"] = session.bytes_copied_by_one_step(fn, bytes_copied)
 
 
-def main(path: str, prepare: Prepare, bytes_copied: BytesCopied | None = None) -> None:
+def main(path: str, prepare: Prepare, bytes_copied: BytesCopied | None = None, backend_ms: BackendMs | None = None) -> None:
     args = parse_args()
     result: dict[str, Any] = {"path": path, "config": args.config, "threads": args.threads}
     status = 0
     try:
-        measure(prepare, args, result, bytes_copied)
+        measure(prepare, args, result, bytes_copied, backend_ms)
     except Exception as exc:  # noqa: BLE001 - any failure becomes the row's error text
         traceback.print_exc()
         result["error"] = f"{type(exc).__name__}: {exc}"[:2000]

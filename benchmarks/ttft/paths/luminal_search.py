@@ -15,4 +15,4 @@ from benchmarks.ttft.paths import luminal  # noqa: E402
 SEARCH_ITERATIONS = 64
 
 if __name__ == "__main__":
-    main("luminal_search", lambda model, args: luminal.prepare(model, args, SEARCH_ITERATIONS), luminal.bytes_copied)
+    main("luminal_search", lambda model, args: luminal.prepare(model, args, SEARCH_ITERATIONS), luminal.bytes_copied, luminal.backend_ms)
