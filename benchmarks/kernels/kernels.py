@@ -82,6 +82,10 @@ def _matmul_inputs(m, k, n):
     return lambda dtype, g: (torch.randn(m, k, generator=g).to(dtype), torch.randn(k, n, generator=g).to(dtype))
 
 
+def _linear_inputs(m, k, n):
+    return lambda dtype, g: (torch.randn(m, k, generator=g).to(dtype), torch.randn(n, k, generator=g).to(dtype))
+
+
 def _sdpa(causal):
     return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
@@ -117,6 +121,10 @@ def all_kernels() -> list[Kernel]:
     for m, k, nn in [(1024, 1024, 1024), (4096, 1024, 4096), (1, 4096, 4096)]:
         kernels.append(Kernel("gemm" if m > 1 else "gemv", (m, k, nn), _matmul_inputs(m, k, nn), torch.mm,
                               flops=2.0 * m * k * nn))
+    # A 64-token prefill through the memory-bound Llama's projections as nn.Linear computes them
+    # (x @ w.T): the MLP's up and down projections and the LM head.
+    for m, k, nn in [(64, 1024, 2816), (64, 2816, 1024), (64, 1024, 32000)]:
+        kernels.append(Kernel("linear", (m, k, nn), _linear_inputs(m, k, nn), F.linear, flops=2.0 * m * k * nn))
     # transformers builds position ids and padding masks with cumsum along the sequence.
     for shape in [(8, 4096), (64, 4096)]:
         kernels.append(Kernel("cumsum", shape, _randn(*shape), lambda x: torch.cumsum(x, dim=-1)))
