@@ -51,6 +51,11 @@ RESULT_COLUMNS = {
     "prefill_batched_tps": "REAL",
     "peak_rss_mb": "REAL",
     "kv_row_bytes": "INTEGER",
+    # The decode bandwidth floor's two terms: the weight bytes one decode step must read (every
+    # parameter but an input embedding table it only gathers from) and the machine's copy
+    # bandwidth, measured by the orchestrator at the start of the run.
+    "weight_bytes": "INTEGER",
+    "copy_gbps": "REAL",
     "decode_bytes_copied": "INTEGER",
     "graphs": "INTEGER",
     "tokens": "TEXT",

@@ -93,6 +93,16 @@ class Session:
         ids = out.logits[0].argmax(-1).tolist()
         return (time.perf_counter() - start) * 1000, ids
 
+    def weight_bytes(self) -> int:
+        """Bytes of the weights one decode step reads: every parameter, but an input embedding
+        table only through the rows it gathers (unless the LM head reads it whole, tied)."""
+        total = sum(p.numel() * p.element_size() for p in self.model.parameters())
+        embedding = self.model.get_input_embeddings().weight
+        head = self.model.get_output_embeddings()
+        if head is None or head.weight is not embedding:
+            total -= embedding.numel() * embedding.element_size()
+        return total
+
     def kv_row_bytes(self) -> int:
         """Bytes of the K/V rows one decode step adds to the cache (every layer, keys and values)."""
         return sum(t.numel() // t.shape[-2] * t.element_size() for layer in self.cache.layers
@@ -240,6 +250,7 @@ def measure(prepare: Prepare, args: argparse.Namespace, result: dict[str, Any], 
     if ttft_batched:
         result["prefill_batched_tps"] = len(config.prompt_ids) * 1000 / result["ttft_batched_ms"]
     result["kv_row_bytes"] = session.kv_row_bytes()
+    result["weight_bytes"] = session.weight_bytes()
     if bytes_copied is not None:
         stage("bytes copied by one decode step")
         result["decode_bytes_copied"] = session.bytes_copied_by_one_step(fn, bytes_copied)

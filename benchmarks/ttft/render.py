@@ -39,6 +39,18 @@ COUNT_ROWS = [
 CHART_METRICS = ["ttft_seq_ms", "ttft_batched_ms", "tpot_ms", "compile_ms"]
 
 
+FLOOR_LABEL = "TPOT bandwidth floor (ms/token): weight bytes ÷ copy bandwidth"
+
+
+def bandwidth_floor_ms(rows: list[dict[str, Any] | None]) -> float | None:
+    """The fastest a decode step can stream its weights on this machine, from any row of the
+    config that has both terms (every path decodes the same model)."""
+    for row in rows:
+        if row and row.get("weight_bytes") and row.get("copy_gbps"):
+            return row["weight_bytes"] / (row["copy_gbps"] * 1e9) * 1e3
+    return None
+
+
 def by_config(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
     """config -> path -> row, configs in first-seen order."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -90,6 +102,11 @@ def table_rows(paths: dict[str, dict[str, Any]]) -> list[list[str]]:
     def without_speedups(metric: str, label: str) -> list[str]:
         return [label] + [fmt(p.get(metric)) if p else "–" for p in shown] + [""] * len(pairs)
 
+    floor = bandwidth_floor_ms(shown)
+    if floor is not None:
+        rows.append([FLOOR_LABEL] + [fmt(floor, 2)] * len(shown) + [""] * len(pairs))
+        rows.append(["TPOT ÷ bandwidth floor"] + [fmt_x(p["tpot_ms"] / floor) if p and p.get("tpot_ms") else "–"
+                                                  for p in shown] + [""] * len(pairs))
     for metric, label in COUNT_ROWS:
         if any(p and p.get(metric) is not None for p in shown):
             rows.append(without_speedups(metric, label))

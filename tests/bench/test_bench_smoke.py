@@ -56,12 +56,16 @@ def test_tiny_config_through_all_paths(tmp_path):
     kv_row_bytes, max_cache_len = rows["eager"]["kv_row_bytes"], 256
     assert kv_row_bytes > 0 and rows["eager"]["decode_bytes_copied"] is None
     assert kv_row_bytes <= luminal["decode_bytes_copied"] < kv_row_bytes * max_cache_len // 8
+    # The decode floor's terms: the weights a step reads and the run's copy bandwidth.
+    assert rows["eager"]["weight_bytes"] > 0 and rows["eager"]["copy_gbps"] > 0
 
     html = (out / "dashboard.html").read_text()
     assert "tiny" in html and "<svg" in html and "data:image/png;base64," in html
     assert "src=\"http" not in html and "href=\"http" not in html, "the dashboard must render offline"
     assert (out / "ttft.png").read_bytes().startswith(b"\x89PNG")
-    assert "| metric | eager | inductor | luminal |" in (out / "ttft_latest.md").read_text()
+    latest = (out / "ttft_latest.md").read_text()
+    assert "| metric | eager | inductor | luminal |" in latest
+    assert "| TPOT ÷ bandwidth floor |" in latest
     assert (out / "ttft_latest.csv").read_text().count("\n") == 4  # header + 3 paths
 
 
