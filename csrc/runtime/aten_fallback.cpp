@@ -19,6 +19,13 @@ bool aten_has_native_half_matmul(ir::DType dtype) {
   return executor != nullptr && executor->has_native_half_matmul(dtype);
 }
 
+bool aten_parallel_for(int64_t items, AtenCallExecutor::Task task, void* context) {
+  const AtenCallExecutor* executor = g_executor.load();
+  if (executor == nullptr) return false;
+  executor->parallel_for(items, task, context);
+  return true;
+}
+
 void run_aten_call(const ir::AtenCall& call, const std::vector<BufferRef>& inputs, const ir::SymbolBindings& bindings,
                    const BufferRef& output) {
   const AtenCallExecutor* executor = g_executor.load();

@@ -7,6 +7,7 @@
 // throws UnsupportedError saying so.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "ir/aten_call.h"
@@ -25,6 +26,11 @@ class AtenCallExecutor {
   // Whether ATen's matmul in this f16/bf16 dtype runs on the CPU's own half-precision dot
   // products (oneDNN with AVX512-BF16/FP16 or AMX): then it is faster than widening to f32.
   virtual bool has_native_half_matmul(ir::DType dtype) const = 0;
+  // Runs task over [0, items) split across ATen's intra-op threads (torch's OpenMP team), as
+  // ATen's own ops do. For the work right after an ATen call: that team's workers are still
+  // spinning for it then, holding the cores a pool of our own would contend for.
+  using Task = void (*)(void* context, int64_t begin, int64_t end);
+  virtual void parallel_for(int64_t items, Task task, void* context) const = 0;
 };
 
 // Installs the process-wide executor (not owned; it must outlive every compiled model).
@@ -32,6 +38,9 @@ void set_aten_call_executor(const AtenCallExecutor* executor);
 bool has_aten_call_executor();
 // False without an executor.
 bool aten_has_native_half_matmul(ir::DType dtype);
+
+// Through the executor's parallel_for; false (nothing run) without an executor.
+bool aten_parallel_for(int64_t items, AtenCallExecutor::Task task, void* context);
 
 void run_aten_call(const ir::AtenCall& call, const std::vector<BufferRef>& inputs, const ir::SymbolBindings& bindings,
                    const BufferRef& output);

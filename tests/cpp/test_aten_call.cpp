@@ -3,8 +3,10 @@
 // bindings and a contiguous output; with no executor registered the run raises UnsupportedError.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <random>
+#include <thread>
 
 #include "common/error.h"
 #include "cpu_test_util.h"
@@ -37,6 +39,7 @@ class FakeExecutor final : public runtime::AtenCallExecutor {
             10 * src[i * in.strides[0] + j * in.strides[1]] + static_cast<float>(s0);
   }
   bool has_native_half_matmul(ir::DType) const override { return false; }
+  void parallel_for(int64_t items, Task task, void* context) const override { task(context, 0, items); }
 };
 
 // x [s0, 3] -> fake(x.t() + 1) [3, s0] -> * 2
@@ -109,10 +112,13 @@ TEST_P(AtenCallSeam, NoExecutorIsUnsupportedNotACrash) {
 class HalfMatmulExecutor final : public runtime::AtenCallExecutor {
  public:
   mutable std::vector<DType> seen_dtypes;
+  mutable int parallel_fors = 0;
 
+  // matmul.out: inputs are self, other and out (the output buffer itself).
   void run(const ir::AtenCall& call, const std::vector<runtime::BufferRef>& inputs, const ir::SymbolBindings&,
            const runtime::BufferRef& output) const override {
-    EXPECT_EQ(call.full_name(), "aten::matmul.default");
+    EXPECT_EQ(call.full_name(), "aten::matmul.out");
+    EXPECT_EQ(inputs.at(2).data, output.data);
     const runtime::BufferRef& a = inputs.at(0);
     const runtime::BufferRef& b = inputs.at(1);
     seen_dtypes.push_back(a.dtype);
@@ -129,6 +135,11 @@ class HalfMatmulExecutor final : public runtime::AtenCallExecutor {
       }
   }
   bool has_native_half_matmul(DType dtype) const override { return dtype == DType::BF16; }
+  void parallel_for(int64_t items, Task task, void* context) const override {
+    ++parallel_fors;
+    task(context, 0, items / 2);
+    task(context, items / 2, items);
+  }
 };
 
 // x [5, 8] @ w.t(), w [3, 8]: a Linear's prefill GEMM.
@@ -159,6 +170,28 @@ TEST_F(HalfMatmul, StaysInItsDtypeWhereAtenComputesItNatively) {
     EXPECT_EQ(executor.seen_dtypes, dtype == DType::BF16 ? std::vector<DType>{DType::BF16} : std::vector<DType>{})
         << ir::dtype_name(dtype);
   }
+}
+
+// A kernel split across threads right after an ATen matmul runs on ATen's threads (which are
+// still spinning for work then), not on our pool; long after one, on our pool.
+TEST_F(HalfMatmul, KernelsRightAfterItSplitAcrossAtensThreads) {
+  HalfMatmulExecutor executor;
+  runtime::set_aten_call_executor(&executor);
+  IrTestBuilder b;
+  TensorRef x = b.input("x", DType::BF16, {Expr(int64_t{64}), Expr(int64_t{8})});
+  TensorRef w = b.input("w", DType::BF16, {Expr(int64_t{1024}), Expr(int64_t{8})});
+  b.output(b.unary(Op::Exp, b.matmul(x, viewed(w, w.view.permute({1, 0})))));
+  std::mt19937 rng(9);
+  expect_matches_reference(b.graph, {random_tensor(DType::BF16, {64, 8}, rng), random_tensor(DType::BF16, {1024, 8}, rng)},
+                           "matmul then exp");
+  EXPECT_EQ(executor.seen_dtypes.size(), 1u);
+  EXPECT_EQ(executor.parallel_fors, 1) << "the exp over 64x1024 elements, split across ATen's threads";
+
+  IrTestBuilder alone;
+  alone.output(alone.unary(Op::Exp, alone.input("y", DType::F32, {Expr(int64_t{64}), Expr(int64_t{1024})})));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // ATen's threads have stopped spinning
+  expect_matches_reference(alone.graph, {random_tensor(DType::F32, {64, 1024}, rng)}, "exp alone");
+  EXPECT_EQ(executor.parallel_fors, 1) << "no ATen call before it: our own pool";
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, AtenCallSeam, ::testing::Values(false, true),

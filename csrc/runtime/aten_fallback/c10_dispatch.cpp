@@ -1,6 +1,7 @@
 #include "runtime/aten_fallback/c10_dispatch.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/Parallel.h>
 #include <ATen/cpu/Utils.h>
 #include <ATen/ops/from_blob.h>
 #include <c10/core/InferenceMode.h>
@@ -138,6 +139,11 @@ class C10DispatchExecutor final : public AtenCallExecutor {
       e.add_context(call.full_name() + " (ATen fallback)");
       throw;
     }
+  }
+
+  void parallel_for(int64_t items, Task task, void* context) const override {
+    // One contiguous range per thread, as our own pool's callers expect nothing finer.
+    at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) { task(context, begin, end); });
   }
 
   bool has_native_half_matmul(ir::DType dtype) const override {

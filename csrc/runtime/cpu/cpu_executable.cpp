@@ -83,6 +83,20 @@ struct KernelTask {
   std::mutex info_mutex;
 };
 
+// Until when torch's OpenMP workers may still be spinning after the last ATen call of any
+// executable (steady-clock nanoseconds): libgomp's workers spin for milliseconds after a
+// parallel region (about 9 ms measured here). A kernel split across our own pool meanwhile puts
+// three busy threads on two cores, and the caller waits whenever the OS parks our worker
+// mid-chunk (a bf16 prefill ran 1.5-1.9x slower in half of all processes that way); split across
+// the spinning team instead, the work starts at once. Process-wide, as that team is.
+std::atomic<int64_t> aten_threads_spin_until_ns{0};
+constexpr int64_t kAtenThreadsSpinNs = 10'000'000;
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 void run_kernel_chunk(void* context, int64_t begin, int64_t end) {
   auto* task = static_cast<KernelTask*>(context);
   int64_t info[2] = {0, 0};
@@ -562,6 +576,7 @@ void CpuExecutable::run_step(size_t index, const StepPlan& plan, const std::vect
     pool_.rest();
     if (plan.matmul_through_aten) {
       aten_matmul(step, plan, ptr, bindings);
+      aten_threads_spin_until_ns.store(steady_ns() + kAtenThreadsSpinNs, std::memory_order_relaxed);
     } else {
       blas_matmul(step.dtype, ptr[step.slots[0]], plan.a, ptr[step.slots[1]], plan.b, ptr[step.slots[2]]);
     }
@@ -576,6 +591,7 @@ void CpuExecutable::run_step(size_t index, const StepPlan& plan, const std::vect
   if (step.kind == Step::Kind::AtenCall) {
     pool_.rest();  // torch's own threads run the op
     run_aten_call_step(program_.graph, program_.graph.node(step.aten_call), step, ptr, bindings);
+    aten_threads_spin_until_ns.store(steady_ns() + kAtenThreadsSpinNs, std::memory_order_relaxed);
     return;
   }
   // A Scatter copies its data into its result first, unless they are one buffer (in place).
@@ -588,10 +604,17 @@ void CpuExecutable::run_step(size_t index, const StepPlan& plan, const std::vect
   task.fn = plan.variant >= 0 ? step.variants[plan.variant].fn : step.fn;
   task.params = params.data();
   task.symbols = plan.symbols.data();
-  if (plan.parallel && plan.items > 1)
-    pool_.parallel_for(plan.items, run_kernel_chunk, &task);
-  else
+  if (!plan.parallel || plan.items <= 1) {
     run_kernel_chunk(&task, 0, plan.items);
+  } else {
+    const bool aten_threads_spinning = steady_ns() < aten_threads_spin_until_ns.load(std::memory_order_relaxed);
+    if (aten_threads_spinning && has_aten_call_executor()) {
+      pool_.rest();  // our workers would only contend with torch's
+      aten_parallel_for(plan.items, run_kernel_chunk, &task);
+    } else {
+      pool_.parallel_for(plan.items, run_kernel_chunk, &task);
+    }
+  }
   const int64_t status = task.status.load();
   if (status == 0) return;
   switch (status) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include <pthread.h>
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -27,7 +29,11 @@ constexpr uint64_t kJoinedMask = kClosed - 1;
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  for (int i = 1; i < threads; ++i) {
+    workers_.emplace_back([this] { worker_loop(); });
+    // Named, so that top -H and perf tell our workers from torch's OpenMP threads.
+    pthread_setname_np(workers_.back().native_handle(), "luminal-pool");
+  }
 }
 
 ThreadPool::~ThreadPool() {
