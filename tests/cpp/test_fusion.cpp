@@ -160,6 +160,24 @@ HostTensor band_bias(int64_t L, int64_t S) {
   return HostTensor::of<float>(DType::F32, {L, S}, values);
 }
 
+// Row l attends keys [l + 13, l + 34): windows that start inside a 16-key strip.
+HostTensor window_bias(int64_t L, int64_t S) {
+  std::vector<float> values(static_cast<size_t>(L * S), -INFINITY);
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t s = l + 13; s < std::min(S, l + 34); ++s) values[static_cast<size_t>(l * S + s)] = 0.25f * (s % 5);
+  return HostTensor::of<float>(DType::F32, {L, S}, values);
+}
+
+// x [3, 1, 70] @ w.T, w [37, 70] a weight: a decode Linear over a batch of three rows, sizes that
+// defeat the GEMV's row blocks and the vector width.
+ir::Graph batched_linear_row(DType t) {
+  IrTestBuilder b;
+  auto x = b.input("x", t, {3, 1, 70});
+  auto w = b.weight("w", t, {37, 70});
+  b.output(b.matmul(x, viewed(w, w.view.permute({1, 0}).unsqueeze(0).expand({3, 70, 37}))));
+  return b.graph;
+}
+
 TEST(Fusion, AttentionIsOnePatternKernel) {
   // 41 query rows: a block of 36 and one of 5; 43 keys, head dim 20 (not a multiple of 16).
   const ir::Graph graph = attention_graph(3, 41, 43, 20, /*scores_out=*/false);
@@ -186,14 +204,11 @@ TEST(Fusion, AttentionWindowsStartingInsideAKeyStripMatchTheReference) {
   // 36 query rows reads a window that starts at a multiple of 16 keys past it, a few columns
   // before the block's first attended key (those must come out exactly 0).
   const int64_t L = 80, S = 120;
-  std::vector<float> values(static_cast<size_t>(L * S), -INFINITY);
-  for (int64_t l = 0; l < L; ++l)
-    for (int64_t s = l + 13; s < std::min(S, l + 34); ++s) values[static_cast<size_t>(l * S + s)] = 0.25f * (s % 5);
   const ir::Graph graph = attention_graph(2, L, S, 24, /*scores_out=*/false);
   std::mt19937 rng(9);
   expect_matches_reference(graph,
                            {random_tensor(DType::F32, {2, L, 24}, rng), random_tensor(DType::F32, {2, S, 24}, rng),
-                            random_tensor(DType::F32, {2, S, 24}, rng), HostTensor::of<float>(DType::F32, {L, S}, values)},
+                            random_tensor(DType::F32, {2, S, 24}, rng), window_bias(L, S)},
                            "attention windows", 1e-5);
 }
 
@@ -254,25 +269,19 @@ TEST(TileVariants, EveryAttentionTileMatchesTheReference) {
        random_tensor(DType::F32, {3, 43, 20}, rng), band_bias(41, 43)},
       {}, {codegen::kAttentionRows / 2, codegen::kAttentionRows * 2}, 1e-5, "attention 41x43");
   const int64_t L = 80, S = 120;
-  std::vector<float> values(static_cast<size_t>(L * S), -INFINITY);
-  for (int64_t l = 0; l < L; ++l)
-    for (int64_t s = l + 13; s < std::min(S, l + 34); ++s) values[static_cast<size_t>(l * S + s)] = 0.25f * (s % 5);
   expect_every_tile_matches_the_reference(
       attention_graph(2, L, S, 24, false),
       {random_tensor(DType::F32, {2, L, 24}, rng), random_tensor(DType::F32, {2, S, 24}, rng),
-       random_tensor(DType::F32, {2, S, 24}, rng), HostTensor::of<float>(DType::F32, {L, S}, values)},
+       random_tensor(DType::F32, {2, S, 24}, rng), window_bias(L, S)},
       {}, {codegen::kAttentionRows / 2, codegen::kAttentionRows * 2}, 1e-5, "attention windows");
 }
 
 TEST(TileVariants, EveryGemvTileMatchesTheReference) {
   std::mt19937 rng(17);
   for (DType t : {DType::F32, DType::BF16, DType::F16}) {
-    IrTestBuilder b;
-    auto x = b.input("x", t, {3, 1, 70});
-    auto w = b.weight("w", t, {37, 70});
-    b.output(b.matmul(x, viewed(w, w.view.permute({1, 0}).unsqueeze(0).expand({3, 70, 37}))));
     HostTensor weight = random_tensor(t, {37, 70}, rng);
-    expect_every_tile_matches_the_reference(b.graph, {random_tensor(t, {3, 1, 70}, rng)}, {{"w", weight.ref()}},
+    expect_every_tile_matches_the_reference(batched_linear_row(t), {random_tensor(t, {3, 1, 70}, rng)},
+                                            {{"w", weight.ref()}},
                                             {codegen::kGemvRows / 2, codegen::kGemvRows * 2},
                                             t == DType::F32 ? 1e-5 : 2e-2, std::string("gemv ") + ir::dtype_name(t));
   }
@@ -478,17 +487,14 @@ TEST(Fusion, HalfGemvReadsTheWeightInItsOwnDtype) {
   // an f32 copy on every call. Sizes that defeat both the 4-row blocks and the vector width.
   std::mt19937 rng(11);
   for (DType t : {DType::BF16, DType::F16, DType::F32}) {
-    IrTestBuilder b;
-    auto x = b.input("x", t, {3, 1, 70});
-    auto w = b.weight("w", t, {37, 70});
-    b.output(b.matmul(x, viewed(w, w.view.permute({1, 0}).unsqueeze(0).expand({3, 70, 37}))));
+    const ir::Graph graph = batched_linear_row(t);
     HostTensor weight = random_tensor(t, {37, 70}, rng);
     std::map<std::string, runtime::BufferRef> weights{{"w", weight.ref()}};
-    auto exe = compile_cpu(b.graph, weights);
+    auto exe = compile_cpu(graph, weights);
     const auto& program = program_of(*exe);
     ASSERT_EQ(program.steps.size(), 1u) << ir::dtype_name(t);
     EXPECT_NE(program.steps[0].what.find("gemv"), std::string::npos) << program.steps[0].what;
-    expect_matches_reference(b.graph, {random_tensor(t, {3, 1, 70}, rng)}, std::string("gemv ") + ir::dtype_name(t),
+    expect_matches_reference(graph, {random_tensor(t, {3, 1, 70}, rng)}, std::string("gemv ") + ir::dtype_name(t),
                              t == DType::F32 ? 1e-5 : 2e-2, weights);
   }
 }
