@@ -19,11 +19,10 @@ bool aten_has_native_half_matmul(ir::DType dtype) {
   return executor != nullptr && executor->has_native_half_matmul(dtype);
 }
 
-bool aten_parallel_for(int64_t items, AtenCallExecutor::Task task, void* context) {
+void aten_parallel_for(int64_t items, AtenCallExecutor::Task task, void* context) {
   const AtenCallExecutor* executor = g_executor.load();
-  if (executor == nullptr) return false;
+  INTERNAL_CHECK(executor != nullptr) << "aten_parallel_for without an ATen executor installed";
   executor->parallel_for(items, task, context);
-  return true;
 }
 
 void run_aten_call(const ir::AtenCall& call, const std::vector<BufferRef>& inputs, const ir::SymbolBindings& bindings,

@@ -39,8 +39,8 @@ bool has_aten_call_executor();
 // False without an executor.
 bool aten_has_native_half_matmul(ir::DType dtype);
 
-// Through the executor's parallel_for; false (nothing run) without an executor.
-bool aten_parallel_for(int64_t items, AtenCallExecutor::Task task, void* context);
+// Through the executor's parallel_for; the caller checks has_aten_call_executor() first.
+void aten_parallel_for(int64_t items, AtenCallExecutor::Task task, void* context);
 
 void run_aten_call(const ir::AtenCall& call, const std::vector<BufferRef>& inputs, const ir::SymbolBindings& bindings,
                    const BufferRef& output);

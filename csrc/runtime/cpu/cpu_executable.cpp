@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <new>
 #include <sstream>
 
@@ -95,6 +94,11 @@ constexpr int64_t kAtenThreadsSpinNs = 10'000'000;
 int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// After a step that ran on torch's threads.
+void note_aten_threads_spinning() {
+  aten_threads_spin_until_ns.store(steady_ns() + kAtenThreadsSpinNs, std::memory_order_relaxed);
 }
 
 void run_kernel_chunk(void* context, int64_t begin, int64_t end) {
@@ -327,8 +331,7 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::searched_plan(std:
     identity << "\n";
   }
   for (const auto& [name, value] : bindings) identity << name << "=" << value << "\n";
-  const std::string cache_dir = search_.cache_dir.empty() ? default_cache_dir() : search_.cache_dir;
-  const std::string path = (std::filesystem::path(cache_dir) / "search" / (content_hash(identity.str()) + ".txt")).string();
+  const std::string path = search_entry_path(search_.cache_dir, identity.str(), ".txt");
 
   std::vector<StepChoice> choices;
   std::string log;
@@ -576,7 +579,7 @@ void CpuExecutable::run_step(size_t index, const StepPlan& plan, const std::vect
     pool_.rest();
     if (plan.matmul_through_aten) {
       aten_matmul(step, plan, ptr, bindings);
-      aten_threads_spin_until_ns.store(steady_ns() + kAtenThreadsSpinNs, std::memory_order_relaxed);
+      note_aten_threads_spinning();
     } else {
       blas_matmul(step.dtype, ptr[step.slots[0]], plan.a, ptr[step.slots[1]], plan.b, ptr[step.slots[2]]);
     }
@@ -591,7 +594,7 @@ void CpuExecutable::run_step(size_t index, const StepPlan& plan, const std::vect
   if (step.kind == Step::Kind::AtenCall) {
     pool_.rest();  // torch's own threads run the op
     run_aten_call_step(program_.graph, program_.graph.node(step.aten_call), step, ptr, bindings);
-    aten_threads_spin_until_ns.store(steady_ns() + kAtenThreadsSpinNs, std::memory_order_relaxed);
+    note_aten_threads_spinning();
     return;
   }
   // A Scatter copies its data into its result first, unless they are one buffer (in place).

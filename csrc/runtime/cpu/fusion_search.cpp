@@ -1,9 +1,6 @@
 #include "runtime/cpu/fusion_search.h"
 
-#include <unistd.h>
-
 #include <chrono>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -28,20 +25,6 @@ bool read_choice(const std::string& path, size_t alternatives, size_t& choice) {
   if (!(in >> value) || in >> rest || value >= alternatives) return false;
   choice = value;
   return true;
-}
-
-void write_choice(const std::string& path, size_t choice) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(fs::path(path).parent_path(), ec);
-  const std::string tmp = path + "." + std::to_string(getpid()) + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << choice << "\n";
-    if (!out) return;  // an unwritable cache only costs the next process another search
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) fs::remove(tmp, ec);
 }
 
 }  // namespace
@@ -106,9 +89,7 @@ size_t FusionSearchExecutable::choose(const ShapeKey& key, const std::vector<Buf
     for (int64_t size : sizes) identity << size << " ";
     identity << "\n";
   }
-  const std::string cache_dir = search_.cache_dir.empty() ? default_cache_dir() : search_.cache_dir;
-  const std::string path =
-      (std::filesystem::path(cache_dir) / "search" / (content_hash(identity.str()) + ".fusion")).string();
+  const std::string path = search_entry_path(search_.cache_dir, identity.str(), ".fusion");
 
   size_t choice = 0;
   std::ostringstream log;
@@ -137,7 +118,7 @@ size_t FusionSearchExecutable::choose(const ShapeKey& key, const std::vector<Buf
       if (clearly_faster(medians[i], medians[choice])) choice = i;
     }
     log << " per call (median of " << kRuns << "); keeps " << fusions_[choice].describe() << "\n";
-    write_choice(path, choice);
+    write_entry(path, std::to_string(choice) + "\n");
   }
   if (!search_.debug_dir.empty()) append_search_log(search_.debug_dir, log.str());
   std::lock_guard<std::mutex> lock(mutex_);

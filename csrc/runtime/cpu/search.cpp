@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/cpu/jit.h"
+
 namespace luminal::runtime::cpu {
 
 namespace {
@@ -17,7 +19,6 @@ constexpr double kMargin = 0.9;
 constexpr double kMinSavingUs = 2.0;
 // Timed calls per configuration below which a median means little.
 constexpr int kMinRuns = 3;
-
 
 struct Medians {
   std::vector<double> step_us;
@@ -40,7 +41,6 @@ Medians time_configuration(const TimeCall& time_call, const std::vector<StepChoi
   m.total_us = median(totals);
   return m;
 }
-
 
 bool same(const std::vector<StepChoice>& a, const std::vector<StepChoice>& b) {
   for (size_t s = 0; s < a.size(); ++s)
@@ -223,15 +223,26 @@ bool load_choices(const std::string& path, const SearchSpace& space, std::vector
 }
 
 void store_choices(const std::string& path, const std::vector<StepChoice>& choices) {
+  std::ostringstream text;
+  for (const StepChoice& c : choices)
+    text << (c.parallel ? 1 : 0) << ' ' << (c.matmul_through_aten ? 1 : 0) << ' ' << c.variant << "\n";
+  write_entry(path, text.str());
+}
+
+std::string search_entry_path(const std::string& cache_dir, const std::string& identity, const std::string& extension) {
+  const std::string dir = cache_dir.empty() ? default_cache_dir() : cache_dir;
+  return (std::filesystem::path(dir) / "search" / (content_hash(identity) + extension)).string();
+}
+
+void write_entry(const std::string& path, const std::string& text) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
   const std::string tmp = path + "." + std::to_string(getpid()) + ".tmp";
   {
     std::ofstream out(tmp);
-    for (const StepChoice& c : choices)
-      out << (c.parallel ? 1 : 0) << ' ' << (c.matmul_through_aten ? 1 : 0) << ' ' << c.variant << "\n";
-    if (!out) return;  // an unwritable cache only costs the next process another search
+    out << text;
+    if (!out) return;
   }
   fs::rename(tmp, path, ec);
   if (ec) fs::remove(tmp, ec);

@@ -51,12 +51,17 @@ bool clearly_faster(double alternative_us, double current_us);
 double median(std::vector<double> values);
 // Appends to debug_dir/search_log.txt.
 void append_search_log(const std::string& debug_dir, const std::string& text);
+// Where a search result lives: cache_dir/search (the default cache dir when empty), named by the
+// hash of `identity`, everything the result depends on.
+std::string search_entry_path(const std::string& cache_dir, const std::string& identity, const std::string& extension);
+// Writes a temporary file and renames it over `path`, so a concurrent reader sees all of an
+// entry or none of it. An unwritable cache only costs the next process another search.
+void write_entry(const std::string& path, const std::string& text);
 
 // A search's result on disk: one line per step. load_choices is false (and leaves `choices`
 // alone) when the file is missing or does not hold one well-formed line per step of `space`,
 // each naming a variant the step has: a stale or damaged entry is searched again, never
-// trusted. store_choices writes a temporary file and
-// renames it, so a concurrent reader sees all of an entry or none of it.
+// trusted. store_choices writes it with write_entry.
 bool load_choices(const std::string& path, const SearchSpace& space, std::vector<StepChoice>& choices);
 void store_choices(const std::string& path, const std::vector<StepChoice>& choices);
 
