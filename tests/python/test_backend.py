@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import pytest
 import torch
 import torch._dynamo
@@ -184,3 +189,30 @@ def test_unknown_runtime_lists_the_valid_ones():
     assert "unknown luminal runtime 'gpu'; valid runtimes are: 'cpu', 'reference'" in str(info.value)
     with pytest.raises(luminal.UserError, match="valid runtimes are: 'cpu', 'reference'"):
         luminal.compile(torch.export.export(model, (torch.randn(2, 16),)), options={"runtime": "interpreter"})
+
+
+@pytest.mark.parametrize("given, expected", [(None, "4"), ("12", "12")])
+def test_openblas_workers_sleep_after_each_gemm_unless_the_user_says(given, expected):
+    """Importing luminal sets OPENBLAS_THREAD_TIMEOUT before its OpenBLAS loads (which reads it
+    once): spinning OpenBLAS workers contended with our pool (docs/lessons.md). A value the user
+    set is kept."""
+    script = textwrap.dedent(
+        """
+        import os
+        import torch
+
+        def openblas_loaded():
+            return any("/libopenblas" in line for line in open("/proc/self/maps"))
+
+        assert not openblas_loaded(), "OpenBLAS must load with luminal, after the variable is set"
+        import luminal
+        assert openblas_loaded()
+        print(os.environ["OPENBLAS_THREAD_TIMEOUT"])
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    if given is not None:
+        env["OPENBLAS_THREAD_TIMEOUT"] = given
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip().splitlines()[-1] == expected
