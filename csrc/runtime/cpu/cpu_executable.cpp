@@ -117,34 +117,8 @@ void run_kernel_chunk(void* context, int64_t begin, int64_t end) {
 
 }  // namespace
 
-// Steps run in program order, so a reader of the old value scheduled before the Scatter is
-// harmless however the graph numbers the two.
 std::vector<InPlaceScatter> in_place_scatters(const Program& program) {
-  const ir::Graph& graph = program.graph;
-  std::vector<InPlaceScatter> found;
-  for (int s = 0; s < static_cast<int>(program.steps.size()); ++s) {
-    const Step& step = program.steps[s];
-    if (step.scatter < 0) continue;
-    const ir::Node& node = graph.node(step.scatter);
-    const ir::NodeId data = node.inputs[0].node;
-    const int data_slot = program.slot_of_node[data];
-    if (!node.inputs[0].view.is_contiguous() || data_slot < 0 || program.slots[data_slot].kind == Slot::Kind::Arena)
-      continue;
-    bool old_value_read_later = step.slots[2] == data_slot || step.slots[3] == data_slot;
-    for (size_t later = s + 1; later < program.steps.size() && !old_value_read_later; ++later) {
-      const std::vector<int>& slots = program.steps[later].slots;
-      old_value_read_later = std::find(slots.begin(), slots.end(), data_slot) != slots.end();
-    }
-    int output = -1;
-    for (size_t k = 0; k < program.outputs.size(); ++k) {
-      const ir::TensorRef& ref = program.outputs[k].ref;
-      if (ref.node == data) old_value_read_later = true;
-      if (output < 0 && ref.node == step.scatter && ref.view.is_contiguous()) output = static_cast<int>(k);
-    }
-    if (old_value_read_later || output < 0) continue;
-    found.push_back({output, data_slot, step.slots[0]});
-  }
-  return found;
+  return find_in_place_scatters(program.graph, program);
 }
 
 namespace {

@@ -17,23 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cpu/in_place_scatter.h"
 #include "runtime/cpu/program.h"
 #include "runtime/cpu/thread_pool.h"
 #include "runtime/runtime.h"
 
 namespace luminal::runtime::cpu {
 
-// A Scatter step that may write into the caller's buffer it updates (StaticCache's index_copy_
-// of the new K/V rows); whether it does is decided per run, from the buffers passed.
-struct InPlaceScatter {
-  int output = -1;     // the graph output returning its result
-  int data_slot = -1;  // the Input or Weight slot it updates
-  int out_slot = -1;   // its result's slot
-};
-
-// The Scatter steps of `program` that may update a caller's buffer in place: the data operand
-// is a whole Input or Weight read contiguously, the result is returned contiguously as a graph
-// output, and no step after it, no other operand of it and no graph output reads the old value.
+// The Scatter steps of `program` that may update a caller's buffer in place (in_place_scatter.h).
 std::vector<InPlaceScatter> in_place_scatters(const Program& program);
 
 // CompileOptions::search_iterations and where its results are kept (schedule search, search.h).
