@@ -1,15 +1,19 @@
-// The CUDA emitter's scan kernel: the shape of its source, and that NVRTC compiles it for
-// sm_80 and sm_90 without an error or a warning where NVRTC can be loaded (LUMINAL_NVRTC_PATH,
-// CUDA_HOME; skipped otherwise). tests/cuda sweeps the other kernels through whole models.
+// The CUDA emitter's scan and attention kernels: the shape of their source and launch, and that
+// NVRTC compiles them for sm_80 and sm_90 without an error or a warning where NVRTC can be loaded
+// (LUMINAL_NVRTC_PATH, CUDA_HOME; skipped otherwise). tests/cuda sweeps the other kernels through
+// whole models.
 #include <gtest/gtest.h>
 
 #ifdef LUMINAL_WITH_CUDA
+
+#include <cmath>
 
 #include "codegen/cuda/emit.h"
 #include "codegen/lower.h"
 #include "common/error.h"
 #include "ir_test_builder.h"
 #include "runtime/cuda/check_kernels.h"
+#include "runtime/cuda/kernel_plan.h"
 
 namespace luminal::testing {
 namespace {
@@ -72,6 +76,134 @@ TEST(CudaCodegen, ScanCompilesWithNvrtcWithoutWarnings) {
               << ir::dtype_name(t) << " " << ir::shape_to_string(shape) << " axis " << axis << " " << arch << ":\n"
               << image->log << "\n"
               << report.kernels[0].source;
+      }
+    }
+  }
+}
+
+// Attention as translator/attention.cpp composes it: q [H, L, E], k [H, S, E] read transposed,
+// v [H, S, Ev], an optional [L, S] bias broadcast over the heads.
+ir::Graph attention_graph(int64_t heads, const Expr& L, const Expr& S, int64_t E, const Expr& Ev, bool bias) {
+  IrTestBuilder b;
+  auto q = b.input("q", DType::F32, {heads, L, E});
+  auto k = b.input("k", DType::F32, {heads, S, E});
+  auto v = b.input("v", DType::F32, {heads, S, Ev});
+  const ir::Shape scores_shape = {heads, L, S};
+  const ir::Shape row_shape = {heads, L, 1};
+  auto scalar = [&](double value, const ir::Shape& shape) {
+    auto c = b.constant(value, DType::F32, {});
+    return viewed(c, c.view.expand(shape));
+  };
+  auto x = b.binary(Op::Mul, b.matmul(q, viewed(k, k.view.permute({0, 2, 1}))), scalar(0.125, scores_shape));
+  if (bias) {
+    auto mask = b.input("bias", DType::F32, {L, S});
+    x = b.binary(Op::Add, x, viewed(mask, mask.view.expand(scores_shape)));
+  }
+  auto max = b.reduce(Op::MaxReduce, x, 2);
+  auto shift = b.where(b.binary(Op::Eq, max, scalar(-INFINITY, row_shape)), scalar(0.0, row_shape), max);
+  auto exps = b.unary(Op::Exp, b.binary(Op::Sub, x, viewed(shift, shift.view.expand(scores_shape))));
+  auto sum = b.reduce(Op::SumReduce, exps, 2);
+  auto safe_sum = b.where(b.binary(Op::Eq, sum, scalar(0.0, row_shape)), scalar(1.0, row_shape), sum);
+  auto probabilities = b.binary(Op::Div, exps, viewed(safe_sum, safe_sum.view.expand(scores_shape)));
+  b.output(b.matmul(probabilities, v));
+  return b.graph;
+}
+
+// The CUDA plan of an attention graph: one attention kernel and nothing else.
+codegen::Kernel attention_kernel(const ir::Graph& graph) {
+  passes::PassContext cx;
+  const runtime::cuda::CudaKernelPlan plan = runtime::cuda::plan_cuda_kernels(graph, cx);
+  EXPECT_EQ(plan.steps.size(), 1u) << "no scores buffer and no GEMMs: the pattern kernel is the whole plan";
+  for (const runtime::cuda::CudaStep& step : plan.steps)
+    if (step.kind == runtime::cuda::CudaStep::Kind::Kernel &&
+        step.lowered.kernel.kind == codegen::KernelKind::Attention)
+      return step.lowered.kernel;
+  ADD_FAILURE() << "no attention kernel in the CUDA plan";
+  return {};
+}
+
+TEST(CudaCodegen, AttentionIsOneBlockPerQueryTileAndOneWarpPerRow) {
+  using codegen::cuda::LaunchSpec;
+  // 41 query rows: tiles of 36 (kAttentionRows) and 5; 43 keys; head dim 20.
+  codegen::Kernel kernel = attention_kernel(attention_graph(3, 41, 43, 20, 20, /*bias=*/true));
+  codegen::cuda::CudaKernelSource attention = codegen::cuda::emit_kernel(kernel, "k");
+  EXPECT_EQ(attention.launch.kind, LaunchSpec::Kind::Attention);
+  EXPECT_STREQ(codegen::cuda::launch_kind_name(attention.launch.kind), "one block per query tile");
+  EXPECT_EQ(attention.launch.work, Expr(int64_t{3 * 2}));
+  EXPECT_EQ(attention.launch.block_threads, 256);
+  std::string source = kernel_of(attention.source);
+  EXPECT_EQ(count(source, "__launch_bounds__(256)"), 1u) << source;
+  EXPECT_EQ(count(source, "const int64_t lm_tiles = (lm_L + 35) / 36;"), 1u) << source;
+  // The block's key window (columns some row's bias does not mask) is a block reduction...
+  EXPECT_EQ(count(source, "const int64_t lm_lo = lm_block_reduce(lm_first, lm_min_op());"), 1u) << source;
+  EXPECT_EQ(count(source, "const int64_t lm_hi = lm_block_reduce(lm_last, lm_max_op());"), 1u) << source;
+  // ...then one warp per query row: lanes stride the keys, a NaN anywhere makes the row NaN.
+  EXPECT_EQ(count(source, "lm_l = lm_r0 + (threadIdx.x >> 5); lm_l < lm_r1; lm_l += lm_warps)"), 1u) << source;
+  EXPECT_EQ(count(source, "lm_j = lm_lo + lm_lane; lm_j < lm_hi; lm_j += 32)"), 1u) << source;
+  EXPECT_EQ(count(source, "lm_warp_reduce(lm_nan, lm_or_op())"), 1u) << source;
+  EXPECT_EQ(count(source, "__shfl_sync(0xffffffffu, lm_e, lm_i)"), 1u) << source;
+  // Scores: fused q·k in head-dim order, then the reference's separately rounded Mul and Add.
+  EXPECT_EQ(count(source, "lm_dot = fmaf("), 1u) << source;
+  EXPECT_EQ(count(source, "return __fadd_rn(__fmul_rn(lm_dot, lm_scale), lm_b["), 1u) << source;
+  EXPECT_EQ(count(source, "const float lm_scale = (float)0.125;"), 1u) << source;
+  EXPECT_EQ(count(source, "float lm_acc[1];"), 1u) << "20 value columns: one register per lane\n" << source;
+  EXPECT_EQ(count(source, "return;"), 0u) << "no thread leaves a block that synchronises\n" << source;
+
+  // Kernel::tile (the schedule's query rows per block), rounded to the C++ kernel's 6-row tile.
+  kernel.tile = 18;
+  EXPECT_EQ(codegen::cuda::emit_kernel(kernel, "k").launch.work, Expr(int64_t{3 * 3}));
+  kernel.tile = 10;
+  EXPECT_EQ(codegen::cuda::attention_rows_per_block(kernel), 12);
+  EXPECT_EQ(codegen::cuda::emit_kernel(kernel, "k").launch.work, Expr(int64_t{3 * 4}));
+
+  // A decode step (one query row) is a one-warp block; without a bias every key is attended.
+  attention = codegen::cuda::emit_kernel(attention_kernel(attention_graph(4, 1, 40, 8, 8, /*bias=*/false)), "k");
+  EXPECT_EQ(attention.launch.work, Expr(int64_t{4}));
+  EXPECT_EQ(attention.launch.block_threads, 32);
+  source = kernel_of(attention.source);
+  EXPECT_EQ(count(source, "const int64_t lm_lo = 0, lm_hi = lm_S;"), 1u) << source;
+  EXPECT_EQ(count(source, "lm_block_reduce"), 0u) << source;
+  EXPECT_EQ(count(source, "return __fmul_rn(lm_dot, lm_scale);"), 1u) << source;
+
+  // Dynamic dims are arguments; 300 value columns take 8 registers per lane and two passes.
+  const Expr L = Expr::symbol("s0"), S = Expr::symbol("s1");
+  attention = codegen::cuda::emit_kernel(attention_kernel(attention_graph(2, L, S, 16, 300, /*bias=*/true)), "k");
+  EXPECT_EQ(attention.symbols, (std::vector<std::string>{"s0", "s1"}));
+  EXPECT_EQ(attention.launch.block_threads, 256);
+  EXPECT_EQ(attention.launch.work, Expr(int64_t{2}) * floordiv(L + Expr(int64_t{35}), Expr(int64_t{36})));
+  source = kernel_of(attention.source);
+  EXPECT_EQ(count(source, "const int64_t lm_L = S_s0;"), 1u) << source;
+  EXPECT_EQ(count(source, "const int64_t lm_S = S_s1;"), 1u) << source;
+  EXPECT_EQ(count(source, "float lm_acc[8];"), 1u) << source;
+  EXPECT_EQ(count(source, "lm_c0 < lm_Ev; lm_c0 += 256)"), 1u) << source;
+}
+
+TEST(CudaCodegen, AttentionCompilesWithNvrtcWithoutWarnings) {
+  runtime::cuda::NvrtcCompiler compiler;
+  try {
+    compiler.version();
+  } catch (const UserError& e) {
+    GTEST_SKIP() << e.what();
+  }
+  const Expr L = Expr::symbol("s0"), S = Expr::symbol("s1"), Ev = Expr::symbol("s2");
+  const std::vector<ir::Graph> graphs = {
+      attention_graph(3, 41, 43, 20, 20, true), attention_graph(4, 1, 40, 8, 8, false),
+      attention_graph(2, L, S, 16, 300, true), attention_graph(2, L, S, 64, Ev, false)};
+  for (const ir::Graph& graph : graphs) {
+    codegen::Kernel kernel = attention_kernel(graph);
+    // The lowering gives f32 operands (the translator computes half attention in f32); the
+    // emitter also reads and writes f16/bf16 buffers, computing in f32 and rounding on store.
+    for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+      for (codegen::Param& p : kernel.params) p.dtype = t;
+      const codegen::cuda::CudaKernelSource attention = codegen::cuda::emit_kernel(kernel, "lm_attention");
+      EXPECT_EQ(attention.uses_halves, t != DType::F32);
+      if (t != DType::F32) EXPECT_EQ(count(attention.source, t == DType::F16 ? "= lm_f2h(" : "= lm_f2bf("), 1u);
+      for (const std::string arch : {"sm_80", "sm_90"}) {
+        const auto image = compiler.compile(attention.source, attention.name, arch,
+                                            runtime::cuda::ImageKind::Cubin, attention.uses_halves);
+        EXPECT_TRUE(image->ok && !image->has_warnings) << ir::dtype_name(t) << " " << arch << ":\n"
+                                                       << image->log << "\n"
+                                                       << attention.source;
       }
     }
   }

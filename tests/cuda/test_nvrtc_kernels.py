@@ -31,6 +31,9 @@ def _family_report(family: str, dtype: torch.dtype) -> dict:
     return check_model(model, kwargs)
 
 
+ATTENTION = "scaled dot-product attention"
+
+
 def _check_family(family: str, dtype: torch.dtype) -> None:
     report = _family_report(family, dtype)
     assert report["kernels"], "no kernels were generated"
@@ -38,6 +41,10 @@ def _check_family(family: str, dtype: torch.dtype) -> None:
     assert not problems, f"{len(problems)} NVRTC failures or warnings:\n" + "\n\n".join(problems[:3])
     for kernel in report["kernels"]:
         assert set(kernel["images"]) == set(ARCHS)
+    # Every family's attention is the pattern kernel, once per layer (2 layers).
+    attention = _kernels(report, ATTENTION)
+    assert attention and sum(k["launches"] for k in attention) == 2, [k["what"] for k in report["kernels"]]
+    assert all(k["launch"] == "one block per query tile" for k in attention)
 
 
 @pytest.mark.parametrize(("family", "dtype"), FAST_CASES, ids=str)
@@ -80,6 +87,15 @@ def _check_decode(family: str, dtype: torch.dtype) -> None:
     assert not problems, f"{len(problems)} NVRTC failures or warnings:\n" + "\n\n".join(problems[:3])
     launches = {k["launch"] for k in report["kernels"]}
     assert "one warp per output" in launches, "decode Linear layers should be GEMV kernels"
+    # One query row against the static cache: a one-warp block whose key window stops at the
+    # cache's filled length (the mask's -inf tail is never read). Gemma-3's sliding layers have
+    # a shorter cache than its full ones: two kernels.
+    attention = _kernels(report, ATTENTION)
+    assert attention and sum(k["launches"] for k in attention) == 2
+    for kernel in attention:
+        assert kernel["launch"] == "one block per query tile"
+        assert "__launch_bounds__(32)" in kernel["source"]
+        assert "lm_block_reduce(lm_first, lm_min_op())" in kernel["source"]
 
 
 @pytest.mark.parametrize(("family", "dtype"), DECODE_FAST, ids=str)
@@ -167,6 +183,69 @@ def test_gemv_source(dtype):
     assert "lm_warp_reduce(lm_sum, lm_sum_op())" in source
     if dtype == torch.float16:
         assert "#include <cuda_fp16.h>" in source and "lm_f2h(lm_sum)" in source
+
+
+class Sdpa(torch.nn.Module):
+    def __init__(self, causal: bool = False) -> None:
+        super().__init__()
+        self.causal = causal
+
+    def forward(self, q, k, v, mask=None):
+        return torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=self.causal, enable_gqa=True
+        )
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_attention_source(dtype):
+    """SDPA with a float mask is one attention pattern kernel (docs/cuda.md): no [L, S] scores
+    in memory, no softmax row kernel and no GEMMs; in f16/bf16 the translator computes it in f32
+    between casts, as the C++ kernel does."""
+    gen = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(2, 4, n, 16, generator=gen, dtype=dtype) for n in (10, 13, 13))
+    mask = torch.randn(2, 1, 10, 13, generator=gen, dtype=dtype)
+    report = check_model(Sdpa(), {"q": q, "k": k, "v": v, "mask": mask})
+    assert not failures(report), "\n\n".join(failures(report)[:3])
+    assert not report["library_steps"], "q·k and p·v are inside the kernel, not cuBLASLt GEMMs"
+    assert not _kernels(report, "row kernel"), "the softmax is inside the kernel"
+    [kernel] = _kernels(report, ATTENTION)
+    source = kernel["source"]
+    assert kernel["launch"] == "one block per query tile"
+    assert "__launch_bounds__(256)" in source, "10 query rows: a block of 8 warps, one row each"
+    # The block's key window is a reduction over the mask; each row's warp strides the keys.
+    assert "const int64_t lm_lo = lm_block_reduce(lm_first, lm_min_op());" in source
+    assert "lm_j = lm_lo + lm_lane; lm_j < lm_hi; lm_j += 32)" in source
+    assert "lm_warp_reduce(lm_nan, lm_or_op())" in source, "a NaN score makes its row NaN"
+    assert "__shfl_sync(0xffffffffu, lm_e, lm_i)" in source
+    assert "lm_dot = fmaf(" in source and "__fadd_rn(__fmul_rn(lm_dot, lm_scale)" in source
+    assert "const float lm_scale = (float)0.25;" in source, "1 / sqrt(16)"
+    assert "cuda_bf16.h" not in source, "the kernel's buffers are f32"
+
+
+def test_causal_gqa_attention_source():
+    """is_causal with fewer key/value heads (GQA): the causal mask is a pointwise kernel, the
+    attention one pattern kernel reading each key/value head for its query heads."""
+    gen = torch.Generator().manual_seed(4)
+    q = torch.randn(2, 4, 10, 16, generator=gen)
+    k, v = (torch.randn(2, 2, 10, 16, generator=gen) for _ in range(2))
+    report = check_model(Sdpa(causal=True), {"q": q, "k": k, "v": v})
+    assert not failures(report), "\n\n".join(failures(report)[:3])
+    assert not report["library_steps"]
+    [kernel] = _kernels(report, ATTENTION)
+    assert kernel["launch"] == "one block per query tile"
+    assert "lm_block_reduce(lm_first, lm_min_op())" in kernel["source"]
+
+
+def test_attention_dynamic_dims_are_kernel_arguments():
+    q, k, v = (torch.randn(1, 2, n, 8) for n in (6, 9, 9))
+    mask = torch.zeros(1, 1, 6, 9)
+    for tensor in (k, v, mask):
+        torch._dynamo.mark_dynamic(tensor, tensor.dim() - 2 if tensor is not mask else 3)
+    report = check_model(Sdpa(), {"q": q, "k": k, "v": v, "mask": mask}, dynamic=True)
+    assert not failures(report), "\n\n".join(failures(report)[:3])
+    [kernel] = _kernels(report, ATTENTION)
+    assert kernel["symbols"], "the key length is symbolic"
+    assert re.search(r"const int64_t lm_S = S_\w+;", kernel["source"]), "the key length comes from a symbol"
 
 
 class Misc(torch.nn.Module):

@@ -1,5 +1,7 @@
 #include "codegen/cuda/emit.h"
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 #include <sstream>
 
@@ -91,9 +93,17 @@ class Emitter {
         launch.work = Expr(int64_t{1});
         body = scatter_body();
         break;
-      case KernelKind::Attention:
-        INTERNAL_ERROR() << "the CUDA plan does not group attention (PassContext::attention_kernels)";
+      case KernelKind::Attention: {
+        const int64_t rows = attention_rows_per_block(k_);
+        launch.kind = LaunchSpec::Kind::Attention;
+        launch.work = k_.parallel_extent() * floordiv(k_.attention.q_len + Expr(rows - 1), Expr(rows));
+        // A warp per query row, up to 8; a decode step's single row gets a one-warp block.
+        const Expr& q_len = k_.attention.q_len;
+        const int64_t busy_rows = q_len.is_constant() ? std::min(rows, q_len.constant_value()) : rows;
+        launch.block_threads = 32 * static_cast<int>(std::clamp<int64_t>(busy_rows, 1, kBlockThreads / 32));
+        body = attention_body(rows);
         break;
+      }
       case KernelKind::Scan:
         // One thread per row: the elementwise launch with the rows as its work.
         launch.kind = LaunchSpec::Kind::Elementwise;
@@ -121,7 +131,7 @@ class Emitter {
     std::ostringstream out;
     out << prelude(result.uses_halves) << "\n";
     out << "// " << (k_.label.empty() ? "kernel" : k_.label) << " (" << launch_kind_name(launch.kind) << ")\n";
-    out << "extern \"C\" __global__ void __launch_bounds__(" << kBlockThreads << ") " << name << "(";
+    out << "extern \"C\" __global__ void __launch_bounds__(" << launch.block_threads << ") " << name << "(";
     // A scatter may update its data buffer in place (out aliases data): no __restrict__ there.
     const char* restrict_ = k_.kind == KernelKind::Scatter ? "" : " __restrict__";
     for (size_t i = 0; i < k_.params.size(); ++i) {
@@ -325,6 +335,154 @@ class Emitter {
     return out.str();
   }
 
+  // ---- attention: one block per query tile, one warp per query row ----
+  // The C++ kernel's semantics (lm_attention_head in codegen/cpp/prelude.cpp), over the same
+  // blocks of query rows (attention_rows_per_block):
+  //  - a block reads only its key window [first, last): the columns whose bias is not -inf in
+  //    some row of the block (every column without a bias). Outside it every probability is
+  //    exactly 0, and those keys and values are never read (a causal triangle, a static cache's
+  //    unused tail). The C++ kernel's window also starts at a 16-key strip boundary counted from
+  //    the head's first attended key; the few columns that adds are -inf in every row of the
+  //    block too, so they change nothing unless q·k there is NaN or +inf (a non-finite key),
+  //    where the C++ kernel's rows become NaN and these do not read them.
+  //  - scores are q·k accumulated with fused multiply-adds in head-dim order (the C++ kernel's
+  //    BLAS-like tiles do the same), then scaled and biased as two rounded f32 ops (the
+  //    reference's Mul and Add);
+  //  - the row max skips NaN, and a row whose max is -inf takes a NaN if it has one: NaN or
+  //    +inf scores make the whole row NaN, as there;
+  //  - a row whose window scores are all -inf (or an empty window) gets sum_j 0 * v[j]: zeros,
+  //    as torch's _safe_softmax gives, unless a value in the window is not finite.
+  // Per row, pass 1 finds the max (lanes stride the keys); pass 2 recomputes each lane's
+  // score, sums the exps and accumulates exp * v with the lanes striding the value columns
+  // (`columns_per_lane` registers each, another pass per 32 * columns_per_lane columns); the
+  // output is that sum over the sum of exps, rounded once on store. No thread returns early:
+  // the window is a block reduction.
+  std::string attention_body(int64_t rows) const {
+    const AttentionSpec& a = k_.attention;
+    const int out_param = static_cast<int>(k_.params.size()) - 1;
+    for (const Param& p : k_.params)
+      INTERNAL_CHECK(p.dtype == DType::F32 || p.dtype == DType::BF16 || p.dtype == DType::F16)
+          << "attention over " << ir::dtype_name(p.dtype);
+    INTERNAL_CHECK(std::isfinite(a.scale)) << "attention scale " << a.scale;
+    // Registers of output columns per lane: the whole row in one pass for value dims up to 256.
+    const int64_t columns_per_lane =
+        a.value_dim.is_constant() ? std::clamp<int64_t>((a.value_dim.constant_value() + 31) / 32, 1, 8) : 4;
+    const std::string cpl = std::to_string(columns_per_lane);
+    auto load = [&](int param, const std::string& element) { return table_.load(k_.params[param].dtype, element); };
+    auto storage = [&](int param) { return table_.storage_type(k_.params[param].dtype); };
+    std::ostringstream scale;
+    scale.precision(17);
+    scale << a.scale;
+
+    // The head's matrices, from the batch dims' indices.
+    std::string pointers;
+    auto pointer = [&](const std::string& var, int param, const MatrixOperand& m) {
+      pointers += "    const " + storage(param) + "* " + var + " = p" + std::to_string(param) + " + (" +
+                  index_over(m.batch, "i") + ");\n";
+    };
+    pointer("lm_q", 0, a.q);
+    pointer("lm_k", 1, a.k);
+    pointer("lm_v", 2, a.v);
+    if (a.has_bias) pointer("lm_b", 3, a.bias);
+    std::vector<int> batch_dims;
+    for (int d = 0; d + 2 < rank_; ++d) batch_dims.push_back(d);
+
+    const std::string bias_at = a.has_bias ? load(3, "lm_b[lm_l * " + expr_text(a.bias.row_stride) + " + lm_j * " +
+                                                         expr_text(a.bias.col_stride) + "]")
+                                           : "";
+    std::ostringstream out;
+    out << "  const int64_t lm_L = " << expr_text(a.q_len) << ";\n";
+    out << "  const int64_t lm_S = " << expr_text(a.kv_len) << ";\n";
+    out << "  const int64_t lm_E = " << expr_text(a.head_dim) << ";\n";
+    out << "  const int64_t lm_Ev = " << expr_text(a.value_dim) << ";\n";
+    out << "  const int64_t lm_tiles = (lm_L + " << rows - 1 << ") / " << rows << ";  // blocks of " << rows
+        << " query rows\n";
+    out << "  const int64_t lm_items = " << expr_text(k_.parallel_extent()) << " * lm_tiles;\n";
+    out << "  const float lm_scale = (float)" << scale.str() << ";\n";
+    out << "  const int lm_lane = threadIdx.x & 31;\n";
+    out << "  const int lm_warps = blockDim.x >> 5;\n";
+    out << "  for (int64_t lm_item = blockIdx.x; lm_item < lm_items; lm_item += gridDim.x) {\n";
+    out << "    const int64_t lm_h = lm_item / lm_tiles;\n";
+    out << "    const int64_t lm_r0 = lm_item % lm_tiles * " << rows << ";\n";
+    out << "    const int64_t lm_r1 = lm_imin(lm_r0 + " << rows << ", lm_L);\n";
+    out << decompose(k_.domain, batch_dims, "lm_h", "i", pointers, "    ") << pointers;
+    out << "    " << storage(out_param) << "* lm_o = p" << out_param << " + lm_h * lm_L * lm_Ev;\n";
+    if (a.has_bias) {
+      out << "    // The block's key window: outside it every row's bias is -inf.\n";
+      out << "    int64_t lm_first = lm_S, lm_last = 0;\n";
+      out << "    for (int64_t lm_l = lm_r0; lm_l < lm_r1; ++lm_l)\n";
+      out << "      for (int64_t lm_j = threadIdx.x; lm_j < lm_S; lm_j += blockDim.x)\n";
+      out << "        if (" << bias_at << " != -lm_inff()) {\n";
+      out << "          lm_first = lm_imin(lm_first, lm_j);\n";
+      out << "          lm_last = lm_imax(lm_last, lm_j + 1);\n";
+      out << "        }\n";
+      out << "    const int64_t lm_lo = lm_block_reduce(lm_first, lm_min_op());\n";
+      out << "    const int64_t lm_hi = lm_block_reduce(lm_last, lm_max_op());\n";
+    } else {
+      out << "    const int64_t lm_lo = 0, lm_hi = lm_S;\n";
+    }
+    out << "    // (q·k) * scale + bias for query row lm_l and key lm_j.\n";
+    out << "    auto lm_score = [&](const int64_t lm_l, const int64_t lm_j) {\n";
+    out << "      const " << storage(0) << "* lm_qr = lm_q + lm_l * " << expr_text(a.q.row_stride) << ";\n";
+    out << "      const " << storage(1) << "* lm_kj = lm_k + lm_j * " << expr_text(a.k.row_stride) << ";\n";
+    out << "      float lm_dot = 0.0f;\n";
+    out << "      for (int64_t lm_d = 0; lm_d < lm_E; ++lm_d)\n";
+    out << "        lm_dot = fmaf(" << load(0, "lm_qr[lm_d * " + expr_text(a.q.col_stride) + "]") << ", "
+        << load(1, "lm_kj[lm_d * " + expr_text(a.k.col_stride) + "]") << ", lm_dot);\n";
+    if (a.has_bias)
+      out << "      return __fadd_rn(__fmul_rn(lm_dot, lm_scale), " << bias_at << ");\n";
+    else
+      out << "      return __fmul_rn(lm_dot, lm_scale);\n";
+    out << "    };\n";
+    out << "    for (int64_t lm_l = lm_r0 + (threadIdx.x >> 5); lm_l < lm_r1; lm_l += lm_warps) {\n";
+    out << "      float lm_m = -lm_inff();\n";
+    out << "      int lm_nan = 0;\n";
+    out << "      for (int64_t lm_j = lm_lo + lm_lane; lm_j < lm_hi; lm_j += 32) {\n";
+    out << "        const float lm_s = lm_score(lm_l, lm_j);\n";
+    out << "        lm_m = lm_s > lm_m ? lm_s : lm_m;\n";
+    out << "        lm_nan |= lm_s != lm_s;\n";
+    out << "      }\n";
+    out << "      lm_m = lm_warp_reduce(lm_m, lm_max_op());\n";
+    out << "      lm_nan = lm_warp_reduce(lm_nan, lm_or_op());\n";
+    out << "      if (lm_m == -lm_inff() && lm_nan) lm_m = lm_nanf(\"\");\n";
+    out << "      const bool lm_masked = lm_m == -lm_inff();  // every probability is 0\n";
+    out << "      " << storage(out_param) << "* lm_out = lm_o + lm_l * lm_Ev;\n";
+    out << "      for (int64_t lm_c0 = 0; lm_c0 < lm_Ev; lm_c0 += " << 32 * columns_per_lane << ") {\n";
+    out << "        float lm_acc[" << cpl << "];\n";
+    out << "#pragma unroll\n";
+    out << "        for (int lm_t = 0; lm_t < " << cpl << "; ++lm_t) lm_acc[lm_t] = 0.0f;\n";
+    out << "        float lm_sum = 0.0f;\n";
+    out << "        for (int64_t lm_j0 = lm_lo; lm_j0 < lm_hi; lm_j0 += 32) {\n";
+    out << "          float lm_e = 0.0f;\n";
+    out << "          if (lm_j0 + lm_lane < lm_hi && !lm_masked)\n";
+    out << "            lm_e = lm_expf(lm_score(lm_l, lm_j0 + lm_lane) - lm_m);\n";
+    out << "          lm_sum += lm_e;\n";
+    out << "          const int lm_n = (int)lm_imin(32, lm_hi - lm_j0);\n";
+    out << "          for (int lm_i = 0; lm_i < lm_n; ++lm_i) {\n";
+    out << "            const float lm_p = __shfl_sync(0xffffffffu, lm_e, lm_i);\n";
+    out << "            const " << storage(2) << "* lm_vj = lm_v + (lm_j0 + lm_i) * " << expr_text(a.v.row_stride)
+        << ";\n";
+    out << "#pragma unroll\n";
+    out << "            for (int lm_t = 0; lm_t < " << cpl << "; ++lm_t) {\n";
+    out << "              const int64_t lm_c = lm_c0 + lm_lane + 32 * lm_t;\n";
+    out << "              if (lm_c < lm_Ev) lm_acc[lm_t] = fmaf(lm_p, "
+        << load(2, "lm_vj[lm_c * " + expr_text(a.v.col_stride) + "]") << ", lm_acc[lm_t]);\n";
+    out << "            }\n";
+    out << "          }\n";
+    out << "        }\n";
+    out << "        lm_sum = lm_warp_reduce(lm_sum, lm_sum_op());\n";
+    out << "#pragma unroll\n";
+    out << "        for (int lm_t = 0; lm_t < " << cpl << "; ++lm_t) {\n";
+    out << "          const int64_t lm_c = lm_c0 + lm_lane + 32 * lm_t;\n";
+    out << "          if (lm_c < lm_Ev) lm_out[lm_c] = "
+        << table_.store(k_.params[out_param].dtype, "(lm_masked ? lm_acc[lm_t] : lm_acc[lm_t] / lm_sum)") << ";\n";
+    out << "        }\n";
+    out << "      }\n";
+    out << "    }\n";
+    out << "  }\n";
+    return out.str();
+  }
+
   // ---- scan: one thread per row ----
   // Each thread walks its rows' axis in order, as the C++ kernel and the reference do, so the
   // running sums round identically. Rows are independent; a row's length is not split.
@@ -422,8 +580,14 @@ const char* launch_kind_name(LaunchSpec::Kind kind) {
     case LaunchSpec::Kind::Row: return "one block per row";
     case LaunchSpec::Kind::Warp: return "one warp per output";
     case LaunchSpec::Kind::Single: return "one block";
+    case LaunchSpec::Kind::Attention: return "one block per query tile";
   }
   return "?";
+}
+
+int64_t attention_rows_per_block(const Kernel& kernel) {
+  const int64_t tile = kernel.tile > 0 ? kernel.tile : kAttentionRows;
+  return (tile + 5) / 6 * 6;
 }
 
 CudaKernelSource emit_kernel(const Kernel& kernel, const std::string& name) { return Emitter(kernel).emit(name); }

@@ -12,6 +12,9 @@
 //   Warp (Gemv): one warp per output element, lanes stride K, a shuffle reduction.
 //   Single (Scatter): one block: copy data to out, then scatter (accumulating scatters run on
 //     one thread, in order, as the reference does; correct, not fast).
+//   Attention: one block per query tile of a head (the C++ kernel's blocks of query rows, see
+//     attention_rows_per_block), grid-stride over tiles; one warp per query row, its lanes
+//     striding the keys for scores and the value columns for the output.
 //
 // Signature: extern "C" __global__ void NAME(P0 p0, P1 p1, ..., int64_t S_<symbol>...,
 // int64_t* lm_info): the kernel's params as typed device pointers, then the values of
@@ -30,11 +33,12 @@
 namespace luminal::codegen::cuda {
 
 struct LaunchSpec {
-  enum class Kind { Elementwise, Row, Warp, Single } kind = Kind::Elementwise;
+  enum class Kind { Elementwise, Row, Warp, Single, Attention } kind = Kind::Elementwise;
   int block_threads = 256;  // the kernel's __launch_bounds__; a multiple of 32
-  // Elementwise: elements (a scan's rows); Row: rows; Warp: output elements; Single: 1. The
-  // launcher's grid is ceil(work / per_block) blocks, capped (every kernel grid-strides), where
-  // per_block is block_threads, 1 and block_threads / 32 for Elementwise, Row and Warp.
+  // Elementwise: elements (a scan's rows); Row: rows; Warp: output elements; Single: 1;
+  // Attention: query tiles (heads x tiles per head). The launcher's grid is
+  // ceil(work / per_block) blocks, capped (every kernel grid-strides), where per_block is
+  // block_threads, 1, block_threads / 32 and 1 for Elementwise, Row, Warp and Attention.
   ir::Expr work;
 };
 
@@ -50,5 +54,11 @@ struct CudaKernelSource {
 
 // Deterministic: the same kernel gives the same text.
 CudaKernelSource emit_kernel(const Kernel& kernel, const std::string& name);
+
+// The query rows an Attention kernel's block computes: Kernel::tile (kAttentionRows when 0)
+// rounded up to the C++ kernel's 6-row tile, so that both runtimes split a head's rows into
+// the same blocks and skip the same key columns (those whose bias is -inf for every row of a
+// block).
+int64_t attention_rows_per_block(const Kernel& kernel);
 
 }  // namespace luminal::codegen::cuda

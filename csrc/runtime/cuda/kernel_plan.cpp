@@ -1,5 +1,7 @@
 #include "runtime/cuda/kernel_plan.h"
 
+#include "common/error.h"
+#include "passes/attention.h"
 #include "passes/legalize_matmul.h"
 #include "passes/pipeline.h"
 #include "runtime/cpu/jit.h"
@@ -24,6 +26,11 @@ std::string origin_of(const ir::Graph& graph, const std::vector<NodeId>& nodes) 
 }  // namespace
 
 CudaKernelPlan plan_cuda_kernels(const ir::Graph& input_graph, passes::PassContext& cx) {
+  // cuBLASLt multiplies f16/bf16 natively (f32 accumulation, one rounding): no widening casts.
+  cx.native_half_matmuls = {ir::DType::BF16, ir::DType::F16};
+  // Scaled dot-product attention is one pattern kernel (codegen/cuda/emit.h, Attention): its
+  // [L, S] scores never reach memory, and keys every row of a query block masks are never read.
+  cx.attention_kernels = true;
   passes::KernelPlan plan = passes::plan_kernels(input_graph, cx);
   CudaKernelPlan out;
   out.graph = std::move(plan.graph);
@@ -33,6 +40,7 @@ CudaKernelPlan plan_cuda_kernels(const ir::Graph& input_graph, passes::PassConte
     if (group.kind == GroupKind::Source || group.kind == GroupKind::Inlined) continue;
     const std::string origin = origin_of(graph, group.nodes);
     CudaStep step;
+    step.nodes = group.nodes;
     if (group.kind == GroupKind::Matmul && !matmul_generated(graph.node(group.nodes[0]))) {
       step.kind = CudaStep::Kind::Library;
       step.what = "matmul (cuBLASLt) from " + origin;
@@ -40,6 +48,11 @@ CudaKernelPlan plan_cuda_kernels(const ir::Graph& input_graph, passes::PassConte
       const NodeId id = group.nodes[0];
       step.lowered =
           passes::is_gemv(graph.node(id)) ? codegen::lower_gemv(graph, id) : codegen::lower_matmul_loop(graph, id);
+    } else if (group.kind == GroupKind::Attention) {
+      const std::optional<passes::AttentionPattern> pattern = passes::match_attention(
+          graph, group.nodes.back(), plan.partition.users, plan.partition.read_by_runtime);
+      INTERNAL_CHECK(pattern.has_value()) << "attention group %" << group.nodes.back() << " no longer matches";
+      step.lowered = codegen::lower_attention(graph, *pattern);
     } else if (group.kind == GroupKind::Scatter) {
       step.lowered = codegen::lower_scatter(graph, group.nodes[0]);
     } else if (group.kind == GroupKind::Scan) {

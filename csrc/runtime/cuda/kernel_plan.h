@@ -5,7 +5,8 @@
 //
 // Which matmuls are generated: GEMVs (passes::is_gemv) as the warp-per-output GEMV kernel,
 // integer matmuls and other M = 1 products as row kernels (cuBLAS has no integer GEMM; an M = 1
-// product is memory bound); every other matmul is a cuBLASLt GEMM.
+// product is memory bound); every other matmul is a cuBLASLt GEMM, f16/bf16 ones in their dtype.
+// Scaled dot-product attention is the attention pattern kernel (one block per query tile).
 #pragma once
 
 #include <string>
@@ -21,6 +22,8 @@ namespace luminal::runtime::cuda {
 struct CudaStep {
   enum class Kind { Kernel, Library } kind = Kind::Kernel;
   std::string what;  // the kernel label or library call, and the aten op it came from
+  // The group's nodes; a Library step computes nodes[0] (a Matmul, GroupedMatmul or AtenCall).
+  std::vector<ir::NodeId> nodes;
   // Kernel: the lowered kernel and its CUDA source; the kernel is named "lm_" + the hash of its
   // text, so identical kernels (every layer's) share one name and one compiled module.
   codegen::LoweredKernel lowered;
