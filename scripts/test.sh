@@ -12,7 +12,11 @@ if [[ "${1:-}" == "--slow" ]]; then marker="slow"; fi
 echo "== C++ tests"
 cmake -S . -B build/cpp -G Ninja -DLUMINAL_PYTHON=OFF -DLUMINAL_TESTS=ON >/dev/null
 cmake --build build/cpp -j "$jobs"
-ctest --test-dir build/cpp --output-on-failure -j "$jobs"
+# The NVRTC tests use pip's NVRTC where installed (the Python module finds it by itself); not
+# under the sanitizers, which would report NVRTC's own allocations.
+nvrtc=$(python3 -c "import glob, nvidia; print(''.join(glob.glob(nvidia.__path__[0] + '/cu13/lib/libnvrtc.so.13')[:1]))" \
+  2>/dev/null || true)
+LUMINAL_NVRTC_PATH="${LUMINAL_NVRTC_PATH:-$nvrtc}" ctest --test-dir build/cpp --output-on-failure -j "$jobs"
 
 echo "== C++ tests under ASan + UBSan"
 cmake -S . -B build/cpp-asan -G Ninja -DLUMINAL_PYTHON=OFF -DLUMINAL_TESTS=ON -DLUMINAL_SANITIZE=ON \

@@ -19,5 +19,4 @@ PYBIND11_MODULE(_C, m) {
   luminal::bindings::define_schema(m);
   luminal::bindings::define_cuda(m);
   luminal::runtime::aten_fallback::install_c10_dispatch_executor();
-  m.attr("has_cuda") = false;
 }

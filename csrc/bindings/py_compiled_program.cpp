@@ -11,6 +11,7 @@
 #include "bindings/tensor_buffer.h"
 #include "common/error.h"
 #include "compiler/compiled_program.h"
+#include "runtime/call_stream.h"
 
 namespace py = pybind11;
 
@@ -69,6 +70,7 @@ class PyCompiledProgram {
           << ir::dtype_name(input_dtypes_[i]) << "; recompile or cast the input";
       input_buffers.push_back(std::move(ref));
     }
+    const c10::Device device = run_device(inputs);
     const runtime::OutputShapes shapes = compiled_->executable->output_shapes(input_buffers);
     const auto& outputs = compiled_->program.outputs;
     const auto& graph = compiled_->program.graph;
@@ -85,7 +87,7 @@ class PyCompiledProgram {
           target.scalar_type() == to_torch_dtype(dtype)) {
         out = target;
       } else {
-        out = empty_tensor(*shapes[i], dtype);
+        out = empty_tensor(*shapes[i], dtype, device);
         if (target.defined()) copy_backs.emplace_back(target, out);
       }
       output_buffers[i] = buffer_of(out, "output " + std::to_string(i), device_);
@@ -95,10 +97,11 @@ class PyCompiledProgram {
     const runtime::LateOutputAllocator allocate_late = [&](size_t i, const std::vector<int64_t>& shape) {
       INTERNAL_CHECK(outputs[i].kind == ProgramOutput::Kind::UserOutput)
           << "output " << i << " mutates an input but its shape depends on tensor data";
-      results[i] = empty_tensor(shape, graph.node(graph.outputs()[i].node).dtype);
+      results[i] = empty_tensor(shape, graph.node(graph.outputs()[i].node).dtype, device);
       return buffer_of(results[i], "output " + std::to_string(i), device_);
     };
     {
+      const runtime::CallStreamScope stream(device.is_cuda() ? current_cuda_stream(device) : nullptr);
       py::gil_scoped_release no_gil;
       compiled_->executable->run(input_buffers, output_buffers, allocate_late);
     }
@@ -124,6 +127,22 @@ class PyCompiledProgram {
   }
 
   std::vector<std::string> input_names() const { return compiled_->program.input_names; }
+
+  // Where outputs are allocated: the CPU, or the GPU the inputs (or, without any, the weights) are on.
+  c10::Device run_device(const std::vector<at::Tensor>& inputs) const {
+    if (device_ != "cuda") return c10::kCPU;
+    for (const at::Tensor& t : inputs)
+      if (t.defined() && t.is_cuda()) return t.device();
+    for (const auto& [name, tensor] : weights_)
+      if (tensor.is_cuda()) return tensor.device();
+    return c10::Device(c10::kCUDA, 0);
+  }
+
+  // torch's current stream on `device` (the caller's work is ordered on it): its cudaStream_t.
+  static void* current_cuda_stream(const c10::Device& device) {
+    const py::object stream = py::module_::import("torch").attr("cuda").attr("current_stream")(device.index());
+    return reinterpret_cast<void*>(stream.attr("cuda_stream").cast<uintptr_t>());
+  }
 
   py::list output_specs() const {
     py::list specs;

@@ -58,11 +58,12 @@ runtime::BufferRef buffer_of(const at::Tensor& t, const std::string& what, const
   ref.data = t.data_ptr();
   ref.sizes = t.sizes().vec();
   ref.strides = t.strides().vec();
+  if (t.is_cuda()) ref.device_index = t.device().index();
   return ref;
 }
 
-at::Tensor empty_tensor(const std::vector<int64_t>& sizes, ir::DType dtype) {
-  return at::empty(sizes, at::TensorOptions().dtype(to_torch_dtype(dtype)));
+at::Tensor empty_tensor(const std::vector<int64_t>& sizes, ir::DType dtype, const c10::Device& device) {
+  return at::empty(sizes, at::TensorOptions().dtype(to_torch_dtype(dtype)).device(device));
 }
 
 }  // namespace luminal::bindings

@@ -19,7 +19,7 @@ c10::ScalarType to_torch_dtype(ir::DType t);
 // `device` is the runtime's device type ("cpu"): a tensor elsewhere is a UserError.
 runtime::BufferRef buffer_of(const at::Tensor& t, const std::string& what, const std::string& device);
 
-// A new contiguous CPU tensor of this shape and dtype.
-at::Tensor empty_tensor(const std::vector<int64_t>& sizes, ir::DType dtype);
+// A new contiguous tensor of this shape and dtype on `device`.
+at::Tensor empty_tensor(const std::vector<int64_t>& sizes, ir::DType dtype, const c10::Device& device = c10::kCPU);
 
 }  // namespace luminal::bindings

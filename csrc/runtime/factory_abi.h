@@ -18,7 +18,8 @@ extern "C" {
 #define LUMINAL_RUNTIME_FACTORY_CAPSULE_NAME "luminal.runtime_factory"
 // 2: Executable::output_shapes may return nullopt and run() takes a LateOutputAllocator (outputs
 // whose shape depends on tensor data).
-#define LUMINAL_RUNTIME_FACTORY_ABI_VERSION 2u
+// 3: BufferRef::device_index (buffers in GPU memory).
+#define LUMINAL_RUNTIME_FACTORY_ABI_VERSION 3u
 
 struct LuminalRuntimeFactory {
   uint32_t abi_version;  // LUMINAL_RUNTIME_FACTORY_ABI_VERSION

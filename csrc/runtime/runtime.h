@@ -23,6 +23,7 @@ struct BufferRef {
   ir::DType dtype = ir::DType::F32;
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;  // in elements
+  int device_index = -1;         // -1: host memory; otherwise the CUDA device whose memory holds it
 };
 
 struct CompileOptions {

@@ -2,6 +2,7 @@
 target_sources(luminal_core PRIVATE
   csrc/runtime/aten_fallback.cpp
   csrc/runtime/buffer_layout.cpp
+  csrc/runtime/call_stream.cpp
   csrc/runtime/cpu_factory.cpp
   csrc/runtime/reference/aten_call.cpp
   csrc/runtime/reference/constant_iota.cpp

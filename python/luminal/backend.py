@@ -39,11 +39,19 @@ def default_factory(example_inputs: list[Any], runtime: str | None = None) -> An
     if device.type == "cpu":
         return _C.reference_factory_capsule() if runtime == "reference" else _C.cpu_factory_capsule()
     if device.type == "cuda":
-        raise UserError(
-            "the model's tensors are on CUDA but this luminal build has no CUDA runtime "
-            "(it was built without -DLUMINAL_CUDA=ON); rebuild with the CUDA toolkit or run on the CPU"
-        )
-    raise UserError(f"luminal has no runtime for device {device.type!r}; available: cpu")
+        if runtime is not None:
+            raise UserError(
+                f"options={{'runtime': {runtime!r}}} runs on the CPU, but the model's tensors are on CUDA; "
+                "drop the option, or move the model and inputs to the CPU"
+            )
+        if not _C.has_cuda:
+            raise UserError(
+                "the model's tensors are on CUDA but this luminal build has no CUDA runtime "
+                "(it was built without -DLUMINAL_CUDA=ON); rebuild with the CUDA toolkit or run on the CPU"
+            )
+        return _C.cuda_factory_capsule()
+    available = "cpu, cuda" if _C.has_cuda else "cpu"
+    raise UserError(f"luminal has no runtime for device {device.type!r}; available: {available}")
 
 
 def log_fallbacks(stats: dict[str, Any]) -> None:

@@ -37,7 +37,7 @@ ARCHS = ["sm_80", "sm_90"]
 
 
 def _nvrtc_skip_reason() -> str | None:
-    if not getattr(_C, "has_cuda_codegen", False):
+    if not getattr(_C, "has_cuda", False):
         return (
             "luminal was built without the CUDA code generator "
             "(LUMINAL_CUDA=OFF, the default where no CUDA toolkit headers are found)"

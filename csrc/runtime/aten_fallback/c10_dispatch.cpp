@@ -16,8 +16,9 @@ namespace {
 using ir::AtenArg;
 
 at::Tensor tensor_of(const BufferRef& buffer) {
-  return at::from_blob(buffer.data, buffer.sizes, buffer.strides,
-                       at::TensorOptions().dtype(bindings::to_torch_dtype(buffer.dtype)));
+  at::TensorOptions options = at::TensorOptions().dtype(bindings::to_torch_dtype(buffer.dtype));
+  if (buffer.device_index >= 0) options = options.device(c10::Device(c10::kCUDA, buffer.device_index));
+  return at::from_blob(buffer.data, buffer.sizes, buffer.strides, options);
 }
 
 c10::MemoryFormat memory_format_of(AtenArg::MemoryFormat format) {

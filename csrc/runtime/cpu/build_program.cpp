@@ -12,6 +12,7 @@
 #include "passes/legalize_matmul.h"
 #include "passes/pipeline.h"
 #include "runtime/aten_fallback.h"
+#include "runtime/cpu/slot_table.h"
 
 namespace luminal::runtime::cpu {
 
@@ -98,24 +99,8 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   const passes::Partition& partition = plan.partition;
 
   // Slots: sources first, then one per stored node as steps are created.
-  program.slot_of_node.assign(graph.size(), -1);
-  const std::vector<NodeId> inputs = graph.input_nodes();
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    program.slot_of_node[inputs[i]] = static_cast<int>(program.slots.size());
-    program.slots.push_back(Slot{Slot::Kind::Input, inputs[i], static_cast<int>(i), Expr(int64_t{0}), 0, 0});
-  }
-  for (NodeId id : graph.weight_nodes()) {
-    program.slot_of_node[id] = static_cast<int>(program.slots.size());
-    program.slots.push_back(Slot{Slot::Kind::Weight, id, -1, Expr(int64_t{0}), 0, 0});
-  }
-  auto arena_slot = [&](NodeId id) {
-    if (program.slot_of_node[id] >= 0) return program.slot_of_node[id];
-    const ir::Node& node = graph.node(id);
-    program.slot_of_node[id] = static_cast<int>(program.slots.size());
-    program.slots.push_back(Slot{Slot::Kind::Arena, id, -1,
-                                 ir::numel(node.shape) * Expr(static_cast<int64_t>(ir::dtype_size(node.dtype))), 0, 0});
-    return program.slot_of_node[id];
-  };
+  SlotTable table(graph, program.slots, program.slot_of_node);
+  const auto arena_slot = [&](NodeId id) { return table.arena_slot(id); };
 
   // Lower every group, in dependency order.
   std::vector<std::string> names, sources;
@@ -223,19 +208,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   program.unique_kernels = launched.size();
 
   // Liveness of arena slots: from the writing step to the last reading step.
-  std::vector<bool> written(program.slots.size(), false);
-  for (int s = 0; s < static_cast<int>(program.steps.size()); ++s) {
-    const Step& step = program.steps[s];
-    for (int slot : step.slots) {
-      Slot& info = program.slots[slot];
-      if (info.kind != Slot::Kind::Arena) continue;
-      if (!written[slot]) {
-        written[slot] = true;
-        info.first_step = s;
-      }
-      info.last_step = s;
-    }
-  }
+  table.assign_lifetimes(program.steps);
   const int end = static_cast<int>(program.steps.size());
   std::map<NodeId, int> output_reads;
   for (const ir::TensorRef& r : graph.outputs()) ++output_reads[r.node];

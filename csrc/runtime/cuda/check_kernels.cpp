@@ -1,14 +1,20 @@
 #include "runtime/cuda/check_kernels.h"
 
-#include "runtime/cuda/kernel_plan.h"
+#include "runtime/cuda/cuda_program.h"
 
 namespace luminal::runtime::cuda {
 
 KernelCheckReport check_kernels(const ir::Graph& graph, const std::vector<std::string>& archs, ImageKind kind,
                                 NvrtcCompiler& compiler) {
   passes::PassContext cx;
-  const CudaKernelPlan plan = plan_cuda_kernels(graph, cx);
+  const CudaProgram program = build_cuda_program(graph, cx);
+  const CudaKernelPlan& plan = program.plan;
   KernelCheckReport report;
+  report.segments = program.segments.size();
+  report.in_place_updates = program.in_place.size();
+  report.bias_epilogues = program.bias_epilogues;
+  for (const ProgramStep& step : program.steps)
+    if (step.host) report.host_steps.push_back(plan.steps[step.plan_step].what);
   std::map<std::string, size_t> index_of;
   for (const CudaStep& step : plan.steps) {
     if (step.kind == CudaStep::Kind::Library) {

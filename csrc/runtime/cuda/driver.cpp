@@ -47,8 +47,24 @@ std::unique_ptr<DriverApi> load_driver() {
   bind(lib, "cuMemAlloc_v2", api->MemAlloc);
   bind(lib, "cuMemFree_v2", api->MemFree);
   bind(lib, "cuMemcpyDtoH_v2", api->MemcpyDtoH);
+  bind(lib, "cuMemcpyHtoD_v2", api->MemcpyHtoD);
   bind(lib, "cuMemsetD8_v2", api->MemsetD8);
   bind(lib, "cuStreamSynchronize", api->StreamSynchronize);
+  bind(lib, "cuStreamCreate", api->StreamCreate);
+  bind(lib, "cuStreamDestroy_v2", api->StreamDestroy);
+  bind(lib, "cuStreamBeginCapture_v2", api->StreamBeginCapture);
+  bind(lib, "cuStreamEndCapture", api->StreamEndCapture);
+  bind(lib, "cuGraphInstantiateWithFlags", api->GraphInstantiate);
+  bind(lib, "cuGraphLaunch", api->GraphLaunch);
+  bind(lib, "cuGraphExecDestroy", api->GraphExecDestroy);
+  bind(lib, "cuGraphDestroy", api->GraphDestroy);
+  bind(lib, "cuMemcpyDtoDAsync_v2", api->MemcpyDtoDAsync);
+  bind(lib, "cuMemcpyDtoHAsync_v2", api->MemcpyDtoHAsync);
+  bind(lib, "cuMemsetD8Async", api->MemsetD8Async);
+  bind(lib, "cuMemAllocHost_v2", api->MemAllocHost);
+  bind(lib, "cuMemFreeHost", api->MemFreeHost);
+  bind(lib, "cuPointerGetAttribute", api->PointerGetAttribute);
+  bind(lib, "cuCtxSynchronize", api->CtxSynchronize);
   const CUresult rc = api->Init(0);
   if (rc != CUDA_SUCCESS) {
     const char* message = nullptr;
@@ -77,7 +93,55 @@ void check_cuda(CUresult result, const char* what) {
                    << ")";
 }
 
-CudaDevice::CudaDevice(int ordinal) {
+int device_of_pointer(const void* pointer, const std::string& what) {
+  int ordinal = -1;
+  const CUresult rc = driver().PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                                   reinterpret_cast<CUdeviceptr>(pointer));
+  USER_CHECK(rc == CUDA_SUCCESS && ordinal >= 0)
+      << what << " is not in CUDA device memory (its pointer is unknown to the driver); pass a CUDA tensor";
+  return ordinal;
+}
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
+  if (bytes == 0) return;
+  const CUresult rc = driver().MemAlloc(&pointer_, bytes);
+  USER_CHECK(rc == CUDA_SUCCESS) << "out of GPU memory: luminal needs " << bytes
+                                 << " bytes more for this model's intermediate buffers";
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (pointer_) driver().MemFree(pointer_);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept : pointer_(other.pointer_), bytes_(other.bytes_) {
+  other.pointer_ = 0;
+  other.bytes_ = 0;
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    if (pointer_) driver().MemFree(pointer_);
+    pointer_ = other.pointer_;
+    bytes_ = other.bytes_;
+    other.pointer_ = 0;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+PinnedBuffer::PinnedBuffer(size_t bytes) { check_cuda(driver().MemAllocHost(&pointer_, bytes), "cuMemAllocHost"); }
+
+PinnedBuffer::~PinnedBuffer() {
+  if (pointer_) driver().MemFreeHost(pointer_);
+}
+
+Stream::Stream() { check_cuda(driver().StreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate"); }
+
+Stream::~Stream() {
+  if (stream_) driver().StreamDestroy(stream_);
+}
+
+CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
   const DriverApi& api = driver();
   check_cuda(api.DeviceGet(&device_, ordinal), "cuDeviceGet");
   int major = 0, minor = 0;
@@ -119,6 +183,7 @@ unsigned grid_blocks(const LaunchSpec& launch, const ir::SymbolBindings& symbols
     case LaunchSpec::Kind::Row: per_block = 1; break;
     case LaunchSpec::Kind::Warp: per_block = launch.block_threads / 32; break;
     case LaunchSpec::Kind::Single: return 1;
+    case LaunchSpec::Kind::Attention: per_block = 1; break;
   }
   const int64_t blocks = (work + per_block - 1) / per_block;
   return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, kMaxBlocks));

@@ -1,0 +1,181 @@
+"""The CUDA runtime. Without a GPU: the factory capsule, the errors for tensors on the wrong
+device, and NVRTC compiling the runtime's own copy kernels. With one (torch.cuda.is_available()),
+models compiled with luminal on CUDA tensors match eager, decode with a StaticCache in place,
+and report kernel errors as exceptions; see docs/cuda.md for running them on a GPU machine."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from nvrtc_check import ARCHS, DECODERS, MAX_CACHE_LEN, MOE, bert, build, check_model, needs_nvrtc
+
+import luminal
+from luminal import _C
+
+needs_cuda_build = pytest.mark.skipif(
+    not _C.has_cuda, reason="luminal was built without the CUDA runtime (LUMINAL_CUDA=OFF)"
+)
+needs_gpu = pytest.mark.skipif(
+    not (_C.has_cuda and torch.cuda.is_available()),
+    reason="needs a CUDA GPU, a CUDA build of torch and luminal built with LUMINAL_CUDA=ON",
+)
+
+
+@needs_cuda_build
+def test_cuda_factory_capsule_needs_no_gpu_to_create():
+    info = _C.factory_info(_C.cuda_factory_capsule())
+    assert info == {"name": "cuda", "device": "cuda", "runtime": "cuda"}
+
+
+@needs_cuda_build
+def test_cpu_tensors_given_to_the_cuda_runtime_are_an_error_not_a_fallback():
+    backend = luminal.register_backend(_C.cuda_factory_capsule())
+    model = torch.nn.Linear(4, 3)
+    compiled = torch.compile(model, backend=backend)
+    with pytest.raises(luminal.UserError, match="is on device 'cpu' but this compiled model runs on 'cuda'"):
+        compiled(torch.randn(2, 4))
+
+
+@pytest.mark.parametrize("runtime", ["cpu", "reference"])
+def test_a_cpu_runtime_option_with_cuda_tensors_names_the_conflict(monkeypatch, runtime):
+    from luminal import backend
+
+    monkeypatch.setattr(backend, "_first_tensor_device", lambda inputs: torch.device("cuda"))
+    with pytest.raises(luminal.UserError, match="runs on the CPU, but the model's tensors are on CUDA"):
+        backend.default_factory([], runtime)
+
+
+@needs_cuda_build
+def test_cuda_inputs_pick_the_cuda_runtime(monkeypatch):
+    from luminal import backend
+
+    monkeypatch.setattr(backend, "_first_tensor_device", lambda inputs: torch.device("cuda"))
+    assert _C.factory_info(backend.default_factory([]))["name"] == "cuda"
+
+
+@needs_nvrtc
+def test_the_strided_copy_kernels_compile_for_every_arch():
+    # The runtime's one hand-written kernel (copies of strided views) goes through the same NVRTC.
+    report = _C.cuda_check_runtime_kernels(ARCHS)
+    assert report, "no runtime kernels checked"
+    for name, images in report.items():
+        for arch, image in images.items():
+            assert image["ok"] and not image["warnings"], f"{name} for {arch}:\n{image['log']}"
+
+
+@needs_nvrtc
+def test_a_llama_decode_step_is_one_cuda_graph_with_the_cache_updated_in_place():
+    # What the runtime would do with a StaticCache decode step, planned without a GPU: no step
+    # needs the host, so the whole step replays as one CUDA graph, and every layer's K and V
+    # updates may write into the caller's cache.
+    from transformers import StaticCache
+
+    model = build(DECODERS["llama"], torch.float32)
+    cache = StaticCache(config=model.config, max_cache_len=MAX_CACHE_LEN)
+    with torch.no_grad():
+        model(input_ids=torch.tensor([[3, 4, 5]]), past_key_values=cache, use_cache=True)
+    report = check_model(
+        model,
+        {"input_ids": torch.tensor([[7]]), "past_key_values": cache, "use_cache": True, "position_ids": torch.tensor([[3]])},
+    )
+    assert report["host_steps"] == []
+    assert report["segments"] == 1
+    assert report["in_place_updates"] == 2 * model.config.num_hidden_layers
+
+
+@needs_nvrtc
+def test_a_moe_prompt_leaves_graphs_only_for_its_group_sizes():
+    model = build(MOE["qwen3_moe"], torch.float32)
+    report = check_model(model, {"input_ids": torch.randint(0, 256, (1, 6)), "use_cache": False})
+    # Two grouped matmuls per layer (gate-up, down), each reading its group sizes on the host;
+    # the steps between them replay as graphs.
+    host = report["host_steps"]
+    assert len(host) == 2 * model.config.num_hidden_layers, host
+    assert all(what.startswith("grouped matmul from ") for what in host), host
+    assert report["segments"] == len(host) + 1
+
+
+@needs_nvrtc
+def test_bert_projection_biases_are_gemm_epilogues():
+    # BERT's query, key and value projections add their bias and reshape: the add is cuBLASLt's
+    # bias epilogue, not a kernel. (The others fuse their bias with GELU or the residual.)
+    model = build(bert, torch.float32)
+    report = check_model(model, {"input_ids": torch.randint(0, 256, (2, 12))})
+    assert report["bias_epilogues"] >= 3 * model.config.num_hidden_layers, report["bias_epilogues"]
+
+
+# ---- on a GPU ----
+
+
+def _close(actual: torch.Tensor, expected: torch.Tensor) -> None:
+    tolerance = {torch.float32: 2e-4, torch.bfloat16: 3e-2, torch.float16: 5e-3}[expected.dtype]
+    torch.testing.assert_close(actual, expected, atol=tolerance, rtol=tolerance)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_mlp_matches_eager(dtype):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 32))
+    model = model.to("cuda", dtype)
+    compiled = torch.compile(model, backend=luminal.luminal_backend)
+    for rows in (1, 7, 33):
+        x = torch.randn(rows, 64, device="cuda", dtype=dtype)
+        _close(compiled(x), model(x))
+        _close(compiled(x), model(x))  # the second call replays the CUDA graphs
+
+
+@needs_gpu
+def test_non_contiguous_inputs_and_outputs_through_views():
+    def f(x, y):
+        return (x.transpose(0, 1) @ y).softmax(-1), x[:, ::2] * 2
+
+    x = torch.randn(16, 8, device="cuda")[:, :6]
+    y = torch.randn(16, 5, device="cuda")
+    compiled = torch.compile(f, backend=luminal.luminal_backend)
+    for got, want in zip(compiled(x, y), f(x, y)):
+        _close(got, want)
+
+
+@needs_gpu
+def test_an_index_out_of_range_is_an_exception_naming_the_op():
+    def f(table, index):
+        return torch.gather(table, 0, index)
+
+    table = torch.randn(4, 3, device="cuda")
+    compiled = torch.compile(f, backend=luminal.luminal_backend)
+    good = torch.tensor([[0, 1, 2]], device="cuda")
+    _close(compiled(table, good), f(table, good))
+    with pytest.raises(luminal.UserError, match="out of bounds"):
+        compiled(table, torch.tensor([[0, 9, 2]], device="cuda"))
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_llama_static_cache_decode_gives_eagers_tokens(dtype):
+    from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
+
+    config = LlamaConfig(
+        vocab_size=256, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+    )
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).to("cuda", dtype).eval()
+    prompt = torch.randint(0, 256, (1, 9), device="cuda", generator=None)
+
+    def greedy(forward, steps=16):
+        cache = StaticCache(config=config, max_batch_size=1, max_cache_len=64, device="cuda", dtype=dtype)
+        ids, tokens = prompt, []
+        position = torch.arange(prompt.shape[1], device="cuda")
+        for _ in range(steps):
+            logits = forward(input_ids=ids, past_key_values=cache, cache_position=position, use_cache=True).logits
+            ids = logits[:, -1:].argmax(-1)
+            tokens.append(int(ids))
+            position = position[-1:] + 1
+        return tokens
+
+    with torch.no_grad():
+        expected = greedy(model)
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend=luminal.luminal_backend)
+        assert greedy(compiled) == expected
