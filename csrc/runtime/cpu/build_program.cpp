@@ -40,10 +40,6 @@ std::string origin_of(const ir::Graph& graph, const std::vector<NodeId>& nodes) 
   return "";
 }
 
-bool mentions_any(const std::vector<std::string>& names, const std::set<std::string>& of) {
-  return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return of.count(n) != 0; });
-}
-
 // The symbols a step's call-plan entries are computed from.
 std::vector<std::string> step_symbols(const ir::Graph& graph, const Step& step) {
   std::vector<std::string> names = step.symbols;
@@ -52,32 +48,6 @@ std::vector<std::string> step_symbols(const ir::Graph& graph, const Step& step) 
   for (const ir::View* v : {&step.a, &step.b, &step.offs}) v->collect_symbols(names);
   if (step.scatter >= 0) ir::collect_symbols(graph.node(step.scatter), names);
   return names;
-}
-
-// Where the graph has data symbols: marks the slots and steps whose sizes mention one (allocated
-// and planned during the run) and says where each symbol's value is read.
-void plan_data_symbols(Program& program) {
-  const ir::Graph& graph = program.graph;
-  std::set<std::string> data_symbols;
-  for (const ir::DataSymbol& s : graph.data_symbols()) data_symbols.insert(s.name);
-  if (data_symbols.empty()) return;
-  std::vector<std::string> names;
-  for (Slot& slot : program.slots) {
-    names.clear();
-    slot.bytes.collect_symbols(names);
-    if (slot.kind == Slot::Kind::Arena && mentions_any(names, data_symbols)) slot.kind = Slot::Kind::Late;
-  }
-  for (Step& step : program.steps) step.late = mentions_any(step_symbols(graph, step), data_symbols);
-  for (size_t i = 0; i < graph.data_symbols().size(); ++i) {
-    const ir::DataSymbol& symbol = graph.data_symbols()[i];
-    const int slot = program.slot_of_node[symbol.value.node];
-    INTERNAL_CHECK(slot >= 0) << "data symbol " << symbol.name << ": its value %" << symbol.value.node
-                              << " has no buffer";
-    const Slot& info = program.slots[slot];
-    // Inputs and weights hold their value before the first step.
-    const int after = info.kind == Slot::Kind::Input || info.kind == Slot::Kind::Weight ? -1 : info.first_step;
-    program.symbol_reads.push_back(SymbolRead{i, after, slot, symbol.value.view.offset()});
-  }
 }
 
 }  // namespace
@@ -222,7 +192,12 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     }
     program.outputs.push_back(spec);
   }
-  plan_data_symbols(program);
+  // Data symbols: the steps whose sizes mention one are planned when they run.
+  program.symbol_reads = table.plan_data_symbols();
+  if (!program.symbol_reads.empty()) {
+    const std::set<std::string> data_symbols = data_symbol_names(graph);
+    for (Step& step : program.steps) step.late = mentions_any(step_symbols(graph, step), data_symbols);
+  }
 
   // Build the kernels.
   JitOptions jit;
@@ -235,12 +210,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     for (KernelVariant& variant : step.variants) variant.fn = program.library->function(variant.kernel_name);
   }
 
-  std::vector<std::string> symbols;
-  for (const ir::Node& node : graph.nodes())
-    for (const Expr& d : node.shape) d.collect_symbols(symbols);
-  std::sort(symbols.begin(), symbols.end());
-  symbols.erase(std::unique(symbols.begin(), symbols.end()), symbols.end());
-  program.symbols = symbols;
+  program.symbols = graph_symbols(graph);
 
   if (!options.debug_dir.empty()) {
     std::ofstream stats(std::filesystem::path(options.debug_dir) / "cpu_stats.txt");

@@ -1,14 +1,40 @@
 // The buffers ("slots") of a compiled program, shared by the CPU and CUDA runtimes: one slot per
-// Input node, then per Weight node, then one per stored node as steps are created; and each
-// arena slot's lifetime, from the step writing it to the last step reading it.
+// Input node, then per Weight node, then one per stored node as steps are created; each arena
+// slot's lifetime, from the step writing it to the last step reading it; and, for graphs with
+// data symbols (nonzero's row count), which slots are sized only during the run and where each
+// symbol's value is read.
 #pragma once
 
+#include <algorithm>
+#include <set>
+#include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "ir/graph.h"
 #include "runtime/cpu/program.h"
 
 namespace luminal::runtime::cpu {
+
+inline bool mentions_any(const std::vector<std::string>& names, const std::set<std::string>& of) {
+  return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return of.count(n) != 0; });
+}
+
+inline std::set<std::string> data_symbol_names(const ir::Graph& graph) {
+  std::set<std::string> names;
+  for (const ir::DataSymbol& s : graph.data_symbols()) names.insert(s.name);
+  return names;
+}
+
+// Every symbol the graph's shapes mention, sorted: a program's call plans are keyed by their values.
+inline std::vector<std::string> graph_symbols(const ir::Graph& graph) {
+  std::vector<std::string> symbols;
+  for (const ir::Node& node : graph.nodes())
+    for (const ir::Expr& d : node.shape) d.collect_symbols(symbols);
+  std::sort(symbols.begin(), symbols.end());
+  symbols.erase(std::unique(symbols.begin(), symbols.end()), symbols.end());
+  return symbols;
+}
 
 class SlotTable {
  public:
@@ -44,6 +70,31 @@ class SlotTable {
         info.last_step = s;
       }
     }
+  }
+
+  // Marks Late the arena slots whose size mentions a data symbol (allocated during the run, once
+  // it is bound) and returns where each data symbol is read: after the step writing its value's
+  // slot, or before the first step (-1) for an input or weight. After assign_lifetimes.
+  std::vector<SymbolRead> plan_data_symbols() {
+    const std::set<std::string> data_symbols = data_symbol_names(graph_);
+    std::vector<SymbolRead> reads;
+    if (data_symbols.empty()) return reads;
+    std::vector<std::string> names;
+    for (Slot& slot : slots_) {
+      names.clear();
+      slot.bytes.collect_symbols(names);
+      if (slot.kind == Slot::Kind::Arena && mentions_any(names, data_symbols)) slot.kind = Slot::Kind::Late;
+    }
+    for (size_t i = 0; i < graph_.data_symbols().size(); ++i) {
+      const ir::DataSymbol& symbol = graph_.data_symbols()[i];
+      const int slot = slot_of_node_[symbol.value.node];
+      INTERNAL_CHECK(slot >= 0) << "data symbol " << symbol.name << ": its value %" << symbol.value.node
+                                << " has no buffer";
+      const Slot& info = slots_[slot];
+      const int after = info.kind == Slot::Kind::Input || info.kind == Slot::Kind::Weight ? -1 : info.first_step;
+      reads.push_back(SymbolRead{i, after, slot, symbol.value.view.offset()});
+    }
+    return reads;
   }
 
  private:

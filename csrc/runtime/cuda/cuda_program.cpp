@@ -55,10 +55,6 @@ std::vector<int> reader_counts(const ir::Graph& graph) {
   return readers;
 }
 
-bool mentions_any(const std::vector<std::string>& names, const std::set<std::string>& of) {
-  return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return of.count(n) != 0; });
-}
-
 }  // namespace
 
 std::vector<Segment> graph_segments(const std::vector<ProgramStep>& steps) {
@@ -156,15 +152,10 @@ CudaProgram build_cuda_program(const ir::Graph& input_graph, passes::PassContext
   }
 
   // Data symbols: what they size is allocated per run; the step writing a value ends its segment.
-  std::set<std::string> data_symbols;
-  for (const ir::DataSymbol& s : graph.data_symbols()) data_symbols.insert(s.name);
-  std::vector<std::string> names;
-  if (!data_symbols.empty()) {
-    for (Slot& slot : program.slots) {
-      names.clear();
-      slot.bytes.collect_symbols(names);
-      if (slot.kind == Slot::Kind::Arena && mentions_any(names, data_symbols)) slot.kind = Slot::Kind::Late;
-    }
+  program.symbol_reads = table.plan_data_symbols();
+  if (!program.symbol_reads.empty()) {
+    const std::set<std::string> data_symbols = cpu::data_symbol_names(graph);
+    std::vector<std::string> names;
     for (ProgramStep& step : program.steps) {
       names.clear();
       for (int slot : step.slots) {
@@ -177,26 +168,17 @@ CudaProgram build_cuda_program(const ir::Graph& input_graph, passes::PassContext
         const codegen::cuda::CudaKernelSource& cuda = program.plan.steps[step.plan_step].cuda;
         names.insert(names.end(), cuda.symbols.begin(), cuda.symbols.end());
       }
-      step.late = mentions_any(names, data_symbols);
+      // A late step's launch parameters are known only once its symbols are: it runs outside graphs.
+      step.late = cpu::mentions_any(names, data_symbols);
+      step.host = step.host || step.late;
     }
-    for (size_t i = 0; i < graph.data_symbols().size(); ++i) {
-      const ir::DataSymbol& symbol = graph.data_symbols()[i];
-      const int slot = input_slot(symbol.value.node);
-      const Slot& info = program.slots[slot];
-      const int after = info.kind == Slot::Kind::Input || info.kind == Slot::Kind::Weight ? -1 : info.first_step;
-      if (after >= 0) program.steps[after].host = true;
-      program.symbol_reads.push_back(SymbolRead{i, after, slot, symbol.value.view.offset()});
-    }
-    // A late step's launch parameters are known only once its symbols are: it runs outside graphs.
-    for (ProgramStep& step : program.steps) step.host = step.host || step.late;
+    for (const SymbolRead& read : program.symbol_reads)
+      if (read.after_step >= 0) program.steps[read.after_step].host = true;
   }
   program.segments = graph_segments(program.steps);
   program.in_place = cpu::find_in_place_scatters(graph, program);
 
-  for (const ir::Node& node : graph.nodes())
-    for (const Expr& d : node.shape) d.collect_symbols(program.symbols);
-  std::sort(program.symbols.begin(), program.symbols.end());
-  program.symbols.erase(std::unique(program.symbols.begin(), program.symbols.end()), program.symbols.end());
+  program.symbols = cpu::graph_symbols(graph);
   return program;
 }
 
