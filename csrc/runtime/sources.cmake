@@ -4,6 +4,7 @@ target_sources(luminal_core PRIVATE
   csrc/runtime/buffer_layout.cpp
   csrc/runtime/call_stream.cpp
   csrc/runtime/cpu_factory.cpp
+  csrc/runtime/kernel_status.cpp
   csrc/runtime/reference/aten_call.cpp
   csrc/runtime/reference/constant_iota.cpp
   csrc/runtime/reference/elementwise.cpp

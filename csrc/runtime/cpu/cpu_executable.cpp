@@ -6,7 +6,6 @@
 #include <new>
 #include <sstream>
 
-#include "codegen/cpp/emit.h"
 #include "common/error.h"
 #include "ir/bind_symbols.h"
 #include "runtime/aligned_buffer.h"
@@ -17,6 +16,7 @@
 #include "runtime/cpu/memory_plan.h"
 #include "runtime/cpu/scratch_calls.h"
 #include "runtime/cpu/search.h"
+#include "runtime/kernel_status.h"
 
 namespace luminal::runtime::cpu {
 
@@ -592,22 +592,7 @@ void CpuExecutable::run_step(size_t index, const StepPlan& plan, const std::vect
       pool_.parallel_for(plan.items, run_kernel_chunk, &task);
     }
   }
-  const int64_t status = task.status.load();
-  if (status == 0) return;
-  switch (status) {
-    case codegen::cpp::kKernelIndexOutOfRange:
-      USER_ERROR() << step.what << ": index " << task.info[0] << " is out of bounds for a dimension with size "
-                   << task.info[1];
-      break;
-    case codegen::cpp::kKernelEmptyReduction:
-      USER_ERROR() << step.what << ": max/min over an axis of size 0 has no identity";
-      break;
-    case codegen::cpp::kKernelDivisionByZero: USER_ERROR() << step.what << ": integer division by zero"; break;
-    case codegen::cpp::kKernelOutOfMemory:
-      USER_ERROR() << step.what << ": out of memory for the kernel's scratch buffers";
-      break;
-    default: INTERNAL_ERROR() << step.what << ": kernel failed with status " << status;
-  }
+  raise_kernel_status(step.what, task.status.load(), task.info[0], task.info[1]);
 }
 
 }  // namespace luminal::runtime::cpu

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cstring>
 
-#include "codegen/cpp/emit.h"
 #include "common/error.h"
 #include "ir/bind_symbols.h"
 #include "runtime/aten_fallback.h"
 #include "runtime/buffer_layout.h"
 #include "runtime/call_stream.h"
+#include "runtime/kernel_status.h"
 #include "runtime/cpu/memory_plan.h"
 #include "runtime/cuda/cublaslt.h"
 #include "runtime/cuda/strided_copy.h"
@@ -454,18 +454,8 @@ void CudaExecutable::check_kernel_errors() const {
   const auto* info = static_cast<const int64_t*>(device_->info_host->get());
   for (size_t s = 0; s < program_.steps.size(); ++s) {
     const int64_t* report = info + 3 * s;
-    if (report[0] == 0) continue;
-    const std::string& what = program_.plan.steps[program_.steps[s].plan_step].what;
-    switch (report[0]) {
-      case codegen::cpp::kKernelIndexOutOfRange:
-        USER_ERROR() << what << ": index " << report[1] << " is out of bounds for a dimension with size " << report[2];
-        break;
-      case codegen::cpp::kKernelEmptyReduction:
-        USER_ERROR() << what << ": max/min over an axis of size 0 has no identity";
-        break;
-      case codegen::cpp::kKernelDivisionByZero: USER_ERROR() << what << ": integer division by zero"; break;
-      default: INTERNAL_ERROR() << what << ": kernel failed with status " << report[0];
-    }
+    if (report[0] != 0)
+      raise_kernel_status(program_.plan.steps[program_.steps[s].plan_step].what, report[0], report[1], report[2]);
   }
 }
 
