@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 
 #include "common/error.h"
 #include "ir/bind_symbols.h"
@@ -21,6 +22,9 @@ namespace {
 constexpr size_t kArenaAlignment = 256;
 // A segment's graphs kept for distinct addresses (a caller alternating two KV caches, say).
 constexpr size_t kGraphsPerSegment = 4;
+// Inputs up to this size that no step updates in place are staged (copied into the arena), so
+// that a decode loop's fresh token and position tensors do not change a graph's addresses.
+constexpr int64_t kStagedInputBytes = int64_t{1} << 16;
 constexpr int64_t kCopyBlockThreads = 256;
 constexpr int64_t kMaxCopyBlocks = 65535;
 
@@ -33,6 +37,11 @@ OperandLayout operand_layout(const ir::View& view, const ir::SymbolBindings& bin
 
 OperandLayout dense_layout(const std::vector<int64_t>& shape) {
   return OperandLayout{shape, contiguous_strides(shape), 0};
+}
+
+// The layout cuBLASLt reads an operand through: its own, or a dense copy's where it cannot.
+OperandLayout readable_layout(const OperandLayout& layout) {
+  return lt_readable(layout) ? layout : dense_layout(layout.shape);
 }
 
 }  // namespace
@@ -77,13 +86,19 @@ struct CudaExecutable::CallPlan {
   std::vector<OperandLayout> output_layouts;  // the views outputs are read through
   // Arena offsets per slot (-1: not in the arena), with and without the in-place updates.
   cpu::MemoryPlan memory, memory_in_place;
-  size_t slot_count = 0;
   // Requests after the slots: one per staged input slot, then two per Gemm step (packed a, b).
   std::vector<int> staged;  // per slot: its staging request index, or -1
+  // A Matmul step's operands (as the graph views them) and its cuBLASLt plan, in which an
+  // operand cuBLASLt cannot read in place is a packed dense copy (in the arena at request
+  // scratch_a / scratch_b; -1 for a late step, which packs into buffers of its own).
   struct Gemm {
+    Gemm(const ir::Node& matmul, const ir::SymbolBindings& bindings)
+        : a(operand_layout(matmul.inputs[0].view, bindings)),
+          b(operand_layout(matmul.inputs[1].view, bindings)),
+          plan(plan_gemm(readable_layout(a), readable_layout(b))) {}
     OperandLayout a, b;
-    int64_t pack_a = -1, pack_b = -1;  // request indices of packed copies, or -1 (read in place)
     GemmPlan plan;
+    int64_t scratch_a = -1, scratch_b = -1;
   };
   std::map<size_t, Gemm> gemms;  // by step
 };
@@ -95,12 +110,12 @@ struct CudaExecutable::RunState {
   const cpu::MemoryPlan* memory = nullptr;
   std::vector<CUdeviceptr> ptr;  // per slot
   std::vector<DeviceBuffer> late_buffers;
+  std::deque<CallPlan::Gemm> late_gemms;  // Gemm steps sized by a data symbol, planned as they run
   int64_t bytes_copied = 0;
 };
 
-CudaExecutable::CudaExecutable(CudaProgram program, std::map<std::string, BufferRef> weights, NvrtcCompiler& compiler,
-                               CudaExecutableOptions options)
-    : program_(std::move(program)), weights_(std::move(weights)), compiler_(compiler), options_(options) {
+CudaExecutable::CudaExecutable(CudaProgram program, std::map<std::string, BufferRef> weights, NvrtcCompiler& compiler)
+    : program_(std::move(program)), weights_(std::move(weights)), compiler_(compiler) {
   const ir::Graph& graph = program_.plan.graph;
   for (ir::NodeId id : graph.weight_nodes()) {
     const ir::Node& node = graph.node(id);
@@ -180,6 +195,18 @@ void CudaExecutable::copy_strided(CUdeviceptr source, const std::vector<int64_t>
              "strided copy");
 }
 
+CUdeviceptr CudaExecutable::readable_operand(CUdeviceptr base, const OperandLayout& layout, size_t element,
+                                             CUdeviceptr into, RunState& state, CUstream stream) const {
+  if (lt_readable(layout)) return base;
+  if (into == 0) {
+    state.late_buffers.emplace_back(static_cast<size_t>(element_count(layout.shape)) * element);
+    into = state.late_buffers.back().get();
+  }
+  copy_strided(base + static_cast<CUdeviceptr>(layout.offset) * element, layout.shape, layout.strides, element, into,
+               stream);
+  return into;
+}
+
 OutputShapes CudaExecutable::output_shapes(const std::vector<BufferRef>& inputs) const {
   std::vector<std::vector<int64_t>> sizes;
   for (const BufferRef& b : inputs) sizes.push_back(b.sizes);
@@ -209,11 +236,6 @@ RunStats CudaExecutable::last_run_stats() const {
   return last_stats_;
 }
 
-CudaExecutable::GraphStats CudaExecutable::graph_stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return graph_stats_;
-}
-
 std::shared_ptr<const CudaExecutable::CallPlan> CudaExecutable::plan_for(const ir::SymbolBindings& bindings) const {
   std::vector<int64_t> key;
   for (const std::string& s : program_.symbols) {
@@ -233,7 +255,6 @@ std::shared_ptr<const CudaExecutable::CallPlan> CudaExecutable::plan_for(const i
     if (slot.kind == Slot::Kind::Arena) r = {slot.bytes.evaluate(bindings), slot.first_step, slot.last_step};
     requests.push_back(r);
   }
-  plan->slot_count = requests.size();
   const int end = static_cast<int>(program_.steps.size());
   plan->staged.assign(program_.slots.size(), -1);
   for (size_t s = 0; s < program_.slots.size(); ++s) {
@@ -250,21 +271,16 @@ std::shared_ptr<const CudaExecutable::CallPlan> CudaExecutable::plan_for(const i
     const ProgramStep& step = program_.steps[s];
     if (step.kind != ProgramStep::Kind::Gemm || step.late) continue;
     const ir::Node& node = graph.node(step.node);
-    CallPlan::Gemm gemm;
-    gemm.a = operand_layout(node.inputs[0].view, bindings);
-    gemm.b = operand_layout(node.inputs[1].view, bindings);
-    const auto pack = [&](OperandLayout& layout) -> int64_t {
+    CallPlan::Gemm gemm(node, bindings);
+    const auto scratch = [&](const OperandLayout& layout) -> int64_t {
       if (lt_readable(layout)) return -1;
       const int64_t bytes = element_count(layout.shape) * static_cast<int64_t>(ir::dtype_size(node.dtype));
       requests.push_back({bytes, static_cast<int>(s), static_cast<int>(s)});
-      layout = dense_layout(layout.shape);
       return static_cast<int64_t>(requests.size() - 1);
     };
-    OperandLayout a = gemm.a, b = gemm.b;
-    gemm.pack_a = pack(a);
-    gemm.pack_b = pack(b);
-    gemm.plan = plan_gemm(a, b);
-    plan->gemms[s] = std::move(gemm);
+    gemm.scratch_a = scratch(gemm.a);
+    gemm.scratch_b = scratch(gemm.b);
+    plan->gemms.emplace(s, std::move(gemm));
   }
   plan->memory = cpu::plan_memory(requests, kArenaAlignment);
   for (const InPlaceScatter& scatter : program_.in_place) requests[scatter.out_slot].bytes = -1;
@@ -285,33 +301,15 @@ void CudaExecutable::enqueue_step(size_t s, RunState& state, CUstream stream) co
   }
   INTERNAL_CHECK(step.kind == ProgramStep::Kind::Gemm) << "step " << s << " is not a device step";
   const ir::Node& node = program_.plan.graph.node(step.node);
-  CallPlan::Gemm late;
-  const CallPlan::Gemm* gemm = nullptr;
-  if (auto it = state.plan->gemms.find(s); it != state.plan->gemms.end()) {
-    gemm = &it->second;
-  } else {
-    // A late Gemm: operands packed through their own buffers (it runs outside graphs).
-    late.a = operand_layout(node.inputs[0].view, state.bindings);
-    late.b = operand_layout(node.inputs[1].view, state.bindings);
-    OperandLayout a = late.a, b = late.b;
-    for (OperandLayout* l : {&a, &b})
-      if (!lt_readable(*l)) *l = dense_layout(l->shape);
-    late.plan = plan_gemm(a, b);
-    gemm = &late;
-  }
+  const auto planned = state.plan->gemms.find(s);
+  // A late Gemm (sized by a data symbol) is planned now; it runs outside graphs.
+  const CallPlan::Gemm* gemm =
+      planned != state.plan->gemms.end() ? &planned->second : &state.late_gemms.emplace_back(node, state.bindings);
   const size_t element = ir::dtype_size(node.dtype);
-  const auto operand = [&](int slot, const OperandLayout& layout, int64_t pack) -> CUdeviceptr {
-    if (lt_readable(layout)) return state.ptr[slot];
-    CUdeviceptr dense = 0;
-    if (pack >= 0) {
-      dense = device_->arena.get() + static_cast<CUdeviceptr>(state.memory->offsets[pack]);
-    } else {
-      state.late_buffers.emplace_back(static_cast<size_t>(element_count(layout.shape)) * element);
-      dense = state.late_buffers.back().get();
-    }
-    copy_strided(state.ptr[slot] + static_cast<CUdeviceptr>(layout.offset) * element, layout.shape, layout.strides,
-                 element, dense, stream);
-    return dense;
+  const auto operand = [&](int slot, const OperandLayout& layout, int64_t scratch) {
+    const CUdeviceptr into =
+        scratch >= 0 ? device_->arena.get() + static_cast<CUdeviceptr>(state.memory->offsets[scratch]) : 0;
+    return readable_operand(state.ptr[slot], layout, element, into, state, stream);
   };
   const GemmPlan& plan = gemm->plan;
   const CUdeviceptr out = state.ptr[step.slots[2]];
@@ -324,28 +322,23 @@ void CudaExecutable::enqueue_step(size_t s, RunState& state, CUstream stream) co
   if (plan.m == 0 || plan.n == 0) return;
   if (plan.k == 0) {
     // An empty sum: zeros, or the bias broadcast over the rows.
-    const std::vector<int64_t> shape = ir::evaluate_shape(node.shape, state.bindings);
     if (bias != 0) {
       copy_strided(bias, bias_layout.shape, bias_layout.strides, element, out, stream);
     } else {
-      const int64_t bytes = element_count(shape) * static_cast<int64_t>(element);
+      const int64_t bytes =
+          element_count(ir::evaluate_shape(node.shape, state.bindings)) * static_cast<int64_t>(element);
       check_cuda(driver().MemsetD8Async(out, 0, static_cast<size_t>(bytes), stream), "zeroing an empty matmul");
     }
     return;
   }
-  const CUdeviceptr a = operand(step.slots[0], gemm->a, gemm->pack_a);
-  const CUdeviceptr b = operand(step.slots[1], gemm->b, gemm->pack_b);
+  const CUdeviceptr a = operand(step.slots[0], gemm->a, gemm->scratch_a);
+  const CUdeviceptr b = operand(step.slots[1], gemm->b, gemm->scratch_b);
   // Offsets in the plan are the views' own for operands read in place, 0 for packed ones.
   device_->blas->matmul(node.dtype, plan, a, b, out, stream, bias);
 }
 
 void CudaExecutable::run_segment(size_t index, RunState& state, CUstream stream) const {
   const Segment& segment = program_.segments[index];
-  if (!options_.graphs) {
-    for (size_t s = segment.begin; s < segment.end; ++s) enqueue_step(s, state, stream);
-    graph_stats_.direct_steps += static_cast<int64_t>(segment.end - segment.begin);
-    return;
-  }
   // A graph holds the addresses and launch sizes it was captured with.
   std::vector<int64_t> key;
   for (const auto& [name, value] : state.bindings) key.push_back(value);
@@ -356,7 +349,6 @@ void CudaExecutable::run_segment(size_t index, RunState& state, CUstream stream)
   for (const Device::Graph& g : graphs) {
     if (g.key != key) continue;
     check_cuda(driver().GraphLaunch(g.exec, stream), "cuGraphLaunch");
-    ++graph_stats_.replayed;
     return;
   }
   // Capture on a stream of our own (the caller's may be the legacy stream, which cannot be
@@ -381,7 +373,6 @@ void CudaExecutable::run_segment(size_t index, RunState& state, CUstream stream)
     graphs.erase(graphs.begin());
   }
   graphs.push_back(Device::Graph{std::move(key), exec});
-  ++graph_stats_.captured;
   check_cuda(driver().GraphLaunch(exec, stream), "cuGraphLaunch");
 }
 
@@ -389,7 +380,6 @@ void CudaExecutable::run_host_step(size_t s, RunState& state, CUstream stream) c
   const ProgramStep& step = program_.steps[s];
   const ir::Graph& graph = program_.plan.graph;
   const std::string& what = program_.plan.steps[step.plan_step].what;
-  ++graph_stats_.direct_steps;
   if (step.kind == ProgramStep::Kind::Kernel || step.kind == ProgramStep::Kind::Gemm) {
     enqueue_step(s, state, stream);
     return;
@@ -422,29 +412,22 @@ void CudaExecutable::run_host_step(size_t s, RunState& state, CUstream stream) c
   const size_t element = ir::dtype_size(node.dtype);
   const CUdeviceptr out = state.ptr[step.slots[3]];
   check_cuda(driver().MemsetD8Async(out, 0, static_cast<size_t>(rows * n) * element, stream), "zeroing grouped rows");
-  std::vector<int64_t> ends(static_cast<size_t>(groups));
-  for (int64_t g = 0; g < groups; ++g) {
-    const CUdeviceptr at = state.ptr[step.slots[2]] + static_cast<CUdeviceptr>(offs.offset + g * offs.strides[0]) * 8;
-    check_cuda(driver().MemcpyDtoHAsync(&ends[g], at, 8, stream), "reading MoE group sizes");
-  }
+  // The group ends in one read: the span from the first to the last (strided) element.
+  std::vector<int64_t> span(groups == 0 ? 0 : static_cast<size_t>((groups - 1) * offs.strides[0] + 1));
+  const CUdeviceptr first = state.ptr[step.slots[2]] + static_cast<CUdeviceptr>(offs.offset) * 8;
+  if (!span.empty())
+    check_cuda(driver().MemcpyDtoHAsync(span.data(), first, span.size() * 8, stream), "reading MoE group sizes");
   check_cuda(driver().StreamSynchronize(stream), "cuStreamSynchronize");
   int64_t begin = 0;
   for (int64_t g = 0; g < groups; ++g) {
-    const int64_t end = std::clamp<int64_t>(ends[g], 0, rows);
+    const int64_t end = std::clamp<int64_t>(span[static_cast<size_t>(g * offs.strides[0])], 0, rows);
     if (end > begin) {
-      OperandLayout ga{{end - begin, a.shape[1]}, a.strides, a.offset + begin * a.strides[0]};
-      OperandLayout gb{{b.shape[1], b.shape[2]}, {b.strides[1], b.strides[2]}, b.offset + g * b.strides[0]};
-      CUdeviceptr pa = state.ptr[step.slots[0]], pb = state.ptr[step.slots[1]];
-      for (auto [layout, pointer] : {std::pair{&ga, &pa}, std::pair{&gb, &pb}}) {
-        if (lt_readable(*layout)) continue;
-        state.late_buffers.emplace_back(static_cast<size_t>(element_count(layout->shape)) * element);
-        copy_strided(*pointer + static_cast<CUdeviceptr>(layout->offset) * element, layout->shape, layout->strides,
-                     element, state.late_buffers.back().get(), stream);
-        *pointer = state.late_buffers.back().get();
-        *layout = dense_layout(layout->shape);
-      }
-      const GemmPlan plan = plan_gemm(ga, gb);
-      device_->blas->matmul(node.dtype, plan, pa, pb, out + static_cast<CUdeviceptr>(begin * n) * element, stream);
+      const OperandLayout ga{{end - begin, a.shape[1]}, a.strides, a.offset + begin * a.strides[0]};
+      const OperandLayout gb{{b.shape[1], b.shape[2]}, {b.strides[1], b.strides[2]}, b.offset + g * b.strides[0]};
+      const CUdeviceptr pa = readable_operand(state.ptr[step.slots[0]], ga, element, 0, state, stream);
+      const CUdeviceptr pb = readable_operand(state.ptr[step.slots[1]], gb, element, 0, state, stream);
+      device_->blas->matmul(node.dtype, plan_gemm(readable_layout(ga), readable_layout(gb)), pa, pb,
+                            out + static_cast<CUdeviceptr>(begin * n) * element, stream);
     }
     begin = end;
   }
@@ -489,7 +472,7 @@ void CudaExecutable::run(const std::vector<BufferRef>& inputs, const std::vector
     if (slot.kind == Slot::Kind::Input) {
       check_buffer("input", node.name, inputs[slot.input_index], node.dtype);
       caller[s] = &inputs[slot.input_index];
-      const bool small = span_bytes(*caller[s]) <= options_.stage_input_bytes && !updated_in_place[s];
+      const bool small = span_bytes(*caller[s]) <= kStagedInputBytes && !updated_in_place[s];
       if (!is_dense(*caller[s]) || small) to_stage.push_back(static_cast<int>(s));
     } else if (slot.kind == Slot::Kind::Weight) {
       const BufferRef& w = weights_.at(node.name);
@@ -499,8 +482,13 @@ void CudaExecutable::run(const std::vector<BufferRef>& inputs, const std::vector
       caller[s] = &w;
     }
     if (!caller[s]) continue;
-    // Weights were checked when bound; an input on another GPU is the caller's mistake.
-    if (slot.kind == Slot::Kind::Input && caller[s]->data) open_device(caller[s]->data, "input '" + node.name + "'");
+    // Weights were checked when bound; an input says its device itself (no driver call per run).
+    if (slot.kind == Slot::Kind::Input && caller[s]->data)
+      USER_CHECK(caller[s]->device_index == device_->device.ordinal())
+          << "input '" << node.name << "' is "
+          << (caller[s]->device_index < 0 ? std::string("in host memory")
+                                           : "on cuda:" + std::to_string(caller[s]->device_index))
+          << " but this compiled model runs on cuda:" << device_->device.ordinal() << "; move every tensor to one device";
     state.ptr[s] = device_pointer(caller[s]->data);
   }
   // In-place updates where the caller passed the updated tensor as its own output.

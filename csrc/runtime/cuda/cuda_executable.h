@@ -22,6 +22,7 @@
 
 #include "runtime/cuda/cuda_program.h"
 #include "runtime/cuda/driver.h"
+#include "runtime/cuda/gemm_plan.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/runtime.h"
 
@@ -29,16 +30,9 @@ namespace luminal::runtime::cuda {
 
 class CublasLt;
 
-struct CudaExecutableOptions {
-  bool graphs = true;  // capture segments as CUDA graphs; false: launch every step each call
-  // Inputs up to this size that no step updates in place are staged (copied into the arena).
-  int64_t stage_input_bytes = int64_t{1} << 16;
-};
-
 class CudaExecutable : public Executable {
  public:
-  CudaExecutable(CudaProgram program, std::map<std::string, BufferRef> weights, NvrtcCompiler& compiler,
-                 CudaExecutableOptions options);
+  CudaExecutable(CudaProgram program, std::map<std::string, BufferRef> weights, NvrtcCompiler& compiler);
   ~CudaExecutable() override;
 
   OutputShapes output_shapes(const std::vector<BufferRef>& inputs) const override;
@@ -46,12 +40,6 @@ class CudaExecutable : public Executable {
            const LateOutputAllocator& allocate_late) const override;
   void rebind_weight(const std::string& name, const BufferRef& buffer) override;
   RunStats last_run_stats() const override;
-
-  // Counters for tests: CUDA graphs captured and replayed, steps launched outside graphs.
-  struct GraphStats {
-    int64_t captured = 0, replayed = 0, direct_steps = 0;
-  };
-  GraphStats graph_stats() const;
 
  private:
   struct CallPlan;
@@ -71,17 +59,19 @@ class CudaExecutable : public Executable {
   // memory at `destination`: one memcpy when the view is dense, else the strided copy kernel.
   void copy_strided(CUdeviceptr source, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
                     size_t element, CUdeviceptr destination, CUstream stream) const;
+  // The address cuBLASLt reads a GEMM operand at `base` (viewed through `layout`) from: `base`
+  // itself, or a dense copy enqueued into `into` (a new buffer of the run's when 0).
+  CUdeviceptr readable_operand(CUdeviceptr base, const OperandLayout& layout, size_t element, CUdeviceptr into,
+                               RunState& state, CUstream stream) const;
 
   CudaProgram program_;
   mutable std::map<std::string, BufferRef> weights_;  // host ones repointed at their upload
   NvrtcCompiler& compiler_;
-  CudaExecutableOptions options_;
   // One run at a time: the arena, the graphs and the cuBLASLt workspace are shared by all.
   mutable std::mutex mutex_;
   mutable std::unique_ptr<Device> device_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const CallPlan>> plans_;
   mutable RunStats last_stats_;
-  mutable GraphStats graph_stats_;
 };
 
 }  // namespace luminal::runtime::cuda

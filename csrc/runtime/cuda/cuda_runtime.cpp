@@ -65,8 +65,7 @@ std::unique_ptr<Executable> CudaRuntime::compile(const ir::Graph& graph, const s
         std::ofstream(std::filesystem::path(options.debug_dir) / (planned.cuda.name + ".cu")) << planned.cuda.source;
     }
   }
-  return std::make_unique<CudaExecutable>(std::move(program), weights, process_nvrtc_compiler(),
-                                          CudaExecutableOptions{});
+  return std::make_unique<CudaExecutable>(std::move(program), weights, process_nvrtc_compiler());
 }
 
 const LuminalRuntimeFactory* cuda_runtime_factory() { return &kCudaFactory; }
