@@ -5,12 +5,11 @@ and report kernel errors as exceptions; see docs/cuda.md for running them on a G
 
 from __future__ import annotations
 
+import luminal
 import pytest
 import torch
-from nvrtc_check import ARCHS, DECODERS, MAX_CACHE_LEN, MOE, bert, build, check_model, needs_nvrtc
-
-import luminal
 from luminal import _C
+from nvrtc_check import ARCHS, DECODERS, MAX_CACHE_LEN, MOE, bert, build, check_model, needs_nvrtc
 
 needs_cuda_build = pytest.mark.skipif(
     not _C.has_cuda, reason="luminal was built without the CUDA runtime (LUMINAL_CUDA=OFF)"
@@ -76,7 +75,12 @@ def test_a_llama_decode_step_is_one_cuda_graph_with_the_cache_updated_in_place()
         model(input_ids=torch.tensor([[3, 4, 5]]), past_key_values=cache, use_cache=True)
     report = check_model(
         model,
-        {"input_ids": torch.tensor([[7]]), "past_key_values": cache, "use_cache": True, "position_ids": torch.tensor([[3]])},
+        {
+            "input_ids": torch.tensor([[7]]),
+            "past_key_values": cache,
+            "use_cache": True,
+            "position_ids": torch.tensor([[3]]),
+        },
     )
     assert report["host_steps"] == []
     assert report["segments"] == 1
@@ -138,6 +142,27 @@ def test_non_contiguous_inputs_and_outputs_through_views():
 
 
 @needs_gpu
+def test_a_constant_made_inside_the_model_is_uploaded_to_the_gpu():
+    # The archive carries this constant in host memory; the runtime copies it to the device.
+    def f(x):
+        return x * torch.tensor([1.0, 2.0, 3.0], device=x.device) + 1
+
+    x = torch.randn(4, 3, device="cuda")
+    _close(torch.compile(f, backend=luminal.luminal_backend)(x), f(x))
+
+
+@needs_gpu
+def test_moe_prompt_matches_eager():
+    # Grouped matmuls read their group ends back to the host, then one product per expert.
+    model = build(MOE["qwen3_moe"], torch.float32).to("cuda")
+    ids = torch.randint(0, 256, (1, 9), device="cuda")
+    with torch.no_grad():
+        expected = model(input_ids=ids, use_cache=False).logits
+        compiled = torch.compile(model, backend=luminal.luminal_backend)
+        _close(compiled(input_ids=ids, use_cache=False).logits, expected)
+
+
+@needs_gpu
 def test_an_index_out_of_range_is_an_exception_naming_the_op():
     def f(table, index):
         return torch.gather(table, 0, index)
@@ -156,8 +181,13 @@ def test_llama_static_cache_decode_gives_eagers_tokens(dtype):
     from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
 
     config = LlamaConfig(
-        vocab_size=256, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+        vocab_size=256,
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
     )
     torch.manual_seed(0)
     model = LlamaForCausalLM(config).to("cuda", dtype).eval()
@@ -168,7 +198,9 @@ def test_llama_static_cache_decode_gives_eagers_tokens(dtype):
         ids, tokens = prompt, []
         position = torch.arange(prompt.shape[1], device="cuda")
         for _ in range(steps):
-            logits = forward(input_ids=ids, past_key_values=cache, cache_position=position, use_cache=True).logits
+            logits = forward(
+                input_ids=ids, past_key_values=cache, cache_position=position, use_cache=True
+            ).logits
             ids = logits[:, -1:].argmax(-1)
             tokens.append(int(ids))
             position = position[-1:] + 1
