@@ -123,14 +123,36 @@ ir::Shape result_shape(const TranslationContext& cx, const std::string& name) {
   return shape;
 }
 
-}  // namespace
-
-void translate_aten_fallback(TranslationContext& cx, const pt2::Node& node, const std::string& overload) {
+std::shared_ptr<ir::AtenCall> aten_call_of(TranslationContext& cx, const std::string& overload) {
   auto call = std::make_shared<ir::AtenCall>();
   const size_t dot = overload.rfind('.');
   INTERNAL_CHECK(dot != std::string::npos) << "overload key '" << overload << "' has no overload name";
   call->op = overload.substr(0, dot);
   call->overload = overload.substr(dot + 1);
+  cx.record_aten_call(overload);
+  return call;
+}
+
+}  // namespace
+
+Tensor call_aten(TranslationContext& cx, const std::string& overload, std::vector<ir::AtenArg> args,
+                 const std::vector<Tensor>& inputs, ir::DType dtype, const ir::Shape& shape, const std::string& why) {
+  UNSUPPORTED_CHECK(cx.aten_calls_allowed())
+      << why << " runs " << overload << " through the ATen fallback, which options={'fallback': 'error'} forbids; "
+      << "use fallback='aten'";
+  auto call = aten_call_of(cx, overload);
+  call->args = std::move(args);
+  ir::Node n;
+  n.op = ir::Op::AtenCall;
+  n.dtype = dtype;
+  n.shape = shape;
+  for (const Tensor& t : inputs) n.inputs.push_back(t.ref);
+  n.aten_call = std::move(call);
+  return cx.add(std::move(n));
+}
+
+void translate_aten_fallback(TranslationContext& cx, const pt2::Node& node, const std::string& overload) {
+  auto call = aten_call_of(cx, overload);
   CallInputs inputs;
   for (const pt2::NamedArgument& named : node.inputs) call->args.push_back(convert(cx, named, inputs));
 

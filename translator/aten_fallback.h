@@ -8,7 +8,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "ir/aten_call.h"
 #include "pt2/schema.h"
 #include "translator/context.h"
 
@@ -16,5 +18,12 @@ namespace luminal::translator {
 
 // `overload` is the registry key, "aten::convolution.default".
 void translate_aten_fallback(TranslationContext& cx, const pt2::Node& node, const std::string& overload);
+
+// One AtenCall node for what a native translation leaves to torch's own kernel (dropout's random
+// draw, so that torch.manual_seed governs it): result `output_index` of `overload` on `args`,
+// whose tensor arguments index `inputs`, with the given dtype and shape. Listed among the ATen
+// fallback's ops; UnsupportedError naming `why` when options={'fallback': 'error'} forbids it.
+Tensor call_aten(TranslationContext& cx, const std::string& overload, std::vector<ir::AtenArg> args,
+                 const std::vector<Tensor>& inputs, ir::DType dtype, const ir::Shape& shape, const std::string& why);
 
 }  // namespace luminal::translator

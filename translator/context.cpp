@@ -99,4 +99,8 @@ ir::Expr TranslationContext::sym_int(const std::string& name) const {
   return it->second;
 }
 
+void TranslationContext::record_aten_call(const std::string& overload) {
+  if (std::find(aten_calls_.begin(), aten_calls_.end(), overload) == aten_calls_.end()) aten_calls_.push_back(overload);
+}
+
 }  // namespace luminal::translator

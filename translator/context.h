@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
 #include "pt2/schema.h"
@@ -73,6 +74,14 @@ class TranslationContext {
   void bind_sym_bool(const std::string& name, ir::Expr value) { sym_bools_[name] = std::move(value); }
   ir::Expr sym_bool(const std::string& name) const;  // UserError for an unknown name
 
+  // Calls into torch's own kernels (AtenCall nodes): the ops with no native translation, and
+  // what a native translation leaves to torch (dropout's random draw). Whether they are allowed
+  // (options={'fallback': ...}), and each overload called, once, in program order.
+  void allow_aten_calls(bool allowed) { aten_calls_allowed_ = allowed; }
+  bool aten_calls_allowed() const { return aten_calls_allowed_; }
+  void record_aten_call(const std::string& overload);
+  const std::vector<std::string>& aten_calls() const { return aten_calls_; }
+
   // The graph, with the data symbols required of it.
   ir::Graph take_graph();
 
@@ -93,6 +102,8 @@ class TranslationContext {
   std::map<std::string, Tensor> input_mutations_;
   int fresh_symbols_ = 0;
   std::map<std::string, Tensor> float_values_;
+  bool aten_calls_allowed_ = false;
+  std::vector<std::string> aten_calls_;
 
   void require_data_symbols(const std::vector<std::string>& names, bool as_size);
 };

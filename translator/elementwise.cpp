@@ -175,6 +175,20 @@ void translate_mul(NodeArgs& args) {
   args.set_output(0, promoted_binary(args, result_type({a, b}) == DType::Bool ? Op::And : Op::Mul, a, b));
 }
 
+// prims::fma(a, b, c): a * b + c with one rounding (the compiled AdamW's addcmul writes it).
+// Computed one precision up: the product of two f32 or half values is exact there, so only the
+// sum rounds, then the result; f64 has no wider type and rounds the product too.
+void translate_prims_fma(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  const Operand a = args.operand("a"), b = args.operand("b"), c = args.operand("c");
+  const DType dtype = args.output_dtype(0);
+  DType wide = dtype;
+  if (dtype == DType::F32) wide = DType::F64;
+  if (ir::is_half(dtype)) wide = DType::F32;
+  Tensor product = binary(cx, Op::Mul, materialize(cx, a, wide), materialize(cx, b, wide));
+  args.set_output(0, cast(cx, binary(cx, Op::Add, product, materialize(cx, c, wide)), dtype));
+}
+
 // True division: integer and bool operands divide in the default float dtype.
 void translate_div(NodeArgs& args) {
   TranslationContext& cx = args.cx();

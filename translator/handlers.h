@@ -57,6 +57,7 @@ void translate_masked_fill_scalar(NodeArgs& args);
 void translate_maximum(NodeArgs& args);
 void translate_minimum(NodeArgs& args);
 void translate_mul(NodeArgs& args);
+void translate_prims_fma(NodeArgs& args);
 void translate_ne(NodeArgs& args);
 void translate_neg(NodeArgs& args);
 void translate_pow_scalar(NodeArgs& args);
@@ -130,6 +131,7 @@ void translate_squeeze_dim(NodeArgs& args);
 void translate_squeeze_dims(NodeArgs& args);
 void translate_t(NodeArgs& args);
 void translate_to_copy(NodeArgs& args);
+void translate_convert_element_type(NodeArgs& args);
 void translate_transpose_int(NodeArgs& args);
 void translate_unsqueeze(NodeArgs& args);
 void translate_view(NodeArgs& args);
@@ -155,20 +157,28 @@ void translate_native_batch_norm_legit_functional(NodeArgs& args);
 void translate_native_batch_norm_legit_no_stats(NodeArgs& args);
 void translate_native_batch_norm_legit_no_training(NodeArgs& args);
 void translate_native_group_norm(NodeArgs& args);
+void translate_native_dropout(NodeArgs& args);
 void translate_native_layer_norm(NodeArgs& args);
 void translate_silu(NodeArgs& args);
 void translate_softmax(NodeArgs& args);
 
 // ---- convolution.cpp ----
 void translate_convolution(NodeArgs& args);
+void translate_convolution_backward(NodeArgs& args);
 
 // ---- pooling.cpp ----
 void translate_adaptive_avg_pool2d(NodeArgs& args);
+void translate_adaptive_avg_pool2d_backward(NodeArgs& args);
 void translate_adaptive_avg_pool3d(NodeArgs& args);
+void translate_adaptive_avg_pool3d_backward(NodeArgs& args);
 void translate_avg_pool2d(NodeArgs& args);
+void translate_avg_pool2d_backward(NodeArgs& args);
 void translate_avg_pool3d(NodeArgs& args);
+void translate_avg_pool3d_backward(NodeArgs& args);
 void translate_max_pool2d_with_indices(NodeArgs& args);
+void translate_max_pool2d_with_indices_backward(NodeArgs& args);
 void translate_max_pool3d_with_indices(NodeArgs& args);
+void translate_max_pool3d_with_indices_backward(NodeArgs& args);
 
 // ---- padding.cpp ----
 void translate_reflection_pad1d(NodeArgs& args);
@@ -198,6 +208,7 @@ void translate_topk(NodeArgs& args);
 // ---- moe.cpp ----
 void translate_grouped_mm(NodeArgs& args);
 void translate_grouped_mm_fallback(NodeArgs& args);
+void translate_grouped_mm_fallback_backward(NodeArgs& args);
 void translate_histc(NodeArgs& args);
 
 // ---- creation.cpp ----

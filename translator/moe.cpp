@@ -94,6 +94,19 @@ Tensor grouped_rows_matmul(TranslationContext& cx, const Tensor& input, const Te
   return where(cx, unsqueeze(groups.in_group, 1), out, zero);
 }
 
+// a [M, K] x b [K, N] with K grouped by offs -> [G, M, N]: group g multiplies the K slice
+// [offs[g-1], offs[g]) (a weight gradient per expert). Each group's product masks the other
+// columns of a: G full products, for the few experts of the models that reach it.
+Tensor k_grouped_matmul(TranslationContext& cx, const Tensor& a, const Tensor& b, const Tensor& offs,
+                        const std::string& op) {
+  RowGroups k_groups = row_groups(cx, a.shape()[1], offs, op);
+  Tensor g = unsqueeze(iota(cx, offs.shape()[0], DType::I64), 1);                 // [G, 1]
+  Tensor mine = binary(cx, Op::And, binary(cx, Op::Eq, unsqueeze(k_groups.group, 0), g),
+                       unsqueeze(k_groups.in_group, 0));                          // [G, K]
+  Tensor masked = where(cx, unsqueeze(mine, 1), unsqueeze(a, 0), constant(cx, ir::Scalar::of_int(0), a.dtype));
+  return matmul(cx, masked, b);                                                   // [G, M, N]
+}
+
 void check_same_dtype(const Tensor& a, const Tensor& b, const std::string& op) {
   USER_CHECK(a.dtype == b.dtype) << op << ": operands of dtypes " << ir::dtype_name(a.dtype) << " and "
                                  << ir::dtype_name(b.dtype);
@@ -166,6 +179,28 @@ void translate_grouped_mm_fallback(NodeArgs& args) {
   args.set_output(0, grouped_rows_matmul(args.cx(), input, weight, offs, op));
 }
 
+// transformers::grouped_mm_fallback_backward(input [S, K], weight [G, K, N], offs [G],
+// grad_output [S, N]) -> (grad_input [S, K], grad_weight [G, K, N]): each row's gradient times its
+// expert's weight transposed, and per expert its rows of input transposed times their gradients.
+// Rows in no group get a zero gradient and add nothing, as in transformers' loop.
+void translate_grouped_mm_fallback_backward(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  const std::string op = "grouped_mm_fallback_backward";
+  Tensor input = args.tensor("input"), weight = args.tensor("weight"), offs = args.tensor("offs");
+  Tensor grad_output = args.tensor("grad_output");
+  USER_CHECK(input.rank() == 2 && weight.rank() == 3 && grad_output.rank() == 2)
+      << op << ": expects input [S, K], weight [G, K, N] and grad_output [S, N], got "
+      << shape_to_string(input.shape()) << ", " << shape_to_string(weight.shape()) << " and "
+      << shape_to_string(grad_output.shape());
+  check_same_dtype(input, weight, op);
+  check_same_dtype(input, grad_output, op);
+  check_inner_dims(input.shape()[1], weight.shape()[1], op, input, weight);
+  check_inner_dims(grad_output.shape()[1], weight.shape()[2], op, grad_output, weight);
+  if (!args.output_name(0).empty())
+    args.set_output(0, grouped_rows_matmul(cx, grad_output, transpose(weight, 1, 2), offs, op));
+  if (!args.output_name(1).empty()) args.set_output(1, k_grouped_matmul(cx, transpose(input, 0, 1), grad_output, offs, op));
+}
+
 // _grouped_mm(self, mat2, offs=None, bias=None, out_dtype=None). The forms:
 //   [S, K] x [G, K, N] with offs: rows grouped (MoE experts) -> [S, N];
 //   [G, M, K] x [G, K, N] without offs: a batched matmul -> [G, M, N];
@@ -193,15 +228,7 @@ void translate_grouped_mm(NodeArgs& args) {
   }
   USER_CHECK(offs.has_value()) << op << ": a 2-d operand needs offs";
   if (a.rank() == 2 && b.rank() == 3) return args.set_output(0, grouped_rows_matmul(cx, a, b, *offs, op));
-  if (a.rank() == 2 && b.rank() == 2) {
-    // Group g multiplies the K slice [offs[g-1], offs[g]): mask the other columns of a per group.
-    RowGroups k_groups = row_groups(cx, a.shape()[1], *offs, op);
-    Tensor g = unsqueeze(iota(cx, offs->shape()[0], DType::I64), 1);                // [G, 1]
-    Tensor mine = binary(cx, Op::And, binary(cx, Op::Eq, unsqueeze(k_groups.group, 0), g),
-                         unsqueeze(k_groups.in_group, 0));                          // [G, K]
-    Tensor masked = where(cx, unsqueeze(mine, 1), unsqueeze(a, 0), constant(cx, ir::Scalar::of_int(0), a.dtype));
-    return args.set_output(0, matmul(cx, masked, b));                               // [G, M, N]
-  }
+  if (a.rank() == 2 && b.rank() == 2) return args.set_output(0, k_grouped_matmul(cx, a, b, *offs, op));
   // a [G, M, K] x b [K, N]: column j of the result uses a[group of j].
   RowGroups n_groups = row_groups(cx, b.shape()[1], *offs, op);
   Tensor all = matmul(cx, a, b);                                                    // [G, M, N]

@@ -215,6 +215,15 @@ void translate_to_copy(NodeArgs& args) {
   args.set_output(0, cast(args.cx(), self, dtype.value_or(self.dtype)));
 }
 
+// prims::convert_element_type(a, dtype): a cast. AOTAutograd's graphs keep it where a
+// decomposition with symbolic sizes wrote it (Llama's RMSNorm under dynamic=True).
+void translate_convert_element_type(NodeArgs& args) {
+  Tensor a = args.tensor("a");
+  std::optional<DType> dtype = args.dtype("dtype");
+  USER_CHECK(dtype.has_value()) << "convert_element_type without a dtype";
+  args.set_output(0, cast(args.cx(), a, *dtype));
+}
+
 // cat = scatter each input into its range of the result along dim. Inputs promote to a common
 // dtype; legacy empty 1-d inputs ([0]) are skipped, as torch does.
 // Legacy 1-d empty tensors ([0]) are skipped whatever the others' rank, as torch does; they

@@ -1,9 +1,10 @@
-// Neural-network functions torch keeps whole after decomposition: softmax, log_softmax,
-// layer_norm, gelu, silu. Each computes f16/bf16 inputs in f32 and rounds once at the end, as
-// torch's CPU kernels do, so bf16 models match eager within bf16 tolerance.
+// Neural-network functions torch keeps whole after decomposition: softmax, log_softmax, the
+// norms, gelu, silu, dropout. Each computes f16/bf16 inputs in f32 and rounds once at the end,
+// as torch's CPU kernels do, so bf16 models match eager within bf16 tolerance.
 #include <cmath>
 
 #include "common/error.h"
+#include "translator/aten_fallback.h"
 #include "translator/handlers.h"
 
 namespace luminal::translator {
@@ -108,6 +109,47 @@ void translate_gelu(NodeArgs& args) {
   Tensor half_x = binary(cx, Op::Mul, xf, number(cx, 0.5, c));
   Tensor out = binary(cx, Op::Mul, half_x, binary(cx, Op::Add, inner, number(cx, 1.0, c)));
   args.set_output(0, cast(cx, out, x.dtype));
+}
+
+// native_dropout(input, p, train): (input * keep / (1 - p), keep). keep is drawn by torch's own
+// bernoulli(input, 1 - p) through the ATen fallback, as eager's CPU kernel draws it, so that
+// torch.manual_seed governs the masks; the scaling fuses with what reads it. One draw serves
+// both results: an op with two results run through the fallback would draw twice, and the
+// backward's mask would not be the forward's.
+void translate_native_dropout(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  Tensor x = args.tensor("input");
+  USER_CHECK(ir::is_floating(x.dtype)) << "dropout of a " << ir::dtype_name(x.dtype) << " tensor";
+  const double p = args.floating("p");
+  USER_CHECK(p >= 0 && p <= 1) << "dropout probability has to be between 0 and 1, but got " << p;
+  const bool train = args.is_none("train") || args.boolean("train");
+  const DType mask_dtype = args.output_dtype(1);
+  Tensor keep;
+  if (!train || p == 0) {
+    keep = constant(cx, ir::Scalar::of_int(1), mask_dtype, x.shape());
+  } else if (p == 1) {
+    keep = constant(cx, ir::Scalar::of_int(0), mask_dtype, x.shape());
+  } else {
+    ir::AtenArg self, probability, generator;
+    self.name = "self";
+    self.kind = ir::AtenArg::Kind::Tensor;
+    self.tensors = {0};
+    probability.name = "p";
+    probability.kind = ir::AtenArg::Kind::Float;
+    probability.floats = {1 - p};
+    generator.name = "generator";
+    Tensor draw = call_aten(cx, "aten::bernoulli.p", {self, probability, generator}, {x}, x.dtype, x.shape(),
+                            "native_dropout's random mask");
+    keep = cast(cx, draw, mask_dtype);
+  }
+  if (train) {
+    // As eager: a scale of 0 for p = 1, so that NaN and inf inputs stay NaN.
+    Tensor kept = binary(cx, Op::Mul, x, cast(cx, keep, x.dtype));
+    args.set_output(0, binary(cx, Op::Mul, kept, number(cx, p < 1 ? 1 / (1 - p) : 0.0, x.dtype)));
+  } else {
+    args.set_output(0, x);
+  }
+  if (!args.output_name(1).empty()) args.set_output(1, keep);
 }
 
 void translate_silu(NodeArgs& args) {

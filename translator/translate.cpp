@@ -71,11 +71,10 @@ std::string source_hint(const pt2::Node& node) {
   return ", at " + frame + (code.empty() ? "" : ": " + code);
 }
 
-void translate_node(TranslationContext& cx, const pt2::Node& node, const TranslateOptions& options,
-                    TranslatedProgram& out) {
+void translate_node(TranslationContext& cx, const pt2::Node& node) {
   const std::string key = overload_key(node.target);
   OpHandler handler = find_handler(key);
-  UNSUPPORTED_CHECK(handler != nullptr || options.aten_fallback)
+  UNSUPPORTED_CHECK(handler != nullptr || cx.aten_calls_allowed())
       << key << " has no native translation (node '" << node.name << "'" << source_hint(node)
       << ") and options={'fallback': 'error'} forbids running it through the ATen fallback; use "
       << "fallback='aten' or file an issue asking for a native translation";
@@ -87,8 +86,6 @@ void translate_node(TranslationContext& cx, const pt2::Node& node, const Transla
       // Symbolic-int arithmetic is always translated natively; only kernels fall back.
       UNSUPPORTED_CHECK(key.rfind("_operator::", 0) != 0) << key << " has no translation";
       translate_aten_fallback(cx, node, key);
-      if (std::find(out.aten_fallback_ops.begin(), out.aten_fallback_ops.end(), key) == out.aten_fallback_ops.end())
-        out.aten_fallback_ops.push_back(key);
     } else {
       handler(args);
     }
@@ -125,21 +122,22 @@ void bind_outputs(TranslationContext& cx, TranslatedProgram& out) {
     ProgramOutput po;
     switch (spec.kind) {
       case Kind::UserOutput: po.kind = ProgramOutput::Kind::UserOutput; break;
-      case Kind::BufferMutation: po.kind = ProgramOutput::Kind::BufferMutation; break;
+      case Kind::BufferMutation:
+      case Kind::ParameterMutation: po.kind = ProgramOutput::Kind::WeightMutation; break;
       case Kind::UserInputMutation: po.kind = ProgramOutput::Kind::UserInputMutation; break;
       default: UNSUPPORTED_ERROR() << "graph output of kind " << static_cast<int>(spec.kind)
-                                   << " (loss, gradient, token or parameter mutation) is not supported";
+                                   << " (loss, gradient or token) is not supported";
     }
     UNSUPPORTED_CHECK(spec.arg.kind == pt2::Argument::Kind::Tensor)
         << "graph output " << out.outputs.size() << " is " << pt2::argument_key(spec.arg.kind)
         << "; only tensor outputs are supported";
     const std::string& name = spec.arg.tensors.at(0);
     po.target = spec.target;
-    if (po.kind == ProgramOutput::Kind::BufferMutation) {
+    if (po.kind == ProgramOutput::Kind::WeightMutation) {
       bool found = false;
       for (WeightSpec& w : out.weights)
         if (w.fqn == spec.target) found = w.is_mutated = true;
-      USER_CHECK(found) << "graph output '" << name << "' mutates unknown buffer '" << spec.target << "'";
+      USER_CHECK(found) << "graph output '" << name << "' mutates unknown parameter or buffer '" << spec.target << "'";
     }
     if (po.kind == ProgramOutput::Kind::UserInputMutation) {
       for (size_t i = 0; i < out.input_names.size(); ++i)
@@ -169,13 +167,13 @@ void bind_input_mutations(TranslationContext& cx, TranslatedProgram& out) {
     INTERNAL_CHECK(spec != specs.end()) << "'" << name << "' was mutated but is no graph input";
     ProgramOutput po;
     po.target = spec->target;
-    if (spec->kind == pt2::InputSpec::Kind::Buffer) {
-      po.kind = ProgramOutput::Kind::BufferMutation;
+    if (spec->kind == pt2::InputSpec::Kind::Buffer || spec->kind == pt2::InputSpec::Kind::Parameter) {
+      po.kind = ProgramOutput::Kind::WeightMutation;
       for (WeightSpec& w : out.weights)
         if (w.fqn == spec->target) w.is_mutated = true;
     } else {
       UNSUPPORTED_CHECK(spec->kind == pt2::InputSpec::Kind::UserInput)
-          << "the program updates '" << name << "' in place, a parameter or constant; only buffers and user inputs "
+          << "the program updates '" << name << "' in place, a constant; only parameters, buffers and user inputs "
           << "can be updated";
       po.kind = ProgramOutput::Kind::UserInputMutation;
       po.target = name;
@@ -201,10 +199,12 @@ TranslatedProgram translate(const pt2::Pt2Program& archive, const TranslateOptio
       throw;
     }
   }
+  cx.allow_aten_calls(options.aten_fallback);
   bind_inputs(cx, out);
-  for (const pt2::Node& node : program.graph.nodes) translate_node(cx, node, options, out);
+  for (const pt2::Node& node : program.graph.nodes) translate_node(cx, node);
   bind_outputs(cx, out);
   bind_input_mutations(cx, out);
+  out.aten_fallback_ops = cx.aten_calls();
   out.graph = cx.take_graph();
   ir::verify(out.graph);
   return out;

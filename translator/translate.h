@@ -15,9 +15,11 @@
 namespace luminal::translator {
 
 struct ProgramOutput {
-  enum class Kind { UserOutput, BufferMutation, UserInputMutation };
+  // WeightMutation: the new value of a bound buffer or parameter (a batch norm's running
+  // statistics; an optimizer step's parameters), written into the caller's tensor.
+  enum class Kind { UserOutput, WeightMutation, UserInputMutation };
   Kind kind = Kind::UserOutput;
-  std::string target;        // mutated buffer FQN or user input name
+  std::string target;        // mutated weight FQN or user input name
   int user_input_index = -1; // UserInputMutation: index into TranslatedProgram::input_names
 };
 
@@ -32,8 +34,9 @@ struct TranslatedProgram {
   std::vector<std::string> input_names;  // tensor user inputs, in call order
   std::vector<WeightSpec> weights;
   std::vector<ProgramOutput> outputs;    // parallel to graph.outputs()
-  // Overloads ("aten::foo.bar") with no native translation, run through the ATen fallback;
-  // each listed once, in program order.
+  // Overloads ("aten::foo.bar") run through the ATen fallback: those with no native translation
+  // and what a native one leaves to torch (dropout's random draw); each listed once, in program
+  // order.
   std::vector<std::string> aten_fallback_ops;
 };
 

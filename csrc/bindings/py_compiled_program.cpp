@@ -148,7 +148,7 @@ class PyCompiledProgram {
     py::list specs;
     for (const ProgramOutput& o : compiled_->program.outputs) {
       const char* kind = o.kind == ProgramOutput::Kind::UserOutput       ? "user_output"
-                         : o.kind == ProgramOutput::Kind::BufferMutation ? "buffer_mutation"
+                         : o.kind == ProgramOutput::Kind::WeightMutation ? "weight_mutation"
                                                                          : "user_input_mutation";
       specs.append(py::make_tuple(kind, o.target, o.user_input_index));
     }
@@ -183,9 +183,9 @@ class PyCompiledProgram {
         return {};
       case ProgramOutput::Kind::UserInputMutation:
         return inputs.at(static_cast<size_t>(o.user_input_index));
-      case ProgramOutput::Kind::BufferMutation: {
+      case ProgramOutput::Kind::WeightMutation: {
         auto it = weights_.find(o.target);
-        // A buffer the archive carried (AOT path) has no caller tensor: its new value is kept
+        // A weight the archive carried (AOT path) has no caller tensor: its new value is kept
         // nowhere, as torch.export's own unlifted module would keep it in the module.
         return it == weights_.end() ? at::Tensor() : it->second;
       }

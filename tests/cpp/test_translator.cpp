@@ -498,7 +498,7 @@ TEST(TranslateFixtures, SigdemoSignatureAndValues) {
   TranslatedProgram t = translate(p);
   EXPECT_EQ(t.input_names, (std::vector<std::string>{"x", "y"}));
   ASSERT_EQ(t.outputs.size(), 4u);
-  EXPECT_EQ(t.outputs[0].kind, ProgramOutput::Kind::BufferMutation);
+  EXPECT_EQ(t.outputs[0].kind, ProgramOutput::Kind::WeightMutation);
   EXPECT_EQ(t.outputs[0].target, "running");
   EXPECT_EQ(t.outputs[1].kind, ProgramOutput::Kind::UserInputMutation);
   EXPECT_EQ(t.outputs[1].user_input_index, 1);

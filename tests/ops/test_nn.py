@@ -145,5 +145,5 @@ def test_batch_norm_updating_its_arguments_in_place(dtype):
             assert model.num_batches_tracked.item() == step + 1
     assert [model.running_mean.data_ptr(), model.running_var.data_ptr()] == pointers
     kinds = [kind for kind, _, _ in compiled.output_specs]
-    assert kinds.count("buffer_mutation") == 3  # num_batches_tracked, and the two statistics updated in place
+    assert kinds.count("weight_mutation") == 3  # num_batches_tracked, and the two statistics updated in place
     record_coverage(archive, dtype)
