@@ -17,6 +17,7 @@ from . import _C  # noqa: E402
 from .aot import compile  # noqa: E402
 from .backend import luminal_backend, register_backend  # noqa: E402
 from .compiled_model import CompiledModel  # noqa: E402
+from .training import TrainingModel  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -24,6 +25,7 @@ __all__ = [
     "CompiledModel",
     "InternalError",
     "LuminalError",
+    "TrainingModel",
     "UnsupportedError",
     "UserError",
     "compile",

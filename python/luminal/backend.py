@@ -15,13 +15,14 @@ from .errors import UserError
 from .export import export_graph, own_copy, quiet_torch_internals, specialise_scalar_inputs
 from .export_cache import cached_export
 from .options import check_runtime, core_options, validate_options
+from .training import TrainingModel, needs_autograd
 
 log = logging.getLogger("luminal")
 
 # torch.compile passes `mode` through to non-inductor backends; we have one mode today.
 SUPPORTED_MODES = (None, "default")
 
-Backend = Callable[..., CompiledModel]
+Backend = Callable[..., "CompiledModel | TrainingModel"]
 
 
 def _first_tensor_device(example_inputs: list[Any]) -> torch.device:
@@ -68,8 +69,11 @@ def log_fallbacks(stats: dict[str, Any]) -> None:
 
 def compile_graph(
     gm: torch.fx.GraphModule, example_inputs: list[Any], factory: Any, options: dict[str, Any]
-) -> CompiledModel:
-    """A CompiledModel that exports `gm` and compiles it in the C++ core on its first call."""
+) -> CompiledModel | TrainingModel:
+    """What the backend returns for `gm`: a TrainingModel when autograd must see through it (see
+    training.py), else a CompiledModel that exports `gm` and compiles it on its first call."""
+    if needs_autograd(example_inputs):
+        return TrainingModel(gm, example_inputs, factory, options)
     # Now, inside dynamo's frame, so that dynamo guards on the Python scalars we specialise.
     scalar_values = specialise_scalar_inputs(gm)
     # Dynamo may reuse or edit its graph after we return: work on our own copy.
@@ -90,8 +94,9 @@ def compile_graph(
             exported.weights,
             {"export_ms": export_ms, "export_cache_hit": export_cache_hit, "archive_bytes": len(exported.archive)},
             frozenset(exported.size_carrier_positions),
-            exported.sym_outputs,
+            exported.python_outputs,
             exported.item_outputs,
+            exported.attribute_weights,
         )
         stats = program.stats
         log_fallbacks(stats)
@@ -113,7 +118,7 @@ def register_backend(factory_capsule: Any) -> Backend:
 
     def backend(
         gm: torch.fx.GraphModule, example_inputs: list[Any], options: dict | None = None, mode: str | None = None
-    ) -> CompiledModel:
+    ) -> CompiledModel | TrainingModel:
         _check_mode(mode)
         return compile_graph(gm, example_inputs, factory_capsule, validate_options(options))
 
@@ -122,7 +127,7 @@ def register_backend(factory_capsule: Any) -> Backend:
 
 def luminal_backend(
     gm: torch.fx.GraphModule, example_inputs: list[Any], options: dict | None = None, mode: str | None = None
-) -> CompiledModel:
+) -> CompiledModel | TrainingModel:
     """The default luminal backend: picks the runtime from the inputs' device."""
     _check_mode(mode)
     options = validate_options(options)

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import torch
 
 from . import _C
-from .export import size_carrier
+from .export import PythonOutputs, size_carrier
 
 
 @dataclass
@@ -24,14 +24,24 @@ class BoundProgram:
     python_stats: dict[str, Any] = field(default_factory=dict)
     # Positions of SymInt arguments passed to the program as an empty [value, 0] tensor.
     size_carrier_positions: frozenset[int] = frozenset()
-    # Symbolic-int outputs, computed in Python from the call's arguments: (position, graph).
-    sym_outputs: list[tuple[int, torch.fx.GraphModule]] = field(default_factory=list)
+    # Outputs computed in Python from the call's arguments (symbolic ints, ...).
+    python_outputs: PythonOutputs | None = None
     # Positions of the program's outputs that are numbers read from tensor data (`.item()`).
     item_outputs: list[int] = field(default_factory=list)
+
+    # Weights read as graph attributes (an optimizer's parameters), not passed as arguments.
+    attribute_weights: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.weight_ptrs = {name: t.data_ptr() for name, t in self.weights.items()}
         self.sorted_weight_positions = sorted(self.weight_positions.items())
+
+    def rebind_moved(self, name: str, tensor: torch.Tensor) -> None:
+        """Re-binds a weight whose storage was replaced (`p.data = ...`): never read stale."""
+        if tensor.data_ptr() != self.weight_ptrs[name]:
+            self.program.rebind_weight(name, tensor)
+            self.weights[name] = tensor
+            self.weight_ptrs[name] = tensor.data_ptr()
 
 
 class CompiledModel:
@@ -63,22 +73,19 @@ class CompiledModel:
 
     def __call__(self, *args: Any) -> list[torch.Tensor]:
         bound = self._bound or self._compiled(args)
-        # A parameter whose storage was replaced (`p.data = ...`) must be re-bound, not read stale.
         for position, name in bound.sorted_weight_positions:
-            tensor = args[position]
-            if tensor.data_ptr() != bound.weight_ptrs[name]:
-                bound.program.rebind_weight(name, tensor)
-                bound.weights[name] = tensor
-                bound.weight_ptrs[name] = tensor.data_ptr()
+            bound.rebind_moved(name, args[position])
+        for name in bound.attribute_weights:
+            bound.rebind_moved(name, bound.weights[name])
         carriers = bound.size_carrier_positions
         inputs = [size_carrier(args[p]) if p in carriers else args[p] for p in bound.user_input_positions]
         outputs = bound.program.run(inputs)
         for position in bound.item_outputs:
             outputs[position] = outputs[position].item()
-        if bound.sym_outputs:
-            outputs = list(outputs)
-            for position, scalar_program in bound.sym_outputs:
-                outputs.insert(position, scalar_program(*args))
+        if bound.python_outputs is not None:
+            values = bound.python_outputs.program(*args)
+            for position, value in zip(bound.python_outputs.positions, values):
+                outputs.insert(position, value)
         return outputs
 
     @property

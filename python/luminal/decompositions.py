@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from .foreach_decompositions import foreach_decompositions
+
 # Ops kept whole because the core translates them better than their decomposition:
 # - scaled_dot_product_attention: one node the runtime can lower to a fused attention kernel.
 #   Decomposing it also breaks export of dynamo graphs: export records the output strides of
@@ -25,6 +27,7 @@ KEPT_OPS = (
 
 def decomposition_table() -> dict:
     table = torch.export.default_decompositions()
+    table.update(foreach_decompositions())
     for op in KEPT_OPS:
         table.pop(op, None)
     return table

@@ -8,19 +8,30 @@ tensors to the core by pointer: weights are never copied into the archive.
 from __future__ import annotations
 
 import contextlib
-import copy
 import inspect
 import io
 import operator
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.fx
 
 from .decompositions import decomposition_table
 from .errors import UnsupportedError, UserError
+
+
+@dataclass
+class PythonOutputs:
+    """Graph outputs the core does not compute, and one small FX program that computes them all
+    from the call's arguments: symbolic ints (a StaticSlidingWindowLayer's Python-int length
+    after `+= 1`; the core returns tensors only), and in AOTAutograd's graphs the None gradients,
+    the inputs returned as they are and the views of inputs saved for the backward (returned by
+    the core, each would be a copy of a weight). The compiled callable inserts them in place."""
+
+    positions: list[int]  # ascending positions among the graph's outputs
+    program: torch.fx.GraphModule  # (*call arguments) -> a tuple, one value per position
 
 
 @dataclass
@@ -35,13 +46,16 @@ class ExportedGraph:
     # each call passes them as the dim 0 of an empty [value, 0] tensor, so the core binds the
     # symbol from an input shape like any other. Also listed in user_input_positions.
     size_carrier_positions: list[int] = field(default_factory=list)
-    # Graph outputs that are symbolic ints (a StaticSlidingWindowLayer's Python-int length after
-    # `+= 1`): (output position, a graph that computes it from the call's arguments). The core
-    # returns tensors only; the compiled callable computes these and puts them back in place.
-    sym_outputs: list[tuple[int, torch.fx.GraphModule]] = field(default_factory=list)
+    # Graph outputs the core does not compute (symbolic ints, ...): see PythonOutputs.
+    python_outputs: PythonOutputs | None = None
     # Positions, among the core's outputs, of symbolic numbers read from tensor data (`.item()`, a
     # nonzero's row count): the core returns each as a 0-d tensor, the callable as a number.
     item_outputs: list[int] = field(default_factory=list)
+    # Tensors the graph reads as attributes (get_attr): an optimizer's parameters and state, a
+    # constant the model built. Bound by pointer like lifted weights (in `weights`, by this name,
+    # which export keeps as their FQN): updated in place, they must never be copied into the
+    # archive, where the update would be lost.
+    attribute_weights: list[str] = field(default_factory=list)
 
 
 @contextlib.contextmanager
@@ -103,12 +117,21 @@ def _is_unspecialised_scalar(node: torch.fx.Node) -> bool:
 
 
 def own_copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """A copy of `gm` that export can edit. A deepcopied GraphModule's forward takes *args, so
-    export would name every input args_N; re-wrapping the copy keeps the placeholder names
-    (l_input_ids_, ...), which input shape and dtype errors quote."""
-    with quiet_torch_internals():
-        copied = copy.deepcopy(gm)
-    return torch.fx.GraphModule(copied, copied.graph)
+    """A copy of `gm`'s graph that export can edit, over the same attributes: the tensors the
+    graph reads (an optimizer's parameters and state) stay the caller's, bound by pointer, never
+    copied (a deep copy doubled an optimizer's memory and bound the copies). The new module's
+    forward keeps the placeholder names (l_input_ids_, ...), which input errors quote."""
+    graph = torch.fx.Graph()
+    graph.output(graph.graph_copy(gm.graph, {}))
+    return torch.fx.GraphModule(gm, graph)
+
+
+def attribute_tensor(gm: torch.fx.GraphModule, target: str) -> Any:
+    """The attribute a get_attr node reads."""
+    value: Any = gm
+    for part in target.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def specialise_scalar_inputs(gm: torch.fx.GraphModule) -> dict[str, float | int | bool]:
@@ -197,6 +220,10 @@ def _internalise(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[E
     if len(placeholders) != len(example_inputs):
         raise UserError(f"graph has {len(placeholders)} placeholders but {len(example_inputs)} example inputs")
     result = ExportedGraph(b"", [], {}, {})
+    for node in gm.graph.nodes:
+        if node.op == "get_attr" and isinstance(attribute_tensor(gm, str(node.target)), torch.Tensor):
+            result.attribute_weights.append(str(node.target))
+            result.weights[str(node.target)] = attribute_tensor(gm, str(node.target))
     user_inputs: list[Any] = []
     tensor_placeholders = [
         n
@@ -251,12 +278,14 @@ def _internalise(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[E
     return result, user_inputs
 
 
-def _scalar_program(gm: torch.fx.GraphModule, root: torch.fx.Node) -> torch.fx.GraphModule | None:
-    """A graph over all of gm's placeholders that computes the symbolic int `root`: only the
-    SymInt arithmetic and size queries it needs, never a tensor op (nor a mutation). None when
-    `root` is computed from tensor values (`.item()`)."""
+def argument_program(
+    gm: torch.fx.GraphModule, roots: list[torch.fx.Node | None], is_free: Callable[[torch.fx.Node], bool]
+) -> torch.fx.GraphModule | None:
+    """A graph over all of gm's placeholders that computes `roots` (None stays None): only the
+    placeholders and the nodes `is_free` accepts, which the roots need. None when a root needs
+    another node (a tensor computation, a `.item()`)."""
     needed: set[torch.fx.Node] = set()
-    stack = [root]
+    stack = [root for root in roots if root is not None]
     while stack:
         node = stack.pop()
         if node in needed:
@@ -264,7 +293,7 @@ def _scalar_program(gm: torch.fx.GraphModule, root: torch.fx.Node) -> torch.fx.G
         needed.add(node)
         if node.op == "placeholder":
             continue
-        if node.op != "call_function" or isinstance(node.meta.get("example_value"), torch.Tensor):
+        if node.op != "call_function" or not is_free(node):
             return None
         stack.extend(node.all_input_nodes)
     graph = torch.fx.Graph()
@@ -274,31 +303,36 @@ def _scalar_program(gm: torch.fx.GraphModule, root: torch.fx.Node) -> torch.fx.G
             env[node] = graph.placeholder(node.name)
         elif node in needed:
             env[node] = graph.node_copy(node, lambda n: env[n])
-    graph.output(env[root])
+    graph.output(tuple(env[root] if root is not None else None for root in roots))
     return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+
+def _is_sym_arithmetic(node: torch.fx.Node) -> bool:
+    """SymInt arithmetic and size queries in a dynamo graph: never a tensor op or a mutation."""
+    return not isinstance(node.meta.get("example_value"), torch.Tensor)
 
 
 _ITEM_DTYPES = {torch.SymInt: torch.int64, torch.SymFloat: torch.float64, torch.SymBool: torch.bool}
 
 
-def _split_sym_outputs(gm: torch.fx.GraphModule) -> tuple[list[tuple[int, torch.fx.GraphModule]], list[int]]:
+def _split_sym_outputs(gm: torch.fx.GraphModule) -> tuple[PythonOutputs | None, list[int]]:
     """Removes the symbolic-int outputs that follow from the inputs' sizes from gm (export and the
-    core take tensors) and returns how to compute each one from the call's arguments. A symbolic
+    core take tensors) and returns how to compute them from the call's arguments. A symbolic
     number read from tensor data has no such program: it stays an output of gm as a 0-d tensor,
     whose position among the remaining outputs is returned second."""
     output = next(n for n in gm.graph.nodes if n.op == "output")
     values = output.args[0]
     if not isinstance(values, (tuple, list)):
-        return [], []
-    programs, kept, items = [], [], []
+        return None, []
+    positions, roots, kept, items = [], [], [], []
     for position, value in enumerate(values):
         example = value.meta.get("example_value") if isinstance(value, torch.fx.Node) else None
         if not _is_sym_scalar(example):
             kept.append(value)
             continue
-        program = _scalar_program(gm, value)
-        if program is not None:
-            programs.append((position, program))
+        if argument_program(gm, [value], _is_sym_arithmetic) is not None:
+            positions.append(position)
+            roots.append(value)
             continue
         with gm.graph.inserting_before(output):
             as_tensor = gm.graph.call_function(
@@ -306,7 +340,10 @@ def _split_sym_outputs(gm: torch.fx.GraphModule) -> tuple[list[tuple[int, torch.
             )
         items.append(len(kept))
         kept.append(as_tensor)
-    if programs or items:
+    python_outputs = None
+    if positions:
+        python_outputs = PythonOutputs(positions, argument_program(gm, roots, _is_sym_arithmetic))
+    if positions or items:
         output.args = (type(values)(kept),)
         # Drop the SymInt arithmetic nothing reads any more. Not eliminate_dead_code(): it also
         # drops dynamo's in-place method calls (cache.index_copy_), which have no users either.
@@ -314,7 +351,7 @@ def _split_sym_outputs(gm: torch.fx.GraphModule) -> tuple[list[tuple[int, torch.
             if node.op == "call_function" and not node.users and _is_sym_scalar(node.meta.get("example_value")):
                 gm.graph.erase_node(node)
         gm.recompile()
-    return programs, items
+    return python_outputs, items
 
 
 ATTENTION_TARGETS = (
@@ -441,10 +478,10 @@ def export_graph(
     `scalar_values`: specialise_scalar_inputs() of the graph, taken inside dynamo's frame."""
     gm.eval()
     _apply_scalar_values(gm, scalar_values or {})
-    sym_outputs, item_outputs = _split_sym_outputs(gm)
+    python_outputs, item_outputs = _split_sym_outputs(gm)
     _check_attention_shapes(gm)
     exported, user_inputs = _internalise(gm, args)
-    exported.sym_outputs = sym_outputs
+    exported.python_outputs = python_outputs
     exported.item_outputs = item_outputs
     dynamic_shapes = _dynamic_shapes(gm)
     try:
@@ -452,5 +489,13 @@ def export_graph(
         ep = ep.run_decompositions(decomposition_table())
     except Exception as error:  # export raises many types; surface them as one, with the cause
         raise UnsupportedError(f"torch.export could not export the graph luminal was given: {error}") from error
+    # An attribute export dropped (unread) needs no binding.
+    targets = {spec.target for spec in ep.graph_signature.input_specs}
+    exported.attribute_weights = [name for name in exported.attribute_weights if name in targets]
+    exported.weights = {
+        name: tensor
+        for name, tensor in exported.weights.items()
+        if name in targets or name in exported.weight_positions.values()
+    }
     exported.archive = serialize(ep, set(exported.weights))
     return exported

@@ -24,12 +24,12 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
-from .export import ExportedGraph
+from .export import ExportedGraph, attribute_tensor
 
 log = logging.getLogger("luminal")
 
 # Bumped when the entry format changes.
-FORMAT = 1
+FORMAT = 2
 _EXPORT_SOURCES = ("export.py", "decompositions.py", "export_cache.py")
 
 
@@ -85,14 +85,11 @@ def cache_key(gm: torch.fx.GraphModule, args: list[Any], scalar_values: dict[str
     for node in gm.graph.nodes:
         if node.op != "get_attr":
             continue
-        attribute = gm
-        for part in str(node.target).split("."):
-            attribute = getattr(attribute, part, None)
+        attribute = attribute_tensor(gm, str(node.target))
         if not isinstance(attribute, torch.Tensor):
             return None  # a submodule or custom object: not described by the key
-        constant = attribute.detach().cpu().contiguous()
-        digest.update(f"{node.target}|{constant.dtype}|{tuple(constant.shape)}".encode())
-        digest.update(constant.view(torch.uint8).numpy().tobytes() if constant.numel() else b"")
+        # Its metadata only: attributes are bound by pointer, the archive holds none of their values.
+        digest.update(f"{node.target}|{attribute.dtype}|{tuple(attribute.shape)}|{attribute.stride()}".encode())
     digest.update(repr(sorted(scalar_values.items())).encode())
     return digest.hexdigest()
 
@@ -101,7 +98,7 @@ def _entry_path(cache_dir: Path, key: str) -> Path:
     return cache_dir / "exports" / f"{key}.pkl"
 
 
-def load(cache_dir: Path, key: str, args: list[Any]) -> ExportedGraph | None:
+def load(cache_dir: Path, key: str, gm: torch.fx.GraphModule, args: list[Any]) -> ExportedGraph | None:
     path = _entry_path(cache_dir, key)
     if not path.exists():
         return None
@@ -112,6 +109,7 @@ def load(cache_dir: Path, key: str, args: list[Any]) -> ExportedGraph | None:
         log.info("luminal ignores an unreadable export cache entry %s: %s", path, error)
         return None
     exported.weights = {name: args[position] for position, name in exported.weight_positions.items()}
+    exported.weights.update({name: attribute_tensor(gm, name) for name in exported.attribute_weights})
     return exported
 
 
@@ -142,7 +140,7 @@ def cached_export(
     directory = Path(cache_dir) if cache_dir else default_cache_dir()
     key = cache_key(gm, args, scalar_values)
     if key is not None:
-        hit = load(directory, key, args)
+        hit = load(directory, key, gm, args)
         if hit is not None:
             return hit, True
     exported = export(gm, args, scalar_values)

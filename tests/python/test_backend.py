@@ -67,19 +67,23 @@ def test_unknown_option_lists_valid_ones():
     assert "num_threads" in str(info.value)
 
 
-def test_weights_are_bound_not_copied():
+@pytest.mark.parametrize("grad_enabled", [False, True], ids=["inference", "training"])
+def test_weights_are_bound_not_copied(grad_enabled):
     model = torch.nn.Sequential(torch.nn.Linear(16, 512), torch.nn.Linear(512, 256)).eval()
     backend = CountingBackend()
     compiled = torch.compile(model, backend=backend)
     x = torch.randn(2, 16)
-    compiled(x)
-    stats = backend.compiled[0].stats
+    with torch.set_grad_enabled(grad_enabled):
+        compiled(x)
+    # With grad enabled (parameters require grad) the training path compiles a forward graph.
+    stats = backend.compiled[0].stats["forward"] if grad_enabled else backend.compiled[0].stats
     weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     assert stats["archive_bytes"] < weight_bytes / 10, "weights were serialised into the archive"
     # An in-place update of a weight is seen by the next call: the core reads the caller's memory.
     with torch.no_grad():
         model[1].bias.add_(1.0)
-    assert_close(compiled(x), model(x))
+    with torch.set_grad_enabled(grad_enabled):
+        assert_close(compiled(x), model(x))
 
 
 def test_user_input_and_buffer_mutations_land_in_callers_tensors():
@@ -134,7 +138,8 @@ def test_input_dtype_mismatch_is_a_user_error():
     model = MLP().eval()
     backend = CountingBackend()
     compiled = torch.compile(model, backend=backend)
-    compiled(torch.randn(2, 16))
+    with torch.no_grad():
+        compiled(torch.randn(2, 16))
     program = backend.compiled[0]
     args = [torch.randn(2, 16, dtype=torch.float64)]
     with pytest.raises(luminal.UserError, match="dtype"):
@@ -153,7 +158,8 @@ def test_cuda_tensors_without_cuda_build_are_an_error(monkeypatch):
 def test_tensor_on_another_device_is_rejected_by_the_core():
     model = MLP().eval()
     backend = CountingBackend()
-    torch.compile(model, backend=backend)(torch.randn(2, 16))
+    with torch.no_grad():
+        torch.compile(model, backend=backend)(torch.randn(2, 16))
     with pytest.raises(luminal.UserError, match="device 'meta'"):
         backend.compiled[0]._bound.program.run([torch.empty(2, 16, device="meta")])
 
@@ -163,14 +169,22 @@ def _inner(error: BaseException) -> BaseException:
     return getattr(error, "inner_exception", error)
 
 
+@pytest.mark.parametrize("grad_enabled", [False, True], ids=["inference", "training"])
 @pytest.mark.parametrize("runtime", [None, "cpu", "reference"])
-def test_runtime_option_selects_the_runtime(runtime):
+def test_runtime_option_selects_the_runtime(runtime, grad_enabled):
     torch.manual_seed(0)
     model = MLP().eval()
     x = torch.randn(4, 16)
     backend = CountingBackend(options={} if runtime is None else {"runtime": runtime})
-    assert_close(torch.compile(model, backend=backend)(x), model(x))
-    assert backend.compiled[0].stats["runtime"] == (runtime or "cpu")
+    with torch.set_grad_enabled(grad_enabled):
+        out = torch.compile(model, backend=backend)(x)
+        assert_close(out, model(x))
+    if not grad_enabled:
+        assert backend.compiled[0].stats["runtime"] == (runtime or "cpu")
+        return
+    out.sum().backward()  # compiles the backward graph
+    stats = backend.compiled[0].stats
+    assert stats["forward"]["runtime"] == stats["backward"]["runtime"] == (runtime or "cpu")
 
 
 def test_reference_runtime_for_the_aot_path():

@@ -24,9 +24,11 @@ class Net(torch.nn.Module):
 
 
 def compile_once(model, x, cache_dir):
+    """Through the inference path (no_grad), the one that exports with torch.export."""
     torch._dynamo.reset()
     backend = CountingBackend({"cache_dir": str(cache_dir)})
-    out = torch.compile(model, backend=backend)(x)
+    with torch.no_grad():
+        out = torch.compile(model, backend=backend)(x)
     return out, backend.compiled[0].stats
 
 
@@ -77,7 +79,8 @@ def test_a_second_process_skips_export(tmp_path):
             captured.append(luminal.luminal_backend(gm, inputs, options={{"cache_dir": {str(tmp_path)!r}}}))
             return captured[-1]
         x = torch.randn(2, 8)
-        out = torch.compile(model, backend=backend)(x)
+        with torch.no_grad():
+            out = torch.compile(model, backend=backend)(x)
         torch.testing.assert_close(out, model(x))
         print("HIT" if captured[0].stats["export_cache_hit"] else "MISS")
         """
