@@ -1,6 +1,6 @@
 """benchmarks/results/dashboard.html: one self-contained page (inline CSS, inline SVG, base64 PNG; no
-network) with the latest TTFT run, its history per metric, the compile-time bench and the latest
-kernel table."""
+network) with the latest TTFT run, its history per metric, the compile-time bench, the training-step
+bench and the latest kernel table."""
 
 from __future__ import annotations
 
@@ -148,6 +148,35 @@ def _compile_section(conn: sqlite3.Connection) -> str:
     ])
 
 
+def _train_section(conn: sqlite3.Connection) -> str:
+    every = db.load_rows(conn, "train_results")
+    if not every:
+        return ""
+    # A run often covers one precision (an autocast run takes an hour where torch's bf16 GEMMs
+    # are slow): show each precision's latest run.
+    latest = {r["precision"]: r["run_id"] for r in every}  # oldest first, so the newest wins
+    parts = ["<h2>Training step: the latest run of each precision</h2>",
+             "<p>Forward + backward + eager AdamW, medians; each path in its own process. GEMM floor: one "
+             "step's FLOPs / the GEMM peak of that precision measured in the run (autocast: bf16 or widened to "
+             "f32, whichever is faster).</p>"]
+    for precision, run_id in latest.items():
+        rows = [r for r in every if r["run_id"] == run_id and r["precision"] == precision]
+        table = [[r["config"], r["path"], render.fmt(r.get("step_ms")), render.fmt(r.get("tokens_per_s")),
+                  render.fmt(r.get("vs_eager")), render.fmt(r.get("vs_inductor")), render.fmt(r.get("forward_ms")),
+                  render.fmt(r.get("backward_ms")), render.fmt(r.get("optimizer_ms")),
+                  render.fmt(r.get("gemm_floor_ms")), render.fmt(r.get("compile_ms")),
+                  render.fmt(r.get("peak_rss_mb")), (r.get("error") or "")[-300:]] for r in rows]
+        parts += [
+            f"<h3>{html.escape(precision)}</h3>",
+            _run_meta(conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()),
+            _table(["config", "path", "step ms", "tokens/s", "vs eager", "vs inductor", "forward ms", "backward ms",
+                    "AdamW ms", "GEMM floor ms", "compile ms", "peak RSS MB", "error"], table,
+                   {i for i, r in enumerate(table) if r[-1]}),
+        ]
+    parts += ["<h3>history</h3>", _history(every, [("step_ms", "training step (ms)")])]
+    return "".join(parts)
+
+
 def _kernel_section(out: Path) -> str:
     path = out / "kernels_latest.csv"
     if not path.exists():
@@ -166,7 +195,7 @@ def write(conn: sqlite3.Connection, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>luminal benchmarks</title><style>{CSS}</style>"
             f"</head><body><h1>luminal benchmarks</h1>{_ttft_section(conn, out)}{_compile_section(conn)}"
-            f"{_kernel_section(out)}</body></html>")
+            f"{_train_section(conn)}{_kernel_section(out)}</body></html>")
     path = out / "dashboard.html"
     path.write_text(page)
     return path

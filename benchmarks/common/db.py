@@ -1,5 +1,6 @@
 """SQLite store for every bench run: `runs` (one row per invocation, with the machine it ran on),
-`results` (TTFT/TPOT: one row per run x path x config) and `compile_results` (cold/warm compile).
+`results` (TTFT/TPOT: one row per run x path x config), `compile_results` (cold/warm compile)
+and `train_results` (training steps: one row per run x path x config/precision).
 
 The file is committed so history accumulates across commits; it stays small because samples are
 stored once, as rounded JSON, and nothing else is kept per iteration.
@@ -85,6 +86,36 @@ COMPILE_COLUMNS = {
     "error": "TEXT",
 }
 
+TRAIN_COLUMNS = {
+    "path": "TEXT NOT NULL",
+    "config": "TEXT NOT NULL",  # <ttft config>/<precision>
+    "precision": "TEXT",  # f32, or autocast (f32 weights, bf16 autocast)
+    "batch": "INTEGER",
+    "seq": "INTEGER",
+    "iters": "INTEGER",
+    "warmups": "INTEGER",
+    "threads": "INTEGER",
+    "params": "INTEGER",
+    "compile_ms": "REAL",  # the first step: compile + one step
+    "backend_compile_ms": "REAL",  # luminal's own part of it
+    **{f"{m}_{s}": ("TEXT" if s == "samples" else "REAL") for m in ("step", "forward", "backward", "optimizer")
+       for s in _STATS},
+    "tokens_per_s": "REAL",
+    "vs_eager": "REAL",
+    "vs_inductor": "REAL",
+    "step_gflop": "REAL",
+    "gemm_peak_gflops": "REAL",
+    "gemm_floor_ms": "REAL",
+    "peak_rss_mb": "REAL",
+    "losses": "TEXT",
+    "loss_max_rel_diff": "REAL",
+    "fallback_ops": "TEXT",
+    "graphs": "INTEGER",
+    "wall_s": "REAL",
+    "other_cpu_pct": "REAL",
+    "error": "TEXT",
+}
+
 
 def _child_table(name: str, columns: dict[str, str]) -> str:
     body = ",\n  ".join(f"{c} {t}" for c, t in columns.items())
@@ -105,8 +136,11 @@ def connect(path: Path) -> sqlite3.Connection:
     conn.execute(f"CREATE TABLE IF NOT EXISTS runs (\n  {runs}\n)")
     conn.execute(_child_table("results", RESULT_COLUMNS))
     conn.execute(_child_table("compile_results", COMPILE_COLUMNS))
+    conn.execute(_child_table("train_results", TRAIN_COLUMNS))
     # The db is committed and outlives schema changes: add columns newer code knows about.
-    for table, columns in (("runs", RUN_COLUMNS), ("results", RESULT_COLUMNS), ("compile_results", COMPILE_COLUMNS)):
+    tables = (("runs", RUN_COLUMNS), ("results", RESULT_COLUMNS), ("compile_results", COMPILE_COLUMNS),
+              ("train_results", TRAIN_COLUMNS))
+    for table, columns in tables:
         have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
         for name, sql_type in columns.items():
             if name not in have:
@@ -117,7 +151,8 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def _encode(value: Any) -> Any:
+def encode(value: Any) -> Any:
+    """A value as stored: lists as rounded JSON, dicts as JSON."""
     if isinstance(value, list):
         return json.dumps([round(v, 4) if isinstance(v, float) else v for v in value])
     if isinstance(value, dict):
@@ -129,7 +164,7 @@ def _insert(conn: sqlite3.Connection, table: str, columns: dict[str, str], row: 
     # Keys a script reports but the schema lacks are dropped; the schema is the contract.
     names = [c for c in columns if c in row]
     sql = f"INSERT OR REPLACE INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
-    conn.execute(sql, [_encode(row[c]) for c in names])
+    conn.execute(sql, [encode(row[c]) for c in names])
     conn.commit()
 
 
@@ -145,10 +180,14 @@ def insert_compile_result(conn: sqlite3.Connection, run_id: str, row: dict[str, 
     _insert(conn, "compile_results", {"run_id": "", **COMPILE_COLUMNS}, {**row, "run_id": run_id})
 
 
+def insert_train_result(conn: sqlite3.Connection, run_id: str, row: dict[str, Any]) -> None:
+    _insert(conn, "train_results", {"run_id": "", **TRAIN_COLUMNS}, {**row, "run_id": run_id})
+
+
 def _decode(row: sqlite3.Row) -> dict[str, Any]:
     out = dict(row)
     for key in out:
-        if (key.endswith("_samples") or key in ("tokens", "args")) and isinstance(out[key], str):
+        if (key.endswith("_samples") or key in ("tokens", "args", "losses", "fallback_ops")) and isinstance(out[key], str):
             out[key] = json.loads(out[key])
     return out
 
