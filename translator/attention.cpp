@@ -68,7 +68,9 @@ void translate_scaled_dot_product_attention(NodeArgs& args) {
   const bool is_causal = args.boolean("is_causal");
   const bool enable_gqa = args.has("enable_gqa") && args.boolean("enable_gqa");
   UNSUPPORTED_CHECK(args.floating("dropout_p") == 0.0)
-      << "dropout_p=" << args.floating("dropout_p") << ": luminal compiles inference graphs; call model.eval()";
+      << "dropout_p=" << args.floating("dropout_p")
+      << " inside the fused attention op is not translated; for inference call model.eval() (training graphs, with "
+         "grad enabled, compute attention as its math, where dropout is native)";
   USER_CHECK(!(is_causal && attn_mask)) << "is_causal=True together with an attn_mask (torch rejects this too)";
   USER_CHECK(q.rank() >= 3 && k.rank() == q.rank() && v.rank() == q.rank())
       << "query, key and value must share a rank >= 3, got " << q.rank() << ", " << k.rank() << ", " << v.rank();

@@ -4,10 +4,12 @@ one ATen call a native translation keeps), so torch.manual_seed governs it."""
 
 from __future__ import annotations
 
+import luminal
 import pytest
 import torch
 import torch.nn.functional as F
 from conftest import CountingBackend
+from grad_harness import record_coverage, recording_graphs
 from training_models import VOCAB, families
 
 
@@ -15,7 +17,9 @@ from training_models import VOCAB, families
 def test_dropout_keeps_the_right_fraction_scales_and_masks_the_gradient_alike(p):
     x = torch.ones(64, 256, requires_grad=True)
     backend = CountingBackend()
-    out = torch.compile(lambda t: F.dropout(t, p, training=True), backend=backend)(x)
+    patch, recorded = recording_graphs()
+    with patch:
+        out = torch.compile(lambda t: F.dropout(t, p, training=True), backend=backend)(x)
     kept = out != 0
     assert abs(kept.float().mean().item() - (1 - p)) < 0.02
     torch.testing.assert_close(out[kept], torch.full_like(out[kept], 1 / (1 - p)))
@@ -23,6 +27,8 @@ def test_dropout_keeps_the_right_fraction_scales_and_masks_the_gradient_alike(p)
     # The backward's mask is the forward's: a dropped element gets no gradient.
     torch.testing.assert_close(x.grad, kept.float() / (1 - p))
     assert backend.compiled[0].stats["forward"]["fallback_ops"] == ["aten::bernoulli.p"]
+    assert "aten.native_dropout.default" in recorded.targets["forward"]
+    record_coverage(recorded, x.dtype)
 
 
 def test_dropout_masks_follow_torch_manual_seed():
@@ -63,3 +69,23 @@ def test_gpt2_with_dropout_trains():
         losses.append(loss.item())
     assert all(torch.isfinite(torch.tensor(losses)))
     assert sum(losses[-5:]) / 5 < 0.8 * sum(losses[:5]) / 5, losses
+
+
+def test_attention_dropout_without_grad_is_an_error_naming_the_fix():
+    """A model left in train mode, run under no_grad, takes the inference path, where fused
+    attention with dropout is not translated: an error, never attention without its dropout."""
+    q = torch.randn(1, 2, 4, 8)
+    compiled = torch.compile(lambda t: F.scaled_dot_product_attention(t, t, t, dropout_p=0.1), backend="luminal")
+    with torch.no_grad(), pytest.raises(Exception) as info:
+        compiled(q)
+    error = getattr(info.value, "inner_exception", info.value)
+    assert isinstance(error, luminal.UnsupportedError)
+    assert "dropout_p=0.1" in str(error) and "model.eval()" in str(error)
+
+
+def test_attention_dropout_with_grad_trains():
+    """With grad enabled, attention is traced as its math and its dropout is native_dropout."""
+    q = torch.randn(1, 2, 16, 8, requires_grad=True)
+    out = torch.compile(lambda t: F.scaled_dot_product_attention(t, t, t, dropout_p=0.5), backend="luminal")(q)
+    out.sum().backward()
+    assert q.grad is not None and torch.isfinite(q.grad).all()
