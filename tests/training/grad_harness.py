@@ -9,9 +9,12 @@ of every floating-point input with eager's. Inputs are leaves, some of them non-
 
 from __future__ import annotations
 
+import re
+import sys
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -19,6 +22,10 @@ import luminal
 import luminal.training
 import torch
 from conftest import CountingBackend
+
+# The op tests' coverage record (docs/ops.md's "tested dtypes"): backward graphs count too.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
+from op_harness import COVERAGE, dtype_name  # noqa: E402
 
 TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-7, torch.bfloat16: 2e-2, torch.float16: 2e-3}
 
@@ -68,6 +75,14 @@ def recording_graphs() -> tuple[Any, RecordedGraphs]:
         return real(graph, part, *args, **kwargs)
 
     return mock.patch.object(luminal.training, "compile_part", record), recorded
+
+
+def record_coverage(recorded: RecordedGraphs, dtype: torch.dtype) -> None:
+    """The overloads of a passing case's graphs count as tested in `dtype` (docs/ops.md)."""
+    for targets in recorded.targets.values():
+        for target in targets:  # str of an OpOverload: "aten.convolution_backward.default"
+            if match := re.fullmatch(r"(\w+)\.(\w+)\.(\w+)", target):
+                COVERAGE.setdefault(f"{match[1]}::{match[2]}.{match[3]}", set()).add(dtype_name(dtype))
 
 
 def _values(shape: Sequence[int], dtype: torch.dtype, gen: torch.Generator, domain) -> torch.Tensor:
@@ -157,4 +172,5 @@ def run_grad_case(case: GradCase, dtype: torch.dtype) -> RecordedGraphs:
                 atol=tolerance * scale,
                 msg=lambda m, label=label, i=i: f"{case.name} {dtype} {label} {i}: {m}",
             )
+    record_coverage(recorded, dtype)
     return recorded

@@ -145,6 +145,15 @@ CASES = [
         "aten._adaptive_avg_pool2d_backward.default",
     ),
     GradCase(
+        "adaptive_avg_pool3d",
+        lambda x: F.adaptive_avg_pool3d(x, (2, 3, 2)),
+        {
+            "contiguous": (lambda m: m((1, 2, 5, 7, 4)),),
+            "transposed": (lambda m: m((1, 2, 4, 7, 5)).transpose(2, 4),),
+        },
+        "aten._adaptive_avg_pool3d_backward.default",
+    ),
+    GradCase(
         "embedding",
         lambda ids, w: F.embedding(ids, w),
         {
