@@ -244,3 +244,16 @@ def test_erf_precision():
     x = torch.linspace(-4, 4, 1001)
     run_case(Case("erf_precision", torch.erf, dtypes=(f32, f64), variants={}, extra_inputs=[lambda d: (x.to(d),)],
                   tolerance_scale=0.1))
+
+
+@pytest.mark.parametrize("dtype", [f32, f64, bf16, f16], ids=str)
+def test_cube_is_eagers_bit_for_bit_without_a_pow_call(dtype, tmp_path):
+    """ATen computes x ** 3 as x * x * x (f16 in f32); so does luminal, exactly. As a call to
+    pow it kept the whole fused loop scalar (GELU-tanh's backward, tanhf included)."""
+    import luminal  # noqa: F401  (registers the backend)
+
+    x = (torch.randn(4, 1000, generator=torch.Generator().manual_seed(0)) * 4).to(dtype)
+    compiled = torch.compile(lambda t: torch.pow(t, 3.0), backend="luminal", options={"debug_dir": str(tmp_path)})
+    assert torch.equal(compiled(x), torch.pow(x, 3.0))
+    kernels = [p.read_text().split("extern \"C\" int64_t", 1)[1] for p in tmp_path.glob("kernels_*.cpp")]
+    assert kernels and not any("pow" in k for k in kernels), "the kernel calls pow"
