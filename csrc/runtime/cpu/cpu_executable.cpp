@@ -179,22 +179,6 @@ struct CpuExecutable::CallPlan {
   bool searched = false;  // the steps' choices came from the schedule search (or its disk cache)
 };
 
-struct CpuExecutable::Arena {
-  std::byte* data = nullptr;
-  size_t capacity = 0;
-  std::vector<void*> pointers;
-  std::vector<void*> params;
-  ~Arena() {
-    if (data) ::operator delete[](data, std::align_val_t{kAlignment});
-  }
-  void reserve(size_t bytes) {
-    if (bytes <= capacity && data) return;
-    if (data) ::operator delete[](data, std::align_val_t{kAlignment});
-    capacity = std::max<size_t>(bytes, 64);
-    data = static_cast<std::byte*>(::operator new[](capacity, std::align_val_t{kAlignment}));
-  }
-};
-
 CpuExecutable::CpuExecutable(Program program, std::map<std::string, BufferRef> weights, int threads,
                              SearchOptions search)
     : program_(std::move(program)), weights_(std::move(weights)), search_(std::move(search)), pool_(threads),
@@ -371,28 +355,6 @@ void CpuExecutable::aten_matmul(const Step& step, const StepPlan& plan, const st
   run_aten_call(matmul, {operand(step.slots[0], plan.a), operand(step.slots[1], plan.b), out}, bindings, out);
 }
 
-CpuExecutable::ArenaLease CpuExecutable::take_arena(size_t bytes) const {
-  std::unique_ptr<Arena> arena;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!arenas_.empty()) {
-      arena = std::move(arenas_.back());
-      arenas_.pop_back();
-    }
-  }
-  if (!arena) arena = std::make_unique<Arena>();
-  arena->reserve(bytes);
-  return ArenaLease(*this, std::move(arena));
-}
-
-CpuExecutable::ArenaLease::ArenaLease(const CpuExecutable& owner, std::unique_ptr<Arena> arena)
-    : owner_(owner), arena_(std::move(arena)) {}
-
-CpuExecutable::ArenaLease::~ArenaLease() {
-  std::lock_guard<std::mutex> lock(owner_.mutex_);
-  owner_.arenas_.push_back(std::move(arena_));
-}
-
 void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& caller_outputs,
                         const LateOutputAllocator& allocate_late) const {
   std::vector<std::vector<int64_t>> input_sizes;
@@ -463,7 +425,7 @@ void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindin
     ++in_place_count;
   }
   const MemoryPlan& memory = in_place_count == in_place_.size() ? plan->memory_in_place : plan->memory;
-  ArenaLease lease = take_arena(memory.total_bytes);
+  ArenaPool::Lease lease = arenas_->take(memory.total_bytes);
   Arena& arena = lease.arena();
   for (size_t s = 0; s < program_.slots.size(); ++s)
     if (ptr[s] == nullptr && memory.offsets[s] >= 0) ptr[s] = arena.data + memory.offsets[s];

@@ -1,8 +1,9 @@
 // The CPU runtime's Executable: runs a Program's steps over one arena of intermediates.
 //
 // Per distinct set of symbol values a CallPlan is computed once (buffer offsets from liveness,
-// kernel symbol arguments, work sizes) and cached; arenas are pooled, so a steady-state call
-// (a decode step) allocates no tensor memory. Concurrent run() calls each take their own arena.
+// kernel symbol arguments, work sizes) and cached; arenas come from the process's pool
+// (arena_pool.h), so a steady-state call (a decode step) allocates no tensor memory.
+// Concurrent run() calls each take their own arena.
 //
 // A KV-cache update is written in place: a Scatter whose data is a caller's input, whose result
 // is returned as that input's mutation, and whose old value no later step reads, writes the new
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cpu/arena_pool.h"
 #include "runtime/cpu/in_place_scatter.h"
 #include "runtime/cpu/program.h"
 #include "runtime/cpu/thread_pool.h"
@@ -50,21 +52,6 @@ class CpuExecutable final : public Executable {
  private:
   struct StepPlan;
   struct CallPlan;
-  struct Arena;
-  // An arena taken from the pool for one run, given back however the run ends.
-  class ArenaLease {
-   public:
-    ArenaLease(const CpuExecutable& owner, std::unique_ptr<Arena> arena);
-    ArenaLease(const ArenaLease&) = delete;
-    ArenaLease& operator=(const ArenaLease&) = delete;
-    ~ArenaLease();
-    Arena& arena() { return *arena_; }
-
-   private:
-    const CpuExecutable& owner_;
-    std::unique_ptr<Arena> arena_;
-  };
-
   // The plan cache's key: the value of every symbol of the graph (-1 where unbound).
   std::vector<int64_t> plan_key(const ir::SymbolBindings& bindings) const;
   std::shared_ptr<const CallPlan> plan_for(const ir::SymbolBindings& bindings) const;
@@ -74,7 +61,6 @@ class CpuExecutable final : public Executable {
   std::shared_ptr<const CallPlan> searched_plan(std::shared_ptr<const CallPlan> plan, const ir::SymbolBindings& bindings,
                                                 const std::vector<BufferRef>& inputs,
                                                 const std::vector<BufferRef>& outputs) const;
-  ArenaLease take_arena(size_t bytes) const;
   // One call with `plan`; `step_us`, when given, receives each step's time.
   void execute(const CallPlan& plan, ir::SymbolBindings bindings, const std::vector<BufferRef>& inputs,
                const std::vector<BufferRef>& outputs, const LateOutputAllocator& allocate_late,
@@ -92,9 +78,9 @@ class CpuExecutable final : public Executable {
   mutable ThreadPool pool_;
   int threads_;
   mutable std::mutex search_mutex_;  // one search at a time: its timings need the machine
-  mutable std::mutex mutex_;  // guards plans_ and arenas_
+  mutable std::mutex mutex_;  // guards plans_ and weights_
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const CallPlan>> plans_;
-  mutable std::vector<std::unique_ptr<Arena>> arenas_;
+  std::shared_ptr<ArenaPool> arenas_ = ArenaPool::shared();
   mutable std::atomic<int64_t> last_bytes_copied_{0};
 };
 
