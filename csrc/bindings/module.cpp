@@ -9,11 +9,13 @@ namespace luminal::bindings {
 void define_compiled_program(pybind11::module_& m);
 void define_cuda(pybind11::module_& m);
 void define_schema(pybind11::module_& m);
+void define_warnings(pybind11::module_& m);
 }
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "luminal's C++ core: PT2 reader, translator, runtimes";
   luminal::bindings::define_errors(m);
+  luminal::bindings::define_warnings(m);
   luminal::bindings::define_runtime_factory(m);
   luminal::bindings::define_compiled_program(m);
   luminal::bindings::define_schema(m);

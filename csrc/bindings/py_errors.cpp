@@ -1,6 +1,7 @@
 #include "bindings/py_errors.h"
 
 #include "common/error.h"
+#include "common/interrupted.h"
 
 namespace py = pybind11;
 
@@ -26,6 +27,8 @@ void define_errors(py::module_& m) {
                        : e.kind() == ErrorKind::Unsupported ? unsupported_error
                                                             : internal_error;
       PyErr_SetString(type, e.what());
+    } catch (const Interrupted& e) {
+      PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
     }
   });
 }

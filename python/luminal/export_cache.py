@@ -106,7 +106,8 @@ def load(cache_dir: Path, key: str, gm: torch.fx.GraphModule, args: list[Any]) -
         with path.open("rb") as f:
             exported: ExportedGraph = pickle.load(f)
     except Exception as error:  # noqa: BLE001 - any unreadable entry is a miss
-        log.info("luminal ignores an unreadable export cache entry %s: %s", path, error)
+        log.warning("luminal ignores the damaged export cache entry %s (%s) and exports again", path, error)
+        path.unlink(missing_ok=True)
         return None
     exported.weights = {name: args[position] for position, name in exported.weight_positions.items()}
     exported.weights.update({name: attribute_tensor(gm, name) for name in exported.attribute_weights})
@@ -121,6 +122,8 @@ def store(cache_dir: Path, key: str, exported: ExportedGraph) -> None:
         temporary = path.with_suffix(f".{os.getpid()}.tmp")
         with temporary.open("wb") as f:
             pickle.dump(exported, f)
+            f.flush()
+            os.fsync(f.fileno())  # on disk before the rename: a crash leaves the old entry or the new
         temporary.replace(path)  # atomic: a concurrent reader sees the old entry or the new one
     except Exception as error:  # noqa: BLE001 - an unwritable cache costs speed, not correctness
         log.info("luminal could not write the export cache entry %s: %s", path, error)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import logging
 import textwrap
 
 import torch
@@ -54,13 +55,15 @@ def test_a_different_graph_or_shape_misses(tmp_path):
     assert stats["export_cache_hit"] is False
 
 
-def test_an_unreadable_entry_is_a_miss_and_is_rewritten(tmp_path):
+def test_an_unreadable_entry_is_a_miss_and_is_rewritten(tmp_path, caplog):
     model, x = Net().eval(), torch.randn(3, 8)
     compile_once(model, x, tmp_path)
     (entry,) = (tmp_path / "exports").glob("*.pkl")
     entry.write_bytes(b"not a pickle")
-    out, stats = compile_once(model, x, tmp_path)
+    with caplog.at_level(logging.WARNING, logger="luminal"):
+        out, stats = compile_once(model, x, tmp_path)
     assert stats["export_cache_hit"] is False
+    assert any("damaged export cache entry" in r.getMessage() for r in caplog.records), caplog.text
     assert_close(out, model(x))
     _, stats = compile_once(model, x, tmp_path)
     assert stats["export_cache_hit"] is True

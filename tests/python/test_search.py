@@ -5,6 +5,8 @@ so that a second compile of the same model searches nothing."""
 
 from __future__ import annotations
 
+import logging
+
 import torch
 
 from conftest import CountingBackend, assert_close
@@ -49,6 +51,21 @@ def test_search_matches_eager_writes_once_and_is_cached(tmp_path):
     run_once(model, tmp_path / "cache", tmp_path / "second")
     assert "search: choices from" in (tmp_path / "second" / "search_log.txt").read_text()
     assert list((tmp_path / "cache" / "search").iterdir()) == entries
+
+
+def test_a_damaged_search_record_is_searched_again_with_a_warning(tmp_path, caplog):
+    torch.manual_seed(0)
+    model = Step()
+    run_once(model, tmp_path / "cache", tmp_path / "first")
+    (entry,) = (tmp_path / "cache" / "search").iterdir()
+    intact = entry.read_text()
+    entry.write_text(intact[: len(intact) // 2])  # a torn write
+    torch._dynamo.reset()
+    with caplog.at_level(logging.WARNING, logger="luminal"):
+        run_once(model, tmp_path / "cache", tmp_path / "second")
+    assert any("is damaged; searching again" in r.getMessage() for r in caplog.records), caplog.text
+    assert "search: heuristic" in (tmp_path / "second" / "search_log.txt").read_text()
+    assert len(entry.read_text().splitlines()) == len(intact.splitlines())
 
 
 class Decode(torch.nn.Module):

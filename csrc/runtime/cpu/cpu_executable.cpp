@@ -296,6 +296,7 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::searched_plan(std:
   if (load_choices(path, space, choices)) {
     log = "search: choices from " + path + "\n";
   } else {
+    forget_unreadable_entry(path);
     ScratchCalls scratch(inputs, outputs, plan->output_shapes,
                          [&](size_t k) { return program_.graph.node(program_.outputs[k].ref.node).dtype; });
     const TimeCall time_call = [&](const std::vector<StepChoice>& trial_choices) {

@@ -97,6 +97,7 @@ size_t FusionSearchExecutable::choose(const ShapeKey& key, const std::vector<Buf
     built(choice);
     log << "fusion: " << fusions_[choice].describe() << ", the choice from " << path << "\n";
   } else {
+    forget_unreadable_entry(path);
     const Program& program = alternatives_[0]->program();
     ScratchCalls scratch(inputs, outputs, alternatives_[0]->output_shapes(inputs),
                          [&](size_t k) { return program.graph.node(program.outputs[k].ref.node).dtype; });

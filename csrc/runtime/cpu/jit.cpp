@@ -7,16 +7,24 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "codegen/cpp/prelude.h"
 #include "common/error.h"
+#include "common/interrupted.h"
+#include "common/warning.h"
 
 extern char** environ;
 
@@ -48,34 +56,125 @@ uint64_t fnv1a(const std::string& text, uint64_t seed) {
   return h;
 }
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+std::string read_binary(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-int run_process(const std::vector<std::string>& args, const std::string& stderr_path) {
+// Spawns `args` with stdout and stderr to `log_path`; returns the pid, or throws naming why not.
+int run_process(const std::vector<std::string>& args, const std::string& log_path) {
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 1, stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 2, 1);
   pid_t pid = 0;
   const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return -1;
+  USER_CHECK(rc == 0) << "cannot run the C++ compiler '" << args[0] << "': " << std::strerror(rc)
+                      << " (install g++ or set LUMINAL_CXX to a C++17 compiler)";
   return static_cast<int>(pid);
 }
 
-int wait_process(int pid) {
+struct ExitStatus {
+  int code = -1;   // the exit code when the process exited
+  int signal = 0;  // the signal that killed it, else 0
+};
+
+ExitStatus wait_process(int pid) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
+    if (errno != EINTR) return {};
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (WIFSIGNALED(status)) return {-1, WTERMSIG(status)};
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0};
+}
+
+// A child killed by a signal: Ctrl-C is the user's KeyboardInterrupt, anything else (the OOM
+// killer's SIGKILL, a SIGTERM) is named, never reported as a luminal bug.
+void report_killed_compiler(int signal) {
+  if (signal == SIGINT) throw Interrupted("interrupted while compiling kernels");
+  USER_ERROR() << "the C++ compiler '" << compiler() << "' was killed by signal " << signal << " ("
+               << strsignal(signal) << ") while compiling kernels"
+               << (signal == SIGKILL ? "; out of memory? lower the jobs or free memory and retry" : "");
+}
+
+// Writes `text` to `path`, or throws naming the directory and the OS's reason (a read-only or
+// full cache directory must not look like a missing compiler).
+void write_file(const fs::path& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int error = fd < 0 ? errno : 0;
+  for (size_t done = 0; error == 0 && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) error = n < 0 ? errno : EIO;
+    else done += static_cast<size_t>(n);
+  }
+  if (fd >= 0 && ::close(fd) != 0 && error == 0) error = errno;
+  if (error == 0) return;
+  std::error_code ec;
+  fs::remove(path, ec);
+  USER_ERROR() << "cannot write to the kernel cache directory " << path.parent_path().string() << ": "
+               << std::strerror(error)
+               << " (set the cache_dir option or LUMINAL_CACHE_DIR to a writable directory)";
+}
+
+// A published library ends with a trailer: its length and content hash. A truncated, foreign
+// or overwritten file fails the check before dlopen maps it (a truncated ELF mapped by dlopen
+// is a SIGBUS on first touch). The loader ignores bytes past the ELF's segments.
+constexpr char kTrailerMagic[8] = {'L', 'U', 'M', 'K', 'S', 'O', '0', '1'};
+constexpr size_t kHashChars = 32;
+constexpr size_t kTrailerBytes = sizeof kTrailerMagic + 20 + kHashChars;  // magic, length, hash
+// In every entry's hash, so that entries of an older layout (no trailer) are never looked at.
+constexpr const char* kEntryFormat = "entry format 2: checksum trailer\n";
+
+std::string trailer_for(const std::string& library_bytes) {
+  char length[21];
+  std::snprintf(length, sizeof length, "%020zu", library_bytes.size());
+  return std::string(kTrailerMagic, sizeof kTrailerMagic) + length + content_hash(library_bytes);
+}
+
+// What is wrong with a cache entry, or "" when it is intact.
+std::string entry_damage(const fs::path& library) {
+  const std::string bytes = read_binary(library);
+  if (bytes.size() < kTrailerBytes) return "it is " + std::to_string(bytes.size()) + " bytes, shorter than any entry";
+  const std::string trailer = bytes.substr(bytes.size() - kTrailerBytes);
+  if (trailer.compare(0, sizeof kTrailerMagic, kTrailerMagic, sizeof kTrailerMagic) != 0)
+    return "it does not end with luminal's checksum (truncated, or not written by this version)";
+  const std::string body = bytes.substr(0, bytes.size() - kTrailerBytes);
+  if (trailer != trailer_for(body)) return "its length or content hash does not match its checksum";
+  return "";
+}
+
+void fsync_path(const fs::path& path, int flags) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+// Temp files older than this were left by a process killed mid-build (a build takes seconds
+// to minutes): swept once per process and directory.
+constexpr auto kStaleTempAge = std::chrono::hours(1);
+
+void sweep_stale_temps(const fs::path& dir) {
+  static std::mutex mutex;
+  static std::set<std::string> swept;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!swept.insert(dir.string()).second) return;
+  }
+  std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("tmp-", 0) != 0) continue;
+    std::error_code time_ec;
+    const auto written = fs::last_write_time(it->path(), time_ec);
+    if (!time_ec && now - written > kStaleTempAge) fs::remove(it->path(), time_ec);
+  }
 }
 
 }  // namespace
@@ -85,8 +184,12 @@ const std::string& toolchain_identity() {
   static const std::string identity = [] {
     std::string id = compiler();
     const fs::path tmp = fs::temp_directory_path() / ("luminal-cxx-version-" + std::to_string(getpid()));
-    const int pid = run_process({compiler(), "-dumpfullversion", "-dumpmachine"}, tmp.string());
-    if (pid > 0 && wait_process(pid) == 0) id += " " + read_file(tmp);
+    try {
+      const int pid = run_process({compiler(), "-dumpfullversion", "-dumpmachine"}, tmp.string());
+      if (wait_process(pid).code == 0) id += " " + read_binary(tmp);
+    } catch (const Error&) {
+      // No compiler: the identity still covers the CPU, and building kernels will say why.
+    }
     std::error_code ec;
     fs::remove(tmp, ec);
     std::ifstream cpuinfo("/proc/cpuinfo");
@@ -126,6 +229,102 @@ KernelFn KernelLibrary::function(const std::string& name) const {
   return nullptr;
 }
 
+namespace {
+
+// One translation unit's way into the cache: built by a compiler process into temp files,
+// then published under its content hash.
+struct Build {
+  fs::path library;
+  fs::path temp_library;
+  fs::path source;
+  fs::path log;
+  int pid = -1;
+};
+
+// Every compiler process started, until each is waited for and its temp files are gone, even
+// when an error or Ctrl-C unwinds the build half-way.
+class Builds {
+ public:
+  explicit Builds(size_t units) : builds_(units) {}
+  ~Builds() {
+    for (Build& b : builds_) {
+      if (b.pid > 0) {
+        ::kill(b.pid, SIGTERM);
+        wait_process(b.pid);
+      }
+      remove_temps(b);
+    }
+  }
+  Build& operator[](size_t u) { return builds_[u]; }
+
+  void start(size_t u, const fs::path& dir, const std::string& hash, const std::string& source) {
+    Build& b = builds_[u];
+    const std::string unique = hash + "-" + std::to_string(getpid()) + "-" + std::to_string(u);
+    b.source = dir / ("tmp-" + unique + ".cpp");
+    b.temp_library = dir / ("tmp-" + unique + ".so");
+    b.log = dir / ("tmp-" + unique + ".log");
+    write_file(b.source, source);
+    std::vector<std::string> args = {compiler()};
+    for (const char* f : kFlags) args.push_back(f);
+    args.push_back(b.source.string());
+    args.push_back("-o");
+    args.push_back(b.temp_library.string());
+    for (const char* f : kLinkFlags) args.push_back(f);
+    b.pid = run_process(args, b.log.string());
+  }
+
+  // Waits for every started build and publishes its library; the first failure throws (the
+  // destructor stops the others).
+  void finish() {
+    for (Build& b : builds_) {
+      if (b.pid < 0) continue;
+      const ExitStatus status = wait_process(b.pid);
+      b.pid = -1;
+      if (status.signal != 0) report_killed_compiler(status.signal);
+      if (status.code != 0) {
+        // The source is kept for the report; the sweep of stale temps removes it later.
+        const fs::path kept = b.source;
+        b.source.clear();
+        INTERNAL_ERROR() << "compiling generated kernels failed (exit " << status.code << "); source kept at "
+                         << kept.string() << "; please report:\n"
+                         << read_binary(b.log).substr(0, 4000);
+      }
+      publish(b);
+      remove_temps(b);
+    }
+  }
+
+ private:
+  // Appends the checksum trailer, flushes it to disk, then renames: a concurrent process, or
+  // this one after a crash or power loss, sees no entry or a complete one.
+  static void publish(Build& b) {
+    std::string bytes = read_binary(b.temp_library);
+    USER_CHECK(!bytes.empty()) << "the C++ compiler wrote no library at " << b.temp_library.string();
+    const std::string trailer = trailer_for(bytes);
+    {
+      std::ofstream out(b.temp_library, std::ios::binary | std::ios::app);
+      out << trailer;
+      USER_CHECK(out.good()) << "cannot write to the kernel cache directory " << b.library.parent_path().string()
+                             << ": " << std::strerror(errno);
+    }
+    fsync_path(b.temp_library, O_RDONLY);
+    std::error_code ec;
+    fs::rename(b.temp_library, b.library, ec);
+    USER_CHECK(!ec) << "cannot move " << b.temp_library.string() << " into the kernel cache: " << ec.message();
+    fsync_path(b.library.parent_path(), O_RDONLY | O_DIRECTORY);
+  }
+
+  static void remove_temps(Build& b) {
+    std::error_code ec;
+    for (fs::path* path : {&b.source, &b.temp_library, &b.log})
+      if (!path->empty()) fs::remove(*path, ec);
+  }
+
+  std::vector<Build> builds_;
+};
+
+}  // namespace
+
 std::shared_ptr<KernelLibrary> build_kernels(const std::vector<std::string>& names, const std::vector<std::string>& functions,
                                              const JitOptions& options, JitStats& stats) {
   const auto start = std::chrono::steady_clock::now();
@@ -135,7 +334,8 @@ std::shared_ptr<KernelLibrary> build_kernels(const std::vector<std::string>& nam
   std::error_code ec;
   fs::create_directories(dir, ec);
   USER_CHECK(!ec) << "cannot create the kernel cache directory " << dir.string() << ": " << ec.message()
-                  << " (set the cache_dir option to a writable directory)";
+                  << " (set the cache_dir option or LUMINAL_CACHE_DIR to a writable directory)";
+  sweep_stale_temps(dir);
 
   // Deterministic batching: kernels sorted by name, dealt into translation units by size, so
   // the same kernel set always gives the same units (and the same cache entries).
@@ -158,61 +358,46 @@ std::shared_ptr<KernelLibrary> build_kernels(const std::vector<std::string>& nam
     members[u].push_back(i);
   }
 
-  struct Build {
-    fs::path library;
-    fs::path temp_library;
-    fs::path source;
-    fs::path log;
-    int pid = -1;
-  };
-  std::vector<Build> builds(units);
+  Builds builds(units);
+  std::vector<std::string> hashes(units);
+  std::vector<bool> built_now(units, false);
   for (size_t u = 0; u < units; ++u) {
-    const std::string hash = content_hash(toolchain_identity() + "\n" + sources[u]);
-    Build& b = builds[u];
-    b.library = dir / (hash + ".so");
+    hashes[u] = content_hash(std::string(kEntryFormat) + toolchain_identity() + "\n" + sources[u]);
+    builds[u].library = dir / (hashes[u] + ".so");
     if (!options.debug_dir.empty()) {
       fs::create_directories(options.debug_dir, ec);
-      std::ofstream(fs::path(options.debug_dir) / ("kernels_" + hash + ".cpp")) << sources[u];
+      std::ofstream(fs::path(options.debug_dir) / ("kernels_" + hashes[u] + ".cpp")) << sources[u];
     }
-    if (fs::exists(b.library)) continue;
-    const std::string unique = hash + "-" + std::to_string(getpid()) + "-" + std::to_string(u);
-    b.source = dir / ("tmp-" + unique + ".cpp");
-    b.temp_library = dir / ("tmp-" + unique + ".so");
-    b.log = dir / ("tmp-" + unique + ".log");
-    std::ofstream(b.source) << sources[u];
-    std::vector<std::string> args = {compiler()};
-    for (const char* f : kFlags) args.push_back(f);
-    args.push_back(b.source.string());
-    args.push_back("-o");
-    args.push_back(b.temp_library.string());
-    for (const char* f : kLinkFlags) args.push_back(f);
-    b.pid = run_process(args, b.log.string());
-    USER_CHECK(b.pid > 0) << "cannot run the C++ compiler '" << compiler()
-                          << "' (install g++ or set LUMINAL_CXX to a C++17 compiler)";
+    if (fs::exists(builds[u].library)) {
+      const std::string damage = entry_damage(builds[u].library);
+      if (damage.empty()) continue;
+      warn("the kernel cache entry " + builds[u].library.string() + " is damaged (" + damage + "); rebuilding it");
+      fs::remove(builds[u].library, ec);
+    }
+    builds.start(u, dir, hashes[u], sources[u]);
+    built_now[u] = true;
     ++stats.compiled;
   }
-  for (Build& b : builds) {
-    if (b.pid < 0) continue;
-    const int rc = wait_process(b.pid);
-    if (rc != 0) {
-      const std::string log = read_file(b.log);
-      INTERNAL_ERROR() << "compiling generated kernels failed (exit " << rc << "); source kept at " << b.source.string()
-                       << "; please report:\n"
-                       << log.substr(0, 4000);
-    }
-    // Publish atomically: a concurrent process either sees no file or a complete one.
-    fs::rename(b.temp_library, b.library, ec);
-    INTERNAL_CHECK(!ec) << "cannot move " << b.temp_library.string() << " into the kernel cache: " << ec.message();
-    fs::remove(b.source, ec);
-    fs::remove(b.log, ec);
-  }
+  builds.finish();
   for (size_t u = 0; u < units; ++u) {
-    void* handle = dlopen(builds[u].library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    INTERNAL_CHECK(handle != nullptr) << "cannot load " << builds[u].library.string() << ": " << dlerror();
+    const fs::path& path = builds[u].library;
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr && !built_now[u]) {
+      // Intact but unloadable (a library built against another libc, say): rebuilt once.
+      warn("the kernel cache entry " + path.string() + " cannot be loaded (" + dlerror() + "); rebuilding it");
+      fs::remove(path, ec);
+      builds.start(u, dir, hashes[u], sources[u]);
+      builds.finish();
+      ++stats.compiled;
+      handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    }
+    USER_CHECK(handle != nullptr) << "cannot load the kernel library " << path.string() << ": " << dlerror()
+                                  << " (is the cache directory on a noexec filesystem? set the cache_dir option or "
+                                     "LUMINAL_CACHE_DIR to another directory)";
     library->handles.push_back(handle);
     for (size_t i : members[u]) {
       void* symbol = dlsym(handle, names[i].c_str());
-      INTERNAL_CHECK(symbol != nullptr) << "kernel " << names[i] << " missing from " << builds[u].library.string();
+      INTERNAL_CHECK(symbol != nullptr) << "kernel " << names[i] << " missing from " << path.string();
       library->functions.emplace_back(names[i], reinterpret_cast<KernelFn>(symbol));
     }
   }

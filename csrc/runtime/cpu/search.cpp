@@ -1,5 +1,6 @@
 #include "runtime/cpu/search.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/warning.h"
 #include "runtime/cpu/jit.h"
 
 namespace luminal::runtime::cpu {
@@ -242,10 +244,25 @@ void write_entry(const std::string& path, const std::string& text) {
   {
     std::ofstream out(tmp);
     out << text;
-    if (!out) return;
+    if (!out) {
+      fs::remove(tmp, ec);
+      return;
+    }
+  }
+  // On disk before the rename, so that a crash or power loss leaves the old entry or the new.
+  if (const int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
   }
   fs::rename(tmp, path, ec);
   if (ec) fs::remove(tmp, ec);
+}
+
+void forget_unreadable_entry(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return;
+  warn("the tuning record " + path + " is damaged; searching again");
+  std::filesystem::remove(path, ec);
 }
 
 }  // namespace luminal::runtime::cpu

@@ -57,6 +57,9 @@ std::string search_entry_path(const std::string& cache_dir, const std::string& i
 // Writes a temporary file and renames it over `path`, so a concurrent reader sees all of an
 // entry or none of it. An unwritable cache only costs the next process another search.
 void write_entry(const std::string& path, const std::string& text);
+// Called when an entry did not load: one that exists is damaged (a torn write, a foreign file),
+// so it is removed and the user warned; the search then runs again and rewrites it.
+void forget_unreadable_entry(const std::string& path);
 
 // A search's result on disk: one line per step. load_choices is false (and leaves `choices`
 // alone) when the file is missing or does not hold one well-formed line per step of `space`,
