@@ -261,25 +261,31 @@ ir::Expr adopt_torch_form(TranslationContext& cx, const ir::Expr& m, const ir::E
   return m;
 }
 
-// See NodeArgs::set_output.
+// See NodeArgs::set_output. torch.export writes metadata consistent with its ops, so a mismatch
+// means the archive was edited or damaged (or, for an untouched export, a translation bug): the
+// message says both, and which field.
 Tensor check_against_meta(TranslationContext& cx, const std::string& name, Tensor value) {
   const auto& values = cx.program().graph.tensor_values;
   auto it = values.find(name);
   if (it == values.end()) return value;
+  const std::string field = "graph.tensor_values['" + name + "']";
+  const char* advice =
+      "; the archive's metadata disagrees with its ops (edited or damaged?): re-export it. If torch.export wrote it "
+      "unchanged, please report this as a luminal bug";
   const ir::DType meta_dtype = to_ir_dtype(it->second.dtype, "output '" + name + "'");
-  INTERNAL_CHECK(meta_dtype == value.dtype) << "output '" << name << "' translated as " << ir::dtype_name(value.dtype)
-                                            << ", the program says " << ir::dtype_name(meta_dtype);
+  USER_CHECK(meta_dtype == value.dtype) << field << ".dtype is " << ir::dtype_name(meta_dtype)
+                                        << ", but the op computes " << ir::dtype_name(value.dtype) << advice;
   ir::Shape meta_shape = to_ir_shape(it->second.sizes);
-  INTERNAL_CHECK(meta_shape.size() == value.shape().size())
-      << "output '" << name << "' translated with shape " << shape_to_string(value.shape()) << ", the program says "
-      << shape_to_string(meta_shape);
+  USER_CHECK(meta_shape.size() == value.shape().size())
+      << field << ".sizes is " << shape_to_string(meta_shape) << ", but the op computes "
+      << shape_to_string(value.shape()) << " from its inputs" << advice;
   if (meta_shape == value.shape()) return value;
   for (size_t d = 0; d < meta_shape.size(); ++d) {
     const ir::Expr& m = meta_shape[d];
     const ir::Expr& v = value.shape()[d];
-    INTERNAL_CHECK(!(m.is_constant() && v.is_constant()) || m == v)
-        << "output '" << name << "' translated with shape " << shape_to_string(value.shape())
-        << ", the program says " << shape_to_string(meta_shape);
+    USER_CHECK(!(m.is_constant() && v.is_constant()) || m == v)
+        << field << ".sizes is " << shape_to_string(meta_shape) << ", but the op computes "
+        << shape_to_string(value.shape()) << " from its inputs" << advice;
     meta_shape[d] = adopt_torch_form(cx, m, v);
   }
   const ir::View& view = value.ref.view;

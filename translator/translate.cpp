@@ -71,7 +71,7 @@ std::string source_hint(const pt2::Node& node) {
   return ", at " + frame + (code.empty() ? "" : ": " + code);
 }
 
-void translate_node(TranslationContext& cx, const pt2::Node& node) {
+void translate_node(TranslationContext& cx, const pt2::Node& node, const TranslateOptions& options) {
   const std::string key = overload_key(node.target);
   OpHandler handler = find_handler(key);
   UNSUPPORTED_CHECK(handler != nullptr || cx.aten_calls_allowed())
@@ -85,6 +85,9 @@ void translate_node(TranslationContext& cx, const pt2::Node& node) {
     if (handler == nullptr) {
       // Symbolic-int arithmetic is always translated natively; only kernels fall back.
       UNSUPPORTED_CHECK(key.rfind("_operator::", 0) != 0) << key << " has no translation";
+      UNSUPPORTED_CHECK(!options.aten_op_exists || options.aten_op_exists(key))
+          << key << " has no native translation, and torch's dispatcher in this process has no operator of that "
+          << "name to run it with (a custom op whose library is not loaded? load it before compiling)";
       translate_aten_fallback(cx, node, key);
     } else {
       handler(args);
@@ -201,7 +204,7 @@ TranslatedProgram translate(const pt2::Pt2Program& archive, const TranslateOptio
   }
   cx.allow_aten_calls(options.aten_fallback);
   bind_inputs(cx, out);
-  for (const pt2::Node& node : program.graph.nodes) translate_node(cx, node);
+  for (const pt2::Node& node : program.graph.nodes) translate_node(cx, node, options);
   bind_outputs(cx, out);
   bind_input_mutations(cx, out);
   out.aten_fallback_ops = cx.aten_calls();

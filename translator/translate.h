@@ -6,6 +6,7 @@
 // (UnsupportedError for an op with no translation, UserError for a malformed program).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,9 @@ struct TranslatedProgram {
 struct TranslateOptions {
   // An op with no native translation becomes AtenCall nodes (true) or an UnsupportedError.
   bool aten_fallback = false;
+  // Whether torch can call an overload ("aten::foo.default"): one it cannot is an
+  // UnsupportedError at translation, never a failure at the first call. Unset: not asked.
+  std::function<bool(const std::string& overload)> aten_op_exists;
 };
 
 TranslatedProgram translate(const pt2::Pt2Program& program, const TranslateOptions& options = {});

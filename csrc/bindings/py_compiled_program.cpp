@@ -261,6 +261,18 @@ void define_compiled_program(py::module_& m) {
       },
       py::arg("path"), py::arg("factory"), py::arg("options") = py::dict(),
       py::arg("weights") = std::map<std::string, at::Tensor>{}, "Compiles a .pt2 file (weights from the archive).");
+  m.def(
+      "check_pt2_file",
+      [](const std::string& path, double payload_size_ratio) {
+        USER_CHECK(payload_size_ratio >= 1) << "payload_size_ratio must be at least 1, got " << payload_size_ratio;
+        pt2::ReadOptions options;
+        options.payloads.size_ratio = payload_size_ratio;
+        py::gil_scoped_release no_gil;
+        pt2::check_pt2_file(path, options);
+      },
+      py::arg("path"), py::arg("payload_size_ratio") = 4.0,
+      "Checks a .pt2 file as compile_pt2_file reads it (zip, model JSON, every payload entry's declared size "
+      "against its tensor's), inflating no payload; raises UserError naming the entry and field at fault.");
 }
 
 }  // namespace luminal::bindings

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "runtime/aten_fallback.h"
 #include "translator/args.h"
 
 namespace luminal {
@@ -44,6 +45,7 @@ std::unique_ptr<CompiledProgram> compile_program(pt2::Pt2Program program, const 
   auto start = std::chrono::steady_clock::now();
   translator::TranslateOptions translate_options;
   translate_options.aten_fallback = options.fallback == "aten";
+  translate_options.aten_op_exists = runtime::aten_op_exists;
   compiled->program = translator::translate(program, translate_options);
   compiled->stats.fallback_ops = compiled->program.aten_fallback_ops;
   compiled->stats.translate_ms = elapsed_ms(start);

@@ -69,15 +69,30 @@ bool ZipArchive::contains(const std::string& name) const {
   return std::find(entries_.begin(), entries_.end(), name) != entries_.end();
 }
 
-std::vector<uint8_t> ZipArchive::read(const std::string& name) const {
-  zip_t* archive = archive_.get();
-  zip_int64_t index = zip_name_locate(archive, name.c_str(), ZIP_FL_ENC_RAW);
-  USER_CHECK(index >= 0) << label_ << ": no entry '" << name << "'";
+namespace {
+
+zip_stat_t stat_entry(zip_t* archive, const std::string& label, const std::string& name, zip_int64_t& index) {
+  index = zip_name_locate(archive, name.c_str(), ZIP_FL_ENC_RAW);
+  USER_CHECK(index >= 0) << label << ": no entry '" << name << "'";
   zip_stat_t stat;
   zip_stat_init(&stat);
   USER_CHECK(zip_stat_index(archive, static_cast<zip_uint64_t>(index), 0, &stat) == 0)
-      << label_ << ": entry '" << name << "': " << zip_strerror(archive);
-  USER_CHECK(stat.valid & ZIP_STAT_SIZE) << label_ << ": entry '" << name << "' has no size";
+      << label << ": entry '" << name << "': " << zip_strerror(archive);
+  USER_CHECK(stat.valid & ZIP_STAT_SIZE) << label << ": entry '" << name << "' has no size";
+  return stat;
+}
+
+}  // namespace
+
+uint64_t ZipArchive::declared_size(const std::string& name) const {
+  zip_int64_t index = 0;
+  return stat_entry(archive_.get(), label_, name, index).size;
+}
+
+std::vector<uint8_t> ZipArchive::read(const std::string& name) const {
+  zip_t* archive = archive_.get();
+  zip_int64_t index = 0;
+  const zip_stat_t stat = stat_entry(archive, label_, name, index);
 
   std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> file(
       zip_fopen_index(archive, static_cast<zip_uint64_t>(index), 0), &zip_fclose);
@@ -91,6 +106,9 @@ std::vector<uint8_t> ZipArchive::read(const std::string& name) const {
     USER_CHECK(got >= 0) << label_ << ": entry '" << name
                          << "' is corrupt: " << zip_file_strerror(file.get());
     if (got == 0) break;
+    // A header that understates the entry must not let it grow without bound.
+    USER_CHECK(bytes.size() + static_cast<uint64_t>(got) <= stat.size)
+        << label_ << ": entry '" << name << "' inflates past the " << stat.size << " bytes its header declares";
     bytes.insert(bytes.end(), chunk, chunk + got);
   }
   USER_CHECK(bytes.size() == stat.size) << label_ << ": entry '" << name << "' is truncated: read "

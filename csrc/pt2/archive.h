@@ -25,6 +25,8 @@ class ZipArchive {
   // Entry names in central-directory order (directories included, as the zip lists them).
   const std::vector<std::string>& entries() const { return entries_; }
   bool contains(const std::string& name) const;
+  // The uncompressed size the entry's header declares; read() never returns more than this.
+  uint64_t declared_size(const std::string& name) const;
   std::vector<uint8_t> read(const std::string& name) const;
   std::string read_text(const std::string& name) const;
 

@@ -56,10 +56,10 @@ Pt2Program read_archive(const ZipArchive& zip, const ReadOptions& options) {
 
   Pt2Program result;
   result.program = parse_exported_program(zip.read_text(model_entry), model_entry);
-  result.weights = load_stored_tensors(zip, *prefix + "data/weights/",
-                                       model + "_weights_config.json", options.externally_bound);
-  result.constants = load_stored_tensors(
-      zip, *prefix + "data/constants/", model + "_constants_config.json", options.externally_bound);
+  result.weights = load_stored_tensors(zip, *prefix + "data/weights/", model + "_weights_config.json",
+                                       options.externally_bound, options.payloads);
+  result.constants = load_stored_tensors(zip, *prefix + "data/constants/", model + "_constants_config.json",
+                                         options.externally_bound, options.payloads);
   return result;
 }
 
@@ -71,6 +71,11 @@ Pt2Program read_pt2_bytes(const uint8_t* data, size_t size, const ReadOptions& o
 
 Pt2Program read_pt2_file(const std::string& path, const ReadOptions& options) {
   return read_archive(ZipArchive::from_file(path), options);
+}
+
+void check_pt2_file(const std::string& path, ReadOptions options) {
+  options.payloads.read_bytes = false;
+  read_archive(ZipArchive::from_file(path), options);
 }
 
 }  // namespace luminal::pt2

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pt2/schema.h"
+#include "pt2/weights.h"
 
 namespace luminal::pt2 {
 
@@ -20,6 +21,7 @@ struct ReadOptions {
   // Weight/constant FQNs whose payload is supplied by the caller (bound by pointer), so the
   // archive's (possibly stripped) payload for them is neither loaded nor size-checked.
   std::set<std::string> externally_bound;
+  PayloadLimits payloads;
 };
 
 struct Pt2Program {
@@ -30,6 +32,10 @@ struct Pt2Program {
 
 Pt2Program read_pt2_bytes(const uint8_t* data, size_t size, const ReadOptions& options = {});
 Pt2Program read_pt2_file(const std::string& path, const ReadOptions& options = {});
+
+// Everything read_pt2_file checks (the zip, the model's JSON, every payload's entry and declared
+// size), with no payload inflated: memory stays bounded by the JSON, whatever the archive claims.
+void check_pt2_file(const std::string& path, ReadOptions options = {});
 
 // Parses one models/*.json document; `where` names it in errors.
 ExportedProgram parse_exported_program(const std::string& json_text, const std::string& where);

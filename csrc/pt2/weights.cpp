@@ -44,18 +44,25 @@ std::string format_ints(const std::vector<int64_t>& values) {
   return text + "]";
 }
 
-void load_payload_bytes(const ZipArchive& zip, const std::string& folder, StoredTensor& tensor) {
-  std::string entry = folder + tensor.path_name;
-  std::string owner = "'" + tensor.fqn + "' (entry '" + entry + "')";
-  int64_t needed = required_storage_bytes(tensor, zip.label() + ": " + owner);
-  USER_CHECK(zip.contains(entry)) << zip.label() << ": '" << tensor.fqn << "' points at entry '"
-                                  << entry << "', which is missing";
-  tensor.bytes = zip.read(entry);
-  USER_CHECK(static_cast<int64_t>(tensor.bytes.size()) >= needed)
-      << zip.label() << ": " << owner << " holds " << tensor.bytes.size()
-      << " bytes but its metadata needs " << needed << " (" << scalar_type_name(tensor.dtype)
-      << ", sizes " << format_ints(tensor.sizes) << ", strides " << format_ints(tensor.strides)
-      << ", storage_offset " << tensor.storage_offset << ")";
+// Checks the entry's declared size against what the tensor needs before anything is inflated:
+// a short entry is damaged, and one far larger than its tensor is a zip bomb (or a mistake).
+void check_payload_entry(const ZipArchive& zip, const std::string& entry, const StoredTensor& tensor,
+                         int64_t needed, double size_ratio) {
+  const std::string owner = "'" + tensor.fqn + "' (entry '" + entry + "')";
+  USER_CHECK(zip.contains(entry)) << zip.label() << ": '" << tensor.fqn << "' points at entry '" << entry
+                                  << "', which is missing";
+  const uint64_t declared = zip.declared_size(entry);
+  USER_CHECK(declared >= static_cast<uint64_t>(needed))
+      << zip.label() << ": " << owner << " holds " << declared << " bytes but its metadata needs " << needed << " ("
+      << scalar_type_name(tensor.dtype) << ", sizes " << format_ints(tensor.sizes) << ", strides "
+      << format_ints(tensor.strides) << ", storage_offset " << tensor.storage_offset << ")";
+  // A view is stored with its whole storage, so an entry may be somewhat larger than its tensor.
+  constexpr double kSlackBytes = 64 * 1024;
+  USER_CHECK(static_cast<double>(declared) <= size_ratio * static_cast<double>(needed) + kSlackBytes)
+      << zip.label() << ": " << owner << " declares " << declared << " bytes, more than payload_size_ratio ("
+      << size_ratio << ") times the " << needed << " its tensor needs (" << scalar_type_name(tensor.dtype)
+      << ", sizes " << format_ints(tensor.sizes)
+      << "); the archive is damaged or hostile (if it is genuine, raise the payload_size_ratio option)";
 }
 
 }  // namespace
@@ -85,7 +92,7 @@ int64_t required_storage_bytes(const StoredTensor& tensor, const std::string& ow
 
 std::map<std::string, StoredTensor> load_stored_tensors(
     const ZipArchive& zip, const std::string& folder, const std::string& config_name,
-    const std::set<std::string>& externally_bound) {
+    const std::set<std::string>& externally_bound, const PayloadLimits& limits) {
   std::map<std::string, StoredTensor> tensors;
   std::string config_entry = folder + config_name;
   if (!zip.contains(config_entry)) return tensors;
@@ -93,7 +100,10 @@ std::map<std::string, StoredTensor> load_stored_tensors(
   document.root().at("config").for_each_member([&](const std::string& fqn, const JsonField& meta) {
     if (externally_bound.count(fqn)) return;
     StoredTensor tensor = parse_payload_meta(fqn, meta);
-    load_payload_bytes(zip, folder, tensor);
+    const std::string entry = folder + tensor.path_name;
+    const int64_t needed = required_storage_bytes(tensor, zip.label() + ": '" + fqn + "' (entry '" + entry + "')");
+    check_payload_entry(zip, entry, tensor, needed, limits.size_ratio);
+    if (limits.read_bytes) tensor.bytes = zip.read(entry);
     tensors.emplace(fqn, std::move(tensor));
   });
   return tensors;

@@ -19,6 +19,13 @@ bool aten_has_native_half_matmul(ir::DType dtype) {
   return executor != nullptr && executor->has_native_half_matmul(dtype);
 }
 
+bool aten_op_exists(const std::string& overload_key) {
+  const AtenCallExecutor* executor = g_executor.load();
+  const size_t dot = overload_key.rfind('.');
+  if (executor == nullptr || dot == std::string::npos) return true;
+  return executor->has_op(overload_key.substr(0, dot), overload_key.substr(dot + 1));
+}
+
 void aten_parallel_for(int64_t items, AtenCallExecutor::Task task, void* context) {
   const AtenCallExecutor* executor = g_executor.load();
   INTERNAL_CHECK(executor != nullptr) << "aten_parallel_for without an ATen executor installed";

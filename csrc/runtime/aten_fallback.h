@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ir/aten_call.h"
@@ -31,6 +32,10 @@ class AtenCallExecutor {
   // spinning for it then, holding the cores a pool of our own would contend for.
   using Task = void (*)(void* context, int64_t begin, int64_t end);
   virtual void parallel_for(int64_t items, Task task, void* context) const = 0;
+  // Whether `op` ("aten::foo") with `overload` ("default", "Tensor") can be called in this
+  // process; asked at compile, so that an unknown op fails there and not at the first call.
+  // An executor that cannot tell says true.
+  virtual bool has_op(const std::string& op, const std::string& overload) const { return true; }
 };
 
 // Installs the process-wide executor (not owned; it must outlive every compiled model).
@@ -38,6 +43,8 @@ void set_aten_call_executor(const AtenCallExecutor* executor);
 bool has_aten_call_executor();
 // False without an executor.
 bool aten_has_native_half_matmul(ir::DType dtype);
+// `overload_key` is "aten::foo.default"; true without an executor (the call then says why).
+bool aten_op_exists(const std::string& overload_key);
 
 // Through the executor's parallel_for; the caller checks has_aten_call_executor() first.
 void aten_parallel_for(int64_t items, AtenCallExecutor::Task task, void* context);

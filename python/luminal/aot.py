@@ -27,6 +27,9 @@ def compile(program: torch.export.ExportedProgram | str | os.PathLike, options: 
     if isinstance(program, (str, os.PathLike)):
         if not os.path.exists(program):
             raise UserError(f"no such PT2 file: {os.fspath(program)!r}")
+        # Our reader first: it names the entry and field at fault, and refuses an entry far
+        # larger than its tensor before torch's loader would inflate and allocate it.
+        _C.check_pt2_file(os.fspath(program), float(options.get("payload_size_ratio", 4.0)))
         try:
             program = torch.export.load(os.fspath(program))
         except Exception as error:  # torch raises many types for a bad archive

@@ -14,7 +14,10 @@ KNOWN_OPTIONS: dict[str, tuple[type, str]] = {
     "debug_dir": (str, "write the IR and compile stats to this directory"),
     "cache_dir": (str, "where generated kernels are cached"),
     "runtime": (str, "'cpu' (default for CPU tensors: generated kernels) or 'reference' (the interpreter)"),
+    "payload_size_ratio": (float, "luminal.compile(path): how many times its tensor's bytes a weight entry may hold"),
 }
+# Read by Python, never by the C++ compile: which runtime, and how a .pt2 file is checked.
+_PYTHON_ONLY = ("runtime", "payload_size_ratio")
 
 # 'aten' (the default) runs an op luminal does not translate through torch's own kernel, at a
 # partition boundary, and logs it; 'error' raises UnsupportedError naming the op instead.
@@ -38,16 +41,19 @@ def validate_options(options: dict[str, Any] | None) -> dict[str, Any]:
             valid = ", ".join(sorted(KNOWN_OPTIONS))
             raise UserError(f"unknown luminal option {name!r}; valid options are: {valid}")
         expected, _ = KNOWN_OPTIONS[name]
-        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        accepted = (int, float) if expected is float else expected  # 8 means 8.0
+        if not isinstance(value, accepted) or (expected is not bool and isinstance(value, bool)):
             raise UserError(f"luminal option {name!r} must be {expected.__name__}, got {type(value).__name__}")
     if options.get("fallback", "aten") not in FALLBACK_POLICIES:
         raise UserError(f"luminal option 'fallback' must be one of {FALLBACK_POLICIES}, got {options['fallback']!r}")
     check_runtime(options.get("runtime"))
     if options.get("num_threads", 0) < 0 or options.get("search_iterations", 0) < 0:
         raise UserError("luminal options 'num_threads' and 'search_iterations' must be >= 0")
+    if options.get("payload_size_ratio", 4.0) < 1:
+        raise UserError(f"luminal option 'payload_size_ratio' must be >= 1, got {options['payload_size_ratio']}")
     return options
 
 
 def core_options(options: dict[str, Any]) -> dict[str, Any]:
-    """The subset of validated options the C++ core reads (runtime selection stays in Python)."""
-    return {k: v for k, v in options.items() if k != "runtime"}
+    """The subset of validated options the C++ core's compile reads."""
+    return {k: v for k, v in options.items() if k not in _PYTHON_ONLY}

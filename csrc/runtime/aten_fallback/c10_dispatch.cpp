@@ -147,6 +147,10 @@ class C10DispatchExecutor final : public AtenCallExecutor {
     at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) { task(context, begin, end); });
   }
 
+  bool has_op(const std::string& op, const std::string& overload) const override {
+    return c10::Dispatcher::singleton().findSchema({op, overload == "default" ? "" : overload}).has_value();
+  }
+
   bool has_native_half_matmul(ir::DType dtype) const override {
     // The instructions oneDNN's half-precision GEMMs need; without them torch emulates (slower
     // than widening to f32 ourselves).
