@@ -2,7 +2,8 @@
 # README command (b): every test. C++ tests (plain, then under ASan+UBSan), a short fuzz run of
 # the PT2 reader, then pytest against the installed package (rebuilt incrementally first).
 # FUZZ_SECONDS (default 60) bounds the fuzz run; PYTEST_ARGS are passed to pytest.
-# Tests marked `slow` (the OpInfo sweep, the NVRTC sweep over every model family) run only with --slow.
+# Tests marked `slow` (the OpInfo sweep, the NVRTC sweep over every model family, 1,000 compile cycles)
+# run only with --slow.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)

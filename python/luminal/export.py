@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
+import linecache
 import operator
 import warnings
 from dataclasses import dataclass, field
@@ -469,6 +470,31 @@ def serialize(ep: torch.export.ExportedProgram, externally_bound: set[str]) -> b
     return buffer.getvalue()
 
 
+@contextlib.contextmanager
+def _export_caches_released():
+    """Drops what torch keeps of an export once it is done. torch.fx keeps the source of every
+    GraphModule it generates (for tracebacks, in its loader and in linecache), and fake tensors
+    cache each op's result metadata by shape, both for the life of the process: ~30 KiB per
+    export, which a process compiling new shapes for hours would never get back. Export's
+    GraphModules and fake tensors die with it, so their entries go too; entries made by anyone
+    else (dynamo's own graph, which luminal keeps) are left alone."""
+    loader = getattr(torch.fx.graph_module, "_loader", None)
+    sources = getattr(loader, "eval_cache", None)
+    fake_cache = getattr(torch._subclasses.fake_tensor.FakeTensorMode, "cache", None)
+    sources_before = set(sources) if isinstance(sources, dict) else None
+    fake_before = set(fake_cache) if isinstance(fake_cache, dict) else None
+    try:
+        yield
+    finally:
+        if sources_before is not None:
+            for key in set(sources) - sources_before:
+                del sources[key]
+                linecache.cache.pop(key, None)
+        if fake_before is not None:
+            for key in set(fake_cache) - fake_before:
+                del fake_cache[key]
+
+
 def export_graph(
     gm: torch.fx.GraphModule, args: list[Any], scalar_values: dict[str, float | int | bool] | None = None
 ) -> ExportedGraph:
@@ -484,18 +510,20 @@ def export_graph(
     exported.python_outputs = python_outputs
     exported.item_outputs = item_outputs
     dynamic_shapes = _dynamic_shapes(gm)
-    try:
-        ep = torch.export.export(gm, tuple(user_inputs), dynamic_shapes=dynamic_shapes, **_export_kwargs())
-        ep = ep.run_decompositions(decomposition_table())
-    except Exception as error:  # export raises many types; surface them as one, with the cause
-        raise UnsupportedError(f"torch.export could not export the graph luminal was given: {error}") from error
-    # An attribute export dropped (unread) needs no binding.
-    targets = {spec.target for spec in ep.graph_signature.input_specs}
-    exported.attribute_weights = [name for name in exported.attribute_weights if name in targets]
-    exported.weights = {
-        name: tensor
-        for name, tensor in exported.weights.items()
-        if name in targets or name in exported.weight_positions.values()
-    }
-    exported.archive = serialize(ep, set(exported.weights))
+    with _export_caches_released():
+        try:
+            ep = torch.export.export(gm, tuple(user_inputs), dynamic_shapes=dynamic_shapes, **_export_kwargs())
+            ep = ep.run_decompositions(decomposition_table())
+        except Exception as error:  # export raises many types; surface them as one, with the cause
+            raise UnsupportedError(f"torch.export could not export the graph luminal was given: {error}") from error
+        # An attribute export dropped (unread) needs no binding.
+        targets = {spec.target for spec in ep.graph_signature.input_specs}
+        exported.attribute_weights = [name for name in exported.attribute_weights if name in targets]
+        exported.weights = {
+            name: tensor
+            for name, tensor in exported.weights.items()
+            if name in targets or name in exported.weight_positions.values()
+        }
+        exported.archive = serialize(ep, set(exported.weights))
+        del ep
     return exported
