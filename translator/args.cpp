@@ -311,7 +311,9 @@ void NodeArgs::set_outputs(size_t i, const std::vector<Tensor>& values) {
 
 void NodeArgs::set_sym_output(size_t i, const ir::Expr& value) {
   const std::string name = output_name(i);
-  USER_CHECK(!name.empty()) << "output " << i << " is not a named SymInt";
+  // An output the program declares a tensor would stay unbound as one (found by fuzz_compile).
+  USER_CHECK(node_.outputs[i].kind == Kind::SymInt && !name.empty())
+      << "output " << i << " is " << pt2::argument_key(node_.outputs[i].kind) << ", expected a named SymInt";
   // torch's own form of the value, so sizes built from it compare equal to tensor_values'.
   const auto& values = cx_.program().graph.sym_int_values;
   auto it = values.find(name);
@@ -320,7 +322,8 @@ void NodeArgs::set_sym_output(size_t i, const ir::Expr& value) {
 
 void NodeArgs::set_sym_bool_output(size_t i, const ir::Expr& holds) {
   const std::string name = output_name(i);
-  USER_CHECK(!name.empty()) << "output " << i << " is not a named SymBool";
+  USER_CHECK(node_.outputs[i].kind == Kind::SymBool && !name.empty())
+      << "output " << i << " is " << pt2::argument_key(node_.outputs[i].kind) << ", expected a named SymBool";
   cx_.bind_sym_bool(name, holds);
 }
 

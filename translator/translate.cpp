@@ -92,10 +92,15 @@ void translate_node(TranslationContext& cx, const pt2::Node& node, const Transla
     } else {
       handler(args);
     }
+    // torch.export lists exactly the op's outputs, and every handler binds all of them, so an
+    // unbound tensor output means the archive lists one the op does not have (as the archive's
+    // metadata mismatches in args.cpp, most likely edited; found by fuzz_compile).
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       const std::string name = args.output_name(i);
-      INTERNAL_CHECK(node.outputs[i].kind != pt2::Argument::Kind::Tensor || cx.has_tensor(name))
-          << "the handler did not bind output '" << name << "'";
+      USER_CHECK(node.outputs[i].kind != pt2::Argument::Kind::Tensor || cx.has_tensor(name))
+          << "the program lists output " << i << " ('" << name << "') of " << node.outputs.size() << ", but " << key
+          << " computes no such tensor; the archive's node disagrees with its op (edited or damaged?): re-export "
+          << "it. If torch.export wrote it unchanged, please report this as a luminal bug";
     }
   } catch (Error& e) {
     e.add_context(frame);

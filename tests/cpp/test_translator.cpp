@@ -330,6 +330,25 @@ TEST(TranslateErrors, WrongArgumentKindNamesTheArgument) {
   EXPECT_EQ(message_of<UserError>(p), "node 'neg' (aten::neg.default): argument 'self' is as_float, expected a tensor");
 }
 
+// Found by tests/fuzz/fuzz_compile: an archive node whose outputs disagree with its op's reached
+// an internal check ("the handler did not bind output"); it is the archive's fault.
+TEST(TranslateErrors, SymOpWithTensorOutputNamesTheOutput) {
+  auto p = one_node_program("torch.ops.aten.sym_numel.default", "numel",
+                            {{"self", tensor_arg("x"), pt2::ArgumentKind::Positional}});
+  EXPECT_EQ(message_of<UserError>(p), "node 'numel' (aten::sym_numel.default): output 0 is as_tensor, expected a named SymInt");
+}
+
+TEST(TranslateErrors, ExtraTensorOutputIsTheArchivesFault) {
+  auto p = one_node_program("torch.ops.aten.relu.default", "relu", {{"self", tensor_arg("x"), pt2::ArgumentKind::Positional}});
+  p.program.graph.nodes[0].outputs.push_back(tensor_arg("relu_extra"));
+  const std::string m = message_of<UserError>(p);
+  EXPECT_EQ(m.rfind("node 'relu' (aten::relu.default): the program lists output 1 ('relu_extra') of 2, but "
+                    "aten::relu.default computes no such tensor",
+                    0),
+            0u)
+      << m;
+}
+
 TEST(TranslateErrors, UnknownOpNamesNodeAndSource) {
   auto p = one_node_program("torch.ops.aten.foo.bar", "foo_1", {{"self", tensor_arg("x"), pt2::ArgumentKind::Positional}});
   const std::string m = message_of<UnsupportedError>(p);
