@@ -25,7 +25,7 @@ cmake -S . -B build/cpp-asan -G Ninja -DLUMINAL_PYTHON=OFF -DLUMINAL_TESTS=ON -D
 cmake --build build/cpp-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build/cpp-asan --output-on-failure -j "$jobs"
 
-echo "== fuzzing the PT2 reader for ${FUZZ_SECONDS:-60} s"
+echo "== fuzzing the PT2 reader and the compile path for ${FUZZ_SECONDS:-60} s each"
 tests/fuzz/run_fuzz.sh "${FUZZ_SECONDS:-60}"
 
 echo "== Python tests"

@@ -349,6 +349,25 @@ Tensor contiguous(TranslationContext& cx, const Tensor& t) {
   return cx.add(std::move(n));
 }
 
+namespace {
+
+// Two sizes an op needs equal, one symbolic and one constant: torch.export specialises a backed
+// symbol it proves equal to a constant, so a real archive never pairs them; an edited one does,
+// and trusting it would read past a buffer. Unbacked symbols (u0: a size from tensor data) are
+// the exception: torch checks those at run time and keeps them symbolic.
+void check_not_a_specialised_pair(const Expr& a, const Expr& b, const std::string& what) {
+  if (a.is_constant() == b.is_constant()) return;
+  std::vector<std::string> symbols;
+  (a.is_constant() ? b : a).collect_symbols(symbols);
+  for (const std::string& s : symbols)
+    if (!s.empty() && s[0] == 'u') return;
+  USER_ERROR() << what << ": sizes " << a.to_string() << " and " << b.to_string()
+               << " must be equal, but torch.export would have specialised the symbol to the constant; the archive's "
+                  "shapes are inconsistent (edited or damaged?): re-export it";
+}
+
+}  // namespace
+
 Shape broadcast_shapes(const Shape& a, const Shape& b) {
   const size_t rank = std::max(a.size(), b.size());
   Shape out(rank);
@@ -364,6 +383,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
     } else {
       USER_CHECK(!(da.is_constant() && db.is_constant()))
           << "shapes " << shape_to_string(a) << " and " << shape_to_string(b) << " cannot be broadcast together";
+      check_not_a_specialised_pair(da, db, "broadcasting " + shape_to_string(a) + " with " + shape_to_string(b));
       // torch proved the two equal when it traced; keep the simpler (constant) form.
       o = db.is_constant() ? db : da;
     }
@@ -483,6 +503,8 @@ Tensor matmul(TranslationContext& cx, const Tensor& a, const Tensor& b) {
   USER_CHECK(k_lhs == k_rhs || !(k_lhs.is_constant() && k_rhs.is_constant()))
       << "matmul: shapes " << shape_to_string(a.shape()) << " and " << shape_to_string(b.shape())
       << " cannot be multiplied";
+  check_not_a_specialised_pair(k_lhs, k_rhs,
+                               "matmul of " + shape_to_string(a.shape()) + " and " + shape_to_string(b.shape()));
   Shape batch = broadcast_shapes(Shape(ls.begin(), ls.end() - 2), Shape(rs.begin(), rs.end() - 2));
   Shape lhs_shape = batch, rhs_shape = batch, out_shape = batch;
   lhs_shape.insert(lhs_shape.end(), ls.end() - 2, ls.end());

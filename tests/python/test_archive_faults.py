@@ -193,3 +193,20 @@ def test_metadata_that_disagrees_with_the_ops_is_the_archives_fault(archive: Pat
     damaged = rewrite(archive, tmp_path / "resized.pt2", {MODEL: edit_json(resize_gelu)})
     with pytest.raises(luminal.UserError, match=r"tensor_values\['gelu'\]\.sizes is \[5, 4\], but the op computes \[3, 4\]"):
         luminal._C.compile_pt2_file(str(damaged), luminal._C.cpu_factory_capsule())
+
+
+# Archives fuzz_compile made (tests/fuzz), each of which reached an InternalError before.
+DAMAGED = Path(__file__).parent.parent / "pt2" / "fixtures" / "damaged"
+FUZZ_FINDINGS = {
+    "matmul_symbolic_inner_dim.pt2": r"node 'addmm' \(aten::addmm.default\): matmul of \[16, s77\] and \[16, 32\]: "
+    r"sizes s77 and 16 must be equal",
+    "add_symbolic_broadcast.pt2": r"broadcasting \[s77, 16\] with \[32, 16\]: sizes s77 and 32 must be equal",
+    "sym_numel_tensor_output.pt2": r"node 'addmm_1' \(aten::sym_numel.default\): output 0 is as_tensor, expected a "
+    r"named SymInt",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FUZZ_FINDINGS))
+def test_fuzzed_archives_are_user_errors(name: str) -> None:
+    with pytest.raises(luminal.UserError, match=FUZZ_FINDINGS[name]):
+        luminal._C.compile_pt2_file(str(DAMAGED / name), luminal._C.cpu_factory_capsule(), {"fallback": "error"})
