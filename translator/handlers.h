@@ -205,6 +205,15 @@ void translate_sort(NodeArgs& args);
 void translate_sort_stable(NodeArgs& args);
 void translate_topk(NodeArgs& args);
 
+// ---- collectives.cpp ----
+void translate_c10d_all_gather_into_tensor(NodeArgs& args);
+void translate_c10d_all_reduce(NodeArgs& args);
+void translate_c10d_all_reduce_coalesced(NodeArgs& args);
+void translate_c10d_all_to_all_single(NodeArgs& args);
+void translate_c10d_broadcast(NodeArgs& args);
+void translate_c10d_reduce_scatter_tensor(NodeArgs& args);
+void translate_c10d_wait_tensor(NodeArgs& args);
+
 // ---- moe.cpp ----
 void translate_grouped_mm(NodeArgs& args);
 void translate_grouped_mm_fallback(NodeArgs& args);

@@ -10,6 +10,13 @@ namespace {
 
 // Sorted by overload name; a test checks the order so that lookups can binary-search.
 constexpr std::pair<const char*, OpHandler> kHandlers[] = {
+    {"_c10d_functional::all_gather_into_tensor.default", translate_c10d_all_gather_into_tensor},
+    {"_c10d_functional::all_reduce.default", translate_c10d_all_reduce},
+    {"_c10d_functional::all_reduce_coalesced.default", translate_c10d_all_reduce_coalesced},
+    {"_c10d_functional::all_to_all_single.default", translate_c10d_all_to_all_single},
+    {"_c10d_functional::broadcast.default", translate_c10d_broadcast},
+    {"_c10d_functional::reduce_scatter_tensor.default", translate_c10d_reduce_scatter_tensor},
+    {"_c10d_functional::wait_tensor.default", translate_c10d_wait_tensor},
     {"_operator::add", translate_sym_add},
     {"_operator::and_", translate_sym_and},
     {"_operator::eq", translate_sym_eq},

@@ -3,6 +3,7 @@ target_sources(luminal_core PRIVATE
   translator/args.cpp
   translator/aten_fallback.cpp
   translator/attention.cpp
+  translator/collectives.cpp
   translator/context.cpp
   translator/convolution.cpp
   translator/creation.cpp

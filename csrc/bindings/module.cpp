@@ -10,6 +10,7 @@ void define_compiled_program(pybind11::module_& m);
 void define_cuda(pybind11::module_& m);
 void define_schema(pybind11::module_& m);
 void define_warnings(pybind11::module_& m);
+void install_collective_executor();
 }
 
 PYBIND11_MODULE(_C, m) {
@@ -21,4 +22,5 @@ PYBIND11_MODULE(_C, m) {
   luminal::bindings::define_schema(m);
   luminal::bindings::define_cuda(m);
   luminal::runtime::aten_fallback::install_c10_dispatch_executor();
+  luminal::bindings::install_collective_executor();
 }

@@ -165,6 +165,7 @@ class PyCompiledProgram {
     d["ir_node_count"] = s.ir_node_count;
     d["kernel_count"] = s.kernel_count;
     d["fallback_ops"] = s.fallback_ops;
+    d["collectives"] = s.collectives;
     d["runtime"] = s.runtime_name;
     // The runtime's copies plus ours into a caller tensor whose layout the runtime cannot write.
     d["bytes_copied_last_run"] = compiled_->executable->last_run_stats().bytes_copied + last_copy_back_bytes_.load();

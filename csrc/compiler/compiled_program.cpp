@@ -50,6 +50,8 @@ std::unique_ptr<CompiledProgram> compile_program(pt2::Pt2Program program, const 
   compiled->stats.fallback_ops = compiled->program.aten_fallback_ops;
   compiled->stats.translate_ms = elapsed_ms(start);
   compiled->stats.ir_node_count = compiled->program.graph.size();
+  for (const ir::Node& node : compiled->program.graph.nodes())
+    compiled->stats.collectives += node.op == ir::Op::Collective ? 1 : 0;
 
   // Weights: the caller's tensors by pointer first, then whatever the archive carried.
   compiled->archive_weights = std::move(program.weights);

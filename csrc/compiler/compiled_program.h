@@ -24,6 +24,7 @@ struct CompileStats {
   size_t ir_node_count = 0;
   size_t kernel_count = 0;
   std::vector<std::string> fallback_ops;
+  size_t collectives = 0;  // Collective nodes: collectives each call issues
   std::string runtime_name;
 };
 

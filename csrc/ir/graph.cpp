@@ -34,6 +34,10 @@ void Graph::take_program_ends(const Graph& from, const std::vector<NodeId>& renu
 void collect_symbols(const Node& node, std::vector<std::string>& out) {
   for (const Expr& d : node.shape) d.collect_symbols(out);
   for (const TensorRef& in : node.inputs) in.view.collect_symbols(out);
+  if (node.collective) {
+    for (const Expr& e : node.collective->output_split_sizes) e.collect_symbols(out);
+    for (const Expr& e : node.collective->input_split_sizes) e.collect_symbols(out);
+  }
 }
 
 std::vector<NodeId> Graph::input_nodes() const {
@@ -63,6 +67,7 @@ std::string to_text(const Graph& graph) {
     if (n.accumulate) out << " accumulate";
     if (n.op == Op::Constant) out << " value=" << n.scalar.to_string();
     if (n.aten_call) out << " call=" << n.aten_call->full_name() << "[" << n.aten_call->output_index << "]";
+    if (n.collective) out << " collective=" << n.collective->describe();
     if (!n.name.empty()) out << " name=" << n.name;
     if (!n.inputs.empty()) {
       out << " (";
@@ -155,6 +160,11 @@ void verify_node(const Graph& graph, NodeId id) {
   }
   if (n.op == Op::AtenCall) {
     INTERNAL_CHECK(n.aten_call != nullptr) << "AtenCall without its call";
+  }
+  if (n.op == Op::Collective) {
+    INTERNAL_CHECK(n.collective != nullptr) << "Collective without its description";
+    INTERNAL_CHECK(input_dtype(0) == n.dtype) << "collective from " << dtype_name(input_dtype(0)) << " to "
+                                              << dtype_name(n.dtype);
   }
   if (n.op == Op::Iota) {
     INTERNAL_CHECK(n.axis >= 0 && n.axis < static_cast<int>(n.shape.size())) << "iota axis";

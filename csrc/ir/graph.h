@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/aten_call.h"
+#include "ir/collective.h"
 #include "ir/dtype.h"
 #include "ir/expr.h"
 #include "ir/ops.h"
@@ -46,6 +47,7 @@ struct Node {
   std::string name;         // Input: graph input name; Weight: FQN
   std::string origin;       // the aten node this came from, for messages and debug dumps
   std::shared_ptr<const AtenCall> aten_call;  // AtenCall
+  std::shared_ptr<const Collective> collective;  // Collective
 };
 
 // A symbol whose value comes from tensor data at run time, not from an input's shape: nonzero's

@@ -17,6 +17,7 @@ const char* group_kind_name(GroupKind kind) {
     case GroupKind::GroupedMatmul: return "grouped matmul";
     case GroupKind::Scatter: return "scatter";
     case GroupKind::AtenCall: return "aten call";
+    case GroupKind::Collective: return "collective";
     case GroupKind::Attention: return "attention";
     case GroupKind::Scan: return "scan";
   }
@@ -56,7 +57,7 @@ Partition initial_partition(const ir::Graph& graph) {
     for (size_t j = 0; j < node.inputs.size(); ++j) {
       p.users[node.inputs[j].node].push_back(static_cast<ir::NodeId>(i));
       const bool operand = node.op == Op::Matmul || node.op == Op::GroupedMatmul || node.op == Op::Scatter ||
-                           node.op == Op::AtenCall || ir::op_has(node.op, ir::kScan) ||
+                           node.op == Op::AtenCall || node.op == Op::Collective || ir::op_has(node.op, ir::kScan) ||
                            (node.op == Op::Gather && j == 0);
       if (operand) needs_buffer[node.inputs[j].node] = true;
     }
@@ -87,6 +88,7 @@ Partition initial_partition(const ir::Graph& graph) {
       case Op::GroupedMatmul: g.kind = GroupKind::GroupedMatmul; break;
       case Op::Scatter: g.kind = GroupKind::Scatter; break;
       case Op::AtenCall: g.kind = GroupKind::AtenCall; break;
+      case Op::Collective: g.kind = GroupKind::Collective; break;
       default:
         if (ir::op_has(node.op, ir::kReduction)) {
           g.kind = GroupKind::Row;
@@ -121,8 +123,19 @@ std::vector<int> topological_groups(const Partition& p) {
     for (int ug : next) ++pending[ug];
     successors[g] = std::move(next);
   }
-  // Ready groups by their first node, so the order stays close to the graph's.
-  auto later = [&](int a, int b) { return p.groups[a].nodes.front() > p.groups[b].nodes.front(); };
+  // Ready groups by rank (collectives, then the rest, then a collective's readers), then by their
+  // first node, so the order stays close to the graph's.
+  std::vector<int> rank(count, 1);
+  for (size_t g = 0; g < count; ++g) {
+    if (!p.groups[g].alive || p.groups[g].kind != GroupKind::Collective) continue;
+    for (int s : successors[g]) rank[s] = 2;
+  }
+  for (size_t g = 0; g < count; ++g)
+    if (p.groups[g].alive && p.groups[g].kind == GroupKind::Collective) rank[g] = 0;
+  auto later = [&](int a, int b) {
+    if (rank[a] != rank[b]) return rank[a] > rank[b];
+    return p.groups[a].nodes.front() > p.groups[b].nodes.front();
+  };
   std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
   for (size_t g = 0; g < count; ++g)
     if (p.groups[g].alive && pending[g] == 0) ready.push(static_cast<int>(g));

@@ -16,6 +16,7 @@ enum class GroupKind {
   GroupedMatmul,  // one BLAS product per expert, the groups read at run time
   Scatter,
   AtenCall,   // one op through the ATen fallback: never fused (a partition boundary)
+  Collective,  // one collective over a process group, issued asynchronously: never fused
   Attention,  // scaled dot-product attention as one pattern kernel (passes/attention.h)
   Scan,       // one CumSum as the scan pattern kernel: never fused
 };
@@ -48,7 +49,9 @@ struct Partition {
 Partition initial_partition(const ir::Graph& graph);
 
 // Live groups in an order where every group follows the groups it reads and the groups holding
-// the values of the data symbols it mentions.
+// the values of the data symbols it mentions. Among the groups ready at a point, collectives go
+// first and the readers of a collective's result last, so that the compute that does not need
+// a collective runs while it is in flight.
 std::vector<int> topological_groups(const Partition& partition);
 
 // Nodes of a group that something outside it reads (another group or a graph output).

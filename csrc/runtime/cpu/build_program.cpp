@@ -12,6 +12,7 @@
 #include "passes/legalize_matmul.h"
 #include "passes/pipeline.h"
 #include "runtime/aten_fallback.h"
+#include "runtime/collectives.h"
 #include "runtime/cpu/slot_table.h"
 
 namespace luminal::runtime::cpu {
@@ -48,6 +49,40 @@ std::vector<std::string> step_symbols(const ir::Graph& graph, const Step& step) 
   for (const ir::View* v : {&step.a, &step.b, &step.offs}) v->collect_symbols(names);
   if (step.scatter >= 0) ir::collect_symbols(graph.node(step.scatter), names);
   return names;
+}
+
+// `steps` with a CollectiveWait before the first step that reads each collective's result (at
+// the end for a result only the caller reads), so that the steps between run while it is in
+// flight.
+std::vector<Step> with_collective_waits(std::vector<Step> steps) {
+  std::vector<Step> out;
+  std::map<int, int> in_flight;  // result slot -> index in `out` of the collective writing it
+  auto wait_for = [&](std::map<int, int>::iterator it) {
+    const Step& started = out[it->second];
+    Step wait;
+    wait.kind = Step::Kind::CollectiveWait;
+    wait.collective = started.collective;
+    wait.waits_for = it->second;
+    wait.slots = started.slots;
+    wait.what = "wait for " + started.what;
+    in_flight.erase(it);
+    out.push_back(std::move(wait));
+  };
+  for (Step& step : steps) {
+    for (int slot : step.slots) {
+      auto it = in_flight.find(slot);
+      if (it != in_flight.end()) wait_for(it);
+    }
+    if (step.kind == Step::Kind::Collective) in_flight[step.slots.back()] = static_cast<int>(out.size());
+    out.push_back(std::move(step));
+  }
+  while (!in_flight.empty()) {
+    // In the order they were issued, as torch's program waits.
+    auto first = std::min_element(in_flight.begin(), in_flight.end(),
+                                  [](const auto& a, const auto& b) { return a.second < b.second; });
+    wait_for(first);
+  }
+  return out;
 }
 
 }  // namespace
@@ -102,6 +137,18 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       step.what = node.aten_call->full_name() + " (ATen fallback) from " + node.origin;
       program.steps.push_back(std::move(step));
       ++program.aten_calls;
+      continue;
+    }
+    if (group.kind == GroupKind::Collective) {
+      const ir::Node& node = graph.node(group.nodes[0]);
+      step.kind = Step::Kind::Collective;
+      step.collective = group.nodes[0];
+      step.slots = {program.slot_of_node[node.inputs[0].node], arena_slot(group.nodes[0])};
+      INTERNAL_CHECK(step.slots[0] >= 0) << "the collective reads %" << node.inputs[0].node << " which has no buffer";
+      step.what = node.collective->describe() + " from " + node.origin;
+      check_collective_group(*node.collective, node.origin);
+      program.steps.push_back(std::move(step));
+      ++program.collectives;
       continue;
     }
     if (group.kind == GroupKind::Matmul && !matmul_as_loop(graph, group.nodes[0])) {
@@ -177,6 +224,8 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     if (step.kind == Step::Kind::Kernel) launched.insert(step.kernel_name);
   program.unique_kernels = launched.size();
 
+  if (program.collectives > 0) program.steps = with_collective_waits(std::move(program.steps));
+
   // Liveness of arena slots: from the writing step to the last reading step.
   table.assign_lifetimes(program.steps);
   const int end = static_cast<int>(program.steps.size());
@@ -194,6 +243,11 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   }
   // Data symbols: the steps whose sizes mention one are planned when they run.
   program.symbol_reads = table.plan_data_symbols();
+  for (SymbolRead& read : program.symbol_reads) {
+    if (read.after_step < 0 || program.steps[read.after_step].kind != Step::Kind::Collective) continue;
+    for (size_t s = read.after_step + 1; s < program.steps.size(); ++s)
+      if (program.steps[s].waits_for == read.after_step) read.after_step = static_cast<int>(s);
+  }
   if (!program.symbol_reads.empty()) {
     const std::set<std::string> data_symbols = data_symbol_names(graph);
     for (Step& step : program.steps) step.late = mentions_any(step_symbols(graph, step), data_symbols);
@@ -222,6 +276,8 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       const char* kind = step.kind == Step::Kind::Gemm          ? "gemm   "
                          : step.kind == Step::Kind::GroupedGemm ? "grouped"
                          : step.kind == Step::Kind::AtenCall    ? "aten   "
+                         : step.kind == Step::Kind::Collective  ? "collective start"
+                         : step.kind == Step::Kind::CollectiveWait ? "collective wait "
                                                                 : "kernel ";
       stats << kind << step.kernel_name << "  " << step.what << "\n";
     }

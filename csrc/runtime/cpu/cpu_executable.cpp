@@ -50,27 +50,37 @@ void strided_copy(const std::byte* src, const std::vector<int64_t>& shape, const
   }
 }
 
-// Runs an AtenCall step: its inputs are its producers' buffers read through the edges' views,
-// its output its own contiguous slot.
-void run_aten_call_step(const ir::Graph& graph, const ir::Node& node, const Step& step, const std::vector<void*>& ptr,
+// Input i of a step that reads its inputs' buffers (slots[i]) through the edges' views.
+BufferRef input_view(const ir::Graph& graph, const ir::Node& node, size_t i, const Step& step,
+                     const std::vector<void*>& ptr, const ir::SymbolBindings& bindings) {
+  const ir::View& view = node.inputs[i].view;
+  BufferRef input;
+  input.dtype = graph.node(node.inputs[i].node).dtype;
+  input.data = static_cast<std::byte*>(ptr[step.slots[i]]) +
+               view.offset().evaluate(bindings) * static_cast<int64_t>(ir::dtype_size(input.dtype));
+  input.sizes = ir::evaluate_shape(view.shape(), bindings);
+  input.strides = ir::evaluate_shape(view.strides(), bindings);
+  return input;
+}
+
+// The step's own contiguous slot (its last), holding `node`.
+BufferRef output_buffer(const ir::Node& node, const Step& step, const std::vector<void*>& ptr,
                         const ir::SymbolBindings& bindings) {
-  std::vector<BufferRef> inputs;
-  for (size_t i = 0; i < node.inputs.size(); ++i) {
-    const ir::View& view = node.inputs[i].view;
-    BufferRef input;
-    input.dtype = graph.node(node.inputs[i].node).dtype;
-    input.data = static_cast<std::byte*>(ptr[step.slots[i]]) +
-                 view.offset().evaluate(bindings) * static_cast<int64_t>(ir::dtype_size(input.dtype));
-    input.sizes = ir::evaluate_shape(view.shape(), bindings);
-    input.strides = ir::evaluate_shape(view.strides(), bindings);
-    inputs.push_back(std::move(input));
-  }
   BufferRef output;
   output.dtype = node.dtype;
   output.data = ptr[step.slots.back()];
   output.sizes = ir::evaluate_shape(node.shape, bindings);
   output.strides = contiguous_strides(output.sizes);
-  run_aten_call(*node.aten_call, inputs, bindings, output);
+  return output;
+}
+
+// Runs an AtenCall step: its inputs are its producers' buffers read through the edges' views,
+// its output its own contiguous slot.
+void run_aten_call_step(const ir::Graph& graph, const ir::Node& node, const Step& step, const std::vector<void*>& ptr,
+                        const ir::SymbolBindings& bindings) {
+  std::vector<BufferRef> inputs;
+  for (size_t i = 0; i < node.inputs.size(); ++i) inputs.push_back(input_view(graph, node, i, step, ptr, bindings));
+  run_aten_call(*node.aten_call, inputs, bindings, output_buffer(node, step, ptr, bindings));
 }
 
 struct KernelTask {
@@ -364,7 +374,10 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
   const ir::SymbolBindings bindings = ir::bind_symbols(program_.graph, input_sizes);
   std::shared_ptr<const CallPlan> plan = plan_for(bindings);
   check_outputs(program_.graph, caller_outputs, plan->output_shapes);
-  if (search_.calls > 0 && !plan->searched) plan = searched_plan(plan, bindings, inputs, caller_outputs);
+  // No search with collectives: each rank would time its own number of calls, and every call
+  // issues collectives its peers must match.
+  if (search_.calls > 0 && !plan->searched && program_.collectives == 0)
+    plan = searched_plan(plan, bindings, inputs, caller_outputs);
   execute(*plan, bindings, inputs, caller_outputs, allocate_late, nullptr);
 }
 
@@ -454,6 +467,9 @@ void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindin
   };
   bind_symbols_after(-1);
   StepPlan late_plan;
+  // Destroyed before the arena and the late buffers: a collective still in flight when a step
+  // throws is waited for before its buffers can be reused.
+  std::vector<std::unique_ptr<InFlightCollective>> in_flight(program_.steps.size());
   for (size_t s = 0; s < program_.steps.size(); ++s) {
     const Step& step = program_.steps[s];
     for (int slot : step.slots) {
@@ -464,7 +480,7 @@ void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindin
     if (step.late) late_plan = plan_step(step, bindings);
     const StepPlan& sp = step.late ? late_plan : plan->steps[s];
     const auto start = std::chrono::steady_clock::now();
-    run_step(s, sp, ptr, bindings, arena, bytes_copied);
+    run_step(s, sp, ptr, bindings, arena, bytes_copied, in_flight);
     if (step_us) (*step_us)[s] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     bind_symbols_after(static_cast<int>(s));
   }
@@ -510,8 +526,21 @@ void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindin
 }
 
 void CpuExecutable::run_step(size_t index, const StepPlan& plan, const std::vector<void*>& ptr,
-                             const ir::SymbolBindings& bindings, Arena& arena, int64_t& bytes_copied) const {
+                             const ir::SymbolBindings& bindings, Arena& arena, int64_t& bytes_copied,
+                             std::vector<std::unique_ptr<InFlightCollective>>& in_flight) const {
   const Step& step = program_.steps[index];
+  if (step.kind == Step::Kind::Collective) {
+    const ir::Node& node = program_.graph.node(step.collective);
+    in_flight[index] = start_collective(*node.collective, input_view(program_.graph, node, 0, step, ptr, bindings),
+                                        output_buffer(node, step, ptr, bindings), bindings);
+    return;
+  }
+  if (step.kind == Step::Kind::CollectiveWait) {
+    std::unique_ptr<InFlightCollective> pending = std::move(in_flight[static_cast<size_t>(step.waits_for)]);
+    INTERNAL_CHECK(pending != nullptr) << "waiting for a collective that was not issued: " << step.what;
+    pending->wait();
+    return;
+  }
   if (step.kind == Step::Kind::Gemm) {
     pool_.rest();
     if (plan.matmul_through_aten) {

@@ -21,6 +21,7 @@
 #include "runtime/cpu/arena_pool.h"
 #include "runtime/cpu/in_place_scatter.h"
 #include "runtime/cpu/program.h"
+#include "runtime/collectives.h"
 #include "runtime/cpu/thread_pool.h"
 #include "runtime/runtime.h"
 
@@ -65,8 +66,10 @@ class CpuExecutable final : public Executable {
   void execute(const CallPlan& plan, ir::SymbolBindings bindings, const std::vector<BufferRef>& inputs,
                const std::vector<BufferRef>& outputs, const LateOutputAllocator& allocate_late,
                std::vector<double>* step_us) const;
+  // `in_flight` holds the call's issued collectives by step, until their wait steps.
   void run_step(size_t index, const StepPlan& plan, const std::vector<void*>& ptr, const ir::SymbolBindings& bindings,
-                Arena& arena, int64_t& bytes_copied) const;
+                Arena& arena, int64_t& bytes_copied,
+                std::vector<std::unique_ptr<InFlightCollective>>& in_flight) const;
   // A Gemm step through ATen's matmul (the ATen fallback's executor), writing the step's output.
   void aten_matmul(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
                    const ir::SymbolBindings& bindings) const;

@@ -31,7 +31,7 @@ struct KernelVariant {
 };
 
 struct Step {
-  enum class Kind { Kernel, Gemm, GroupedGemm, AtenCall } kind = Kind::Kernel;
+  enum class Kind { Kernel, Gemm, GroupedGemm, AtenCall, Collective, CollectiveWait } kind = Kind::Kernel;
   std::string what;  // for error messages: the kernel label and the aten op it came from
   // Kernel
   std::string kernel_name;
@@ -49,6 +49,11 @@ struct Step {
   ir::View a, b, offs;
   // AtenCall: the node run through the ATen fallback; slots are its inputs' then its own.
   ir::NodeId aten_call = -1;
+  // Collective: the node whose collective the step issues; slots are its input's then its own.
+  // CollectiveWait: waits for the collective step `waits_for` (same node, same slots, so that
+  // the input stays allocated until then), placed before the first step reading its result.
+  ir::NodeId collective = -1;
+  int waits_for = -1;
   // Its sizes mention a data symbol: what the call plan holds for other steps (symbol values,
   // work items, BLAS layouts) is computed when the step runs.
   bool late = false;
@@ -85,6 +90,7 @@ struct Program {
   size_t unique_kernels = 0;  // distinct generated functions
   size_t fused_nodes = 0;     // IR nodes computed inside generated kernels
   size_t aten_calls = 0;      // steps run through the ATen fallback
+  size_t collectives = 0;     // collectives issued per run
   size_t attention_kernels = 0;  // attention pattern kernel launches per run
   JitStats jit;
 };

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "ir/bind_symbols.h"
 #include "runtime/aten_fallback.h"
+#include "runtime/collectives.h"
 #include "runtime/buffer_layout.h"
 #include "runtime/call_stream.h"
 #include "runtime/kernel_status.h"
@@ -401,6 +402,14 @@ void CudaExecutable::run_host_step(size_t s, RunState& state, CUstream stream) c
                         contiguous_strides(shape), ordinal};
     // torch enqueues the op on its current stream, which is this call's stream.
     run_aten_call(*node.aten_call, inputs, state.bindings, out);
+    return;
+  }
+  if (step.kind == ProgramStep::Kind::Collective) {
+    const BufferRef input = buffer(state.ptr[step.slots[0]], node.inputs[0].view, graph.node(node.inputs[0].node).dtype);
+    const std::vector<int64_t> shape = ir::evaluate_shape(node.shape, state.bindings);
+    const BufferRef out{reinterpret_cast<void*>(state.ptr[step.slots.back()]), node.dtype, shape,
+                        contiguous_strides(shape), ordinal};
+    start_collective(*node.collective, input, out, state.bindings)->wait();
     return;
   }
   // GroupedGemm: the group ends are read back, then one product per group with rows.

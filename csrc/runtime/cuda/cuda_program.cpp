@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "runtime/collectives.h"
 #include "runtime/cpu/slot_table.h"
 
 namespace luminal::runtime::cuda {
@@ -20,6 +21,7 @@ ProgramStep::Kind library_kind(const ir::Node& node, const std::string& what) {
     case ir::Op::Matmul: return ProgramStep::Kind::Gemm;
     case ir::Op::GroupedMatmul: return ProgramStep::Kind::GroupedGemm;
     case ir::Op::AtenCall: return ProgramStep::Kind::AtenCall;
+    case ir::Op::Collective: return ProgramStep::Kind::Collective;
     default: INTERNAL_ERROR() << "the CUDA runtime has no library call for " << what;
   }
   return ProgramStep::Kind::AtenCall;
@@ -136,6 +138,7 @@ CudaProgram build_cuda_program(const ir::Graph& input_graph, passes::PassContext
       }
       step.host = step.kind != ProgramStep::Kind::Gemm;
       if (step.kind == ProgramStep::Kind::AtenCall) ++program.aten_calls;
+      if (step.kind == ProgramStep::Kind::Collective) check_collective_group(*node.collective, node.origin);
     }
     program.steps.push_back(std::move(step));
   }

@@ -23,12 +23,13 @@ using cpu::SymbolRead;
 struct ProgramStep {
   // Kernel: a generated kernel (plan.steps[plan_step].cuda); Gemm: cuBLASLt; GroupedGemm: one
   // cuBLASLt product per expert (group sizes read back to the host); AtenCall: the ATen
-  // fallback on the caller's stream.
-  enum class Kind { Kernel, Gemm, GroupedGemm, AtenCall } kind = Kind::Kernel;
+  // fallback on the caller's stream; Collective: a collective through torch's process group
+  // (NCCL for CUDA tensors), issued and waited for at once, ordered on the caller's stream.
+  enum class Kind { Kernel, Gemm, GroupedGemm, AtenCall, Collective } kind = Kind::Kernel;
   size_t plan_step = 0;
   std::vector<int> slots;  // Kernel: one per param; Gemm: a, b, out (, bias); GroupedGemm: a, b,
                            // offs, out; AtenCall: its inputs', then its own
-  ir::NodeId node = -1;     // Gemm, GroupedGemm, AtenCall: the Matmul, GroupedMatmul or AtenCall node
+  ir::NodeId node = -1;     // Gemm, GroupedGemm, AtenCall, Collective: the node it computes
   // Gemm with cuBLASLt's bias epilogue: the Add node it computes (out = a x b + bias, bias a
   // vector over the last dim read through bias_view, slots[3]); -1 for a plain product.
   ir::NodeId bias_add = -1;

@@ -43,5 +43,6 @@ Kernel gather_kernel(const ir::Graph& graph, const ir::Node& node);
 Kernel scatter_kernel(const ir::Graph& graph, const ir::Node& node);
 Kernel scan_kernel(const ir::Graph& graph, const ir::Node& node);  // CumSum
 Kernel aten_call_kernel(const ir::Graph& graph, const ir::Node& node);  // through the ATen fallback
+Kernel collective_kernel(const ir::Node& node);  // through torch.distributed (runtime/collectives.h)
 
 }  // namespace luminal::runtime::reference

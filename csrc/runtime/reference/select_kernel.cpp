@@ -15,6 +15,7 @@ Kernel select_kernel(const ir::Graph& graph, const ir::Node& node) {
     case Op::Gather: return gather_kernel(graph, node);
     case Op::Scatter: return scatter_kernel(graph, node);
     case Op::AtenCall: return aten_call_kernel(graph, node);
+    case Op::Collective: return collective_kernel(node);
     default: break;
   }
   if (ir::op_has(node.op, ir::kElementwise)) return elementwise_kernel(graph, node);

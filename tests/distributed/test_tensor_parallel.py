@@ -1,0 +1,89 @@
+"""transformers' tensor parallelism (tp_plan="auto") compiled by luminal on 2 processes: prefill
+and StaticCache greedy decode give one-process eager's tokens, with one compile per rank for all
+decode steps and each rank's KV cache updated in place."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from ranks import run_ranks
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "models"))
+from families import DECODERS, MAX_CACHE_LEN, MOE, VOCAB  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not built in")
+
+PROMPT_LEN = 5
+DECODE_STEPS = 16
+FAMILIES = {"llama": DECODERS["llama"], "qwen3": DECODERS["qwen3"], "qwen3_moe": MOE["qwen3_moe"]}
+
+
+def _decode(model, prompt: torch.Tensor, steps: int) -> tuple[list[int], torch.Tensor, bool]:
+    """Greedy tokens after a batched prefill, the last step's logits, and whether the decode
+    steps kept the cache in the tensors the prefill filled."""
+    from transformers import StaticCache
+
+    cache = StaticCache(config=model.config, max_cache_len=MAX_CACHE_LEN)
+    logits = model(input_ids=prompt, past_key_values=cache, use_cache=True).logits[:, -1]
+    tokens = [int(logits.argmax(-1))]
+    pointers = [t.data_ptr() for layer in cache.layers for t in (layer.keys, layer.values)]
+    for step in range(steps):
+        position = PROMPT_LEN + step
+        logits = model(
+            input_ids=torch.tensor([[tokens[-1]]]),
+            past_key_values=cache,
+            use_cache=True,
+            position_ids=torch.tensor([[position]]),
+            cache_position=torch.tensor([position]),
+        ).logits[:, -1]
+        tokens.append(int(logits.argmax(-1)))
+    return tokens, logits, pointers == [t.data_ptr() for layer in cache.layers for t in (layer.keys, layer.values)]
+
+
+def _tp_decode(rank: int, world: int, path: str) -> dict:
+    import luminal
+    from transformers import AutoModelForCausalLM
+
+    compiles = []
+
+    def backend(gm, example_inputs):
+        model = luminal.luminal_backend(gm, example_inputs)
+        compiles.append(model)
+        return model
+
+    prompt = torch.randint(0, VOCAB, (1, PROMPT_LEN), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        one_process = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+        expected, expected_logits, _ = _decode(one_process, prompt, DECODE_STEPS)
+        sharded = AutoModelForCausalLM.from_pretrained(path, tp_plan="auto", dtype=torch.float32).eval()
+        compiled = torch.compile(sharded, backend=backend)
+        tokens, logits, cache_in_place = _decode(compiled, prompt, DECODE_STEPS)
+    return {
+        "tokens_equal": tokens == expected,
+        "tokens": (tokens, expected),
+        "logits_error": (logits - expected_logits).abs().max().item(),
+        "compiles": len(compiles),
+        "fallback_ops": sorted({op for m in compiles for op in m.stats["fallback_ops"]}),
+        "collectives": sum(m.stats.get("collectives", 0) for m in compiles),
+        "cache_in_place": cache_in_place,
+        "bytes_copied_last_decode": compiles[-1].stats["bytes_copied_last_run"],
+    }
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_tp_plan_auto_decode_equals_one_process_eager(family, tmp_path):
+    torch.manual_seed(0)
+    FAMILIES[family]().save_pretrained(tmp_path)
+    for result in run_ranks(_tp_decode, str(tmp_path), timeout_s=600):
+        assert result["tokens_equal"], result["tokens"]
+        assert result["logits_error"] < 1e-3, result
+        # One graph for the prefill and one for every decode step.
+        assert result["compiles"] == 2, result
+        assert result["fallback_ops"] == [], result
+        assert result["collectives"] > 0, result
+        assert result["cache_in_place"], result
