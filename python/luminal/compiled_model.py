@@ -9,7 +9,7 @@ from typing import Any, Callable
 import torch
 
 from . import _C
-from .export import PythonOutputs, size_carrier
+from .export import PythonOutputs, local_tensor, size_carrier
 
 
 @dataclass
@@ -38,6 +38,7 @@ class BoundProgram:
 
     def rebind_moved(self, name: str, tensor: torch.Tensor) -> None:
         """Re-binds a weight whose storage was replaced (`p.data = ...`): never read stale."""
+        tensor = local_tensor(tensor)
         if tensor.data_ptr() != self.weight_ptrs[name]:
             self.program.rebind_weight(name, tensor)
             self.weights[name] = tensor

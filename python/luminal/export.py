@@ -8,6 +8,7 @@ tensors to the core by pointer: weights are never copied into the archive.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import io
 import linecache
@@ -104,6 +105,77 @@ def _is_weight(node: torch.fx.Node, value: Any) -> bool:
 
 def _is_sym_scalar(value: Any) -> bool:
     return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
+@functools.cache
+def _dtensor_class() -> type | None:
+    if not torch.distributed.is_available():
+        return None
+    from torch.distributed.tensor import DTensor
+
+    return DTensor
+
+
+def is_dtensor(value: Any) -> bool:
+    """A torch.distributed DTensor (a tensor-parallel model's sharded parameter)."""
+    cls = _dtensor_class()
+    return cls is not None and isinstance(value, cls)
+
+
+def holds_distributed_state(args: list[Any]) -> bool:
+    """Whether a graph's inputs include a DTensor or an object that is no tensor or number (a
+    DeviceMesh, a process group): a tensor-parallel model's graph."""
+    plain = (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)
+    return any(is_dtensor(a) or not isinstance(a, plain) for a in args)
+
+
+def local_tensor(value: torch.Tensor) -> torch.Tensor:
+    """The tensor whose memory luminal binds: a DTensor's local shard, any other tensor itself."""
+    return value.to_local() if is_dtensor(value) else value
+
+
+def _bind_constant(gm: torch.fx.GraphModule, node: torch.fx.Node, name: str, value: Any) -> torch.fx.Node:
+    """A get_attr of `value`, stored on gm as `name`, before `node`."""
+    setattr(gm, name, value)
+    with gm.graph.inserting_before(node):
+        return gm.graph.get_attr(name)
+
+
+def _bind_opaque(gm: torch.fx.GraphModule, node: torch.fx.Node, value: Any) -> None:
+    """A non-tensor graph input (a DeviceMesh or process group a tensor-parallel model closes
+    over) becomes a constant of the graph: export traces through it and the archive holds what
+    it resolved to (a process group's name). Dynamo guards on the object, so a call with another
+    one compiles again."""
+    attr = _bind_constant(gm, node, f"_opaque_{node.name}", value)
+    node.replace_all_uses_with(attr)
+    gm.graph.erase_node(node)
+
+
+def _dtensor_weight(gm: torch.fx.GraphModule, node: torch.fx.Node, name: str, value: Any) -> torch.nn.Parameter | torch.Tensor:
+    """A sharded parameter: its local shard is the weight bound by pointer, and the graph
+    rebuilds the DTensor from it (from_local with the parameter's mesh, placements and global
+    shape), so export traces the redistributions it takes part in into functional collectives."""
+    from torch.distributed.tensor import DTensor
+
+    local = value.to_local()
+    shard = torch.nn.Parameter(local, requires_grad=False) if isinstance(value, torch.nn.Parameter) else local
+    if isinstance(shard, torch.nn.Parameter):
+        gm.register_parameter(name, shard)
+    else:
+        gm.register_buffer(name, shard)
+    with gm.graph.inserting_before(node):
+        attr = gm.graph.get_attr(name)
+    mesh = _bind_constant(gm, node, f"{name}_mesh", value.device_mesh)
+    with gm.graph.inserting_before(node):
+        rebuilt = gm.graph.call_function(
+            DTensor.from_local,
+            (attr, mesh, tuple(value.placements)),
+            {"run_check": False, "shape": tuple(value.shape), "stride": tuple(value.stride())},
+        )
+    rebuilt.meta = dict(node.meta)
+    node.replace_all_uses_with(rebuilt)
+    gm.graph.erase_node(node)
+    return shard
 
 
 # Set on a placeholder whose every use was replaced by its specialised value: it is no input.
@@ -234,6 +306,9 @@ def _internalise(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[E
     for position, (node, value) in enumerate(zip(placeholders, example_inputs)):
         if node.meta.get(SPECIALISED):
             gm.graph.erase_node(node)  # its value is in the graph; dynamo guards on it
+        elif _is_weight(node, value) and is_dtensor(value):
+            result.weight_positions[position] = node.name
+            result.weights[node.name] = _dtensor_weight(gm, node, node.name, value)
         elif _is_weight(node, value):
             name = node.name
             if isinstance(value, torch.nn.Parameter):
@@ -267,13 +342,16 @@ def _internalise(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[E
             node.replace_all_uses_with(size)
             gm.graph.erase_node(node)
             result.symint_positions.append(position)
+        elif is_dtensor(value):
+            raise UnsupportedError(
+                f"graph input {node.name!r} is a DTensor that is not a parameter or buffer of the model; "
+                "luminal binds sharded weights, and takes activations as local tensors (DTensor.to_local())"
+            )
         elif isinstance(value, torch.Tensor):
             result.user_input_positions.append(position)
             user_inputs.append(value)
         else:
-            raise UnsupportedError(
-                f"graph input {node.name!r} is a {type(value).__name__}; luminal takes tensors and symbolic sizes"
-            )
+            _bind_opaque(gm, node, value)
     gm.graph.lint()
     gm.recompile()
     return result, user_inputs
@@ -506,13 +584,23 @@ def export_graph(
     _apply_scalar_values(gm, scalar_values or {})
     python_outputs, item_outputs = _split_sym_outputs(gm)
     _check_attention_shapes(gm)
+    traces_dtensors = holds_distributed_state(args)
     exported, user_inputs = _internalise(gm, args)
     exported.python_outputs = python_outputs
     exported.item_outputs = item_outputs
     dynamic_shapes = _dynamic_shapes(gm)
     with _export_caches_released():
         try:
-            ep = torch.export.export(gm, tuple(user_inputs), dynamic_shapes=dynamic_shapes, **_export_kwargs())
+            if traces_dtensors:
+                # Below autograd (no pre-dispatch IR): a DTensor the graph builds dispatches to
+                # its local ops and functional collectives as it is traced, where pre-dispatch
+                # tracing would record DTensor's own autograd.Functions, whose arguments
+                # (DTensorSpec) no graph can hold.
+                ep = torch.export._trace._export(
+                    gm, tuple(user_inputs), dynamic_shapes=dynamic_shapes, pre_dispatch=False, **_export_kwargs()
+                )
+            else:
+                ep = torch.export.export(gm, tuple(user_inputs), dynamic_shapes=dynamic_shapes, **_export_kwargs())
             ep = ep.run_decompositions(decomposition_table())
         except Exception as error:  # export raises many types; surface them as one, with the cause
             raise UnsupportedError(f"torch.export could not export the graph luminal was given: {error}") from error

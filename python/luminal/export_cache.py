@@ -24,7 +24,7 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
-from .export import ExportedGraph, attribute_tensor
+from .export import ExportedGraph, attribute_tensor, holds_distributed_state
 
 log = logging.getLogger("luminal")
 
@@ -80,6 +80,8 @@ def cache_key(gm: torch.fx.GraphModule, args: list[Any], scalar_values: dict[str
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(args):
         return None
+    if holds_distributed_state(args):
+        return None  # the archive names this process's groups, which the key cannot tell apart
     for node, value in zip(placeholders, args):
         digest.update(f"{node.name}|{_describe_value(node, value)}\n".encode())
     for node in gm.graph.nodes:

@@ -193,3 +193,23 @@ def test_a_peer_that_leaves_is_an_error_not_a_hang():
     message, left = run_ranks(_peer_leaves, pg_timeout_s=10, timeout_s=120)
     assert left == "left"
     assert "all_reduce" in message and "failed" in message, message
+
+
+def _world_changes(rank: int, world: int) -> str:
+    gather = _compile(lambda x: fc.all_gather_tensor(x, 0, dist.group.WORLD) * 2)
+    x = torch.full((2,), float(rank))
+    assert gather(x).shape == (4,)
+    dist.destroy_process_group()
+    # The same process, now alone in a group of one.
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        out = gather(x)
+    except luminal.errors.UserError as e:
+        return f"error: {e}"
+    eager = fc.all_gather_tensor(x, 0, dist.group.WORLD) * 2
+    return "recompiled" if torch.equal(out, eager) else f"wrong: {out} vs {eager}"
+
+
+def test_a_group_that_changed_size_recompiles_or_is_a_clear_error():
+    for result in run_ranks(_world_changes):
+        assert result == "recompiled" or ("group" in result and result.startswith("error")), result

@@ -87,3 +87,77 @@ def test_tp_plan_auto_decode_equals_one_process_eager(family, tmp_path):
         assert result["fallback_ops"] == [], result
         assert result["collectives"] > 0, result
         assert result["cache_in_place"], result
+
+
+# ---- torch's own tensor parallelism on a transformer block ----
+
+
+class Block(torch.nn.Module):
+    """Pre-norm attention-free block: the parallel styles' three placements in one module."""
+
+    def __init__(self, hidden: int = 32, ffn: int = 64) -> None:
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(hidden)
+        self.up = torch.nn.Linear(hidden, ffn)
+        self.down = torch.nn.Linear(ffn, hidden)
+        self.out = torch.nn.Linear(hidden, hidden, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.down(torch.nn.functional.gelu(self.up(self.norm(x))))
+        return self.out(x)
+
+
+def _parallelize_module(rank: int, world: int, sequence_parallel: bool) -> dict:
+    import luminal
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        RowwiseParallel,
+        SequenceParallel,
+        parallelize_module,
+    )
+    from torch.distributed.tensor import Replicate, Shard
+
+    torch.manual_seed(0)
+    block = Block().eval()
+    x = torch.randn(2, 8, 32)
+    with torch.no_grad():
+        expected = block(x)
+        mesh = init_device_mesh("cpu", (world,))
+        plan = {"up": ColwiseParallel(), "down": RowwiseParallel(), "out": ColwiseParallel(output_layouts=Replicate())}
+        if sequence_parallel:
+            # The norm runs on this rank's half of the sequence; `up` gathers it.
+            plan["norm"] = SequenceParallel()
+            plan["up"] = ColwiseParallel(input_layouts=Shard(1))
+            plan["down"] = RowwiseParallel(output_layouts=Shard(1))
+            plan["out"] = ColwiseParallel(input_layouts=Shard(1), output_layouts=Replicate())
+        parallelize_module(block, mesh, plan)
+        compiles = []
+
+        def backend(gm, example_inputs):
+            model = luminal.luminal_backend(gm, example_inputs)
+            compiles.append(model)
+            return model
+
+        compiled = torch.compile(block, backend=backend)
+        local_x = x.chunk(world, dim=1)[rank] if sequence_parallel else x
+        actual = compiled(local_x)
+        eager = block(local_x)
+    actual = actual.full_tensor() if hasattr(actual, "full_tensor") else actual
+    eager = eager.full_tensor() if hasattr(eager, "full_tensor") else eager
+    return {
+        "error": (actual - expected).abs().max().item(),
+        "eager_error": (eager - expected).abs().max().item(),
+        "compiles": len(compiles),
+        "fallback_ops": sorted({op for m in compiles for op in m.stats["fallback_ops"]}),
+        "collectives": sum(m.stats["collectives"] for m in compiles),
+    }
+
+
+@pytest.mark.parametrize("sequence_parallel", [False, True], ids=["colwise-rowwise", "sequence-parallel"])
+def test_parallelize_module_block_equals_one_process_eager(sequence_parallel):
+    for result in run_ranks(_parallelize_module, sequence_parallel):
+        assert result["eager_error"] < 1e-4, result  # the plan itself is right
+        assert result["error"] < 1e-4, result
+        assert result["compiles"] == 1 and result["fallback_ops"] == [], result
+        assert result["collectives"] > 0, result
