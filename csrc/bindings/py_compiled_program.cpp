@@ -170,6 +170,7 @@ class PyCompiledProgram {
     // The runtime's copies plus ours into a caller tensor whose layout the runtime cannot write.
     d["bytes_copied_last_run"] = compiled_->executable->last_run_stats().bytes_copied + last_copy_back_bytes_.load();
     d["bytes_copied_total"] = bytes_copied_total_.load();
+    d["collective_wait_ms_last_run"] = static_cast<double>(compiled_->executable->last_run_stats().collective_wait_ns) / 1e6;
     d["run_count"] = run_count_.load();
     return d;
   }

@@ -40,6 +40,8 @@ struct RunStats {
   // Scatter's copy of the caller buffer it updates plus the elements it writes, results copied
   // into the caller's output buffers (a kernel computing straight into one copies nothing).
   int64_t bytes_copied = 0;
+  // Time the call spent blocked in collective waits: the communication no compute hid.
+  int64_t collective_wait_ns = 0;
 };
 
 // Each graph output's shape for one call, or nullopt for an output whose shape mentions a data

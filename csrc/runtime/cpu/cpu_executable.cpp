@@ -470,6 +470,7 @@ void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindin
   // Destroyed before the arena and the late buffers: a collective still in flight when a step
   // throws is waited for before its buffers can be reused.
   std::vector<std::unique_ptr<InFlightCollective>> in_flight(program_.steps.size());
+  int64_t collective_wait_ns = 0;
   for (size_t s = 0; s < program_.steps.size(); ++s) {
     const Step& step = program_.steps[s];
     for (int slot : step.slots) {
@@ -481,7 +482,10 @@ void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindin
     const StepPlan& sp = step.late ? late_plan : plan->steps[s];
     const auto start = std::chrono::steady_clock::now();
     run_step(s, sp, ptr, bindings, arena, bytes_copied, in_flight);
-    if (step_us) (*step_us)[s] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    const auto end = std::chrono::steady_clock::now();
+    if (step_us) (*step_us)[s] = std::chrono::duration<double, std::micro>(end - start).count();
+    if (step.kind == Step::Kind::CollectiveWait)
+      collective_wait_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count();
     bind_symbols_after(static_cast<int>(s));
   }
 
@@ -523,6 +527,7 @@ void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindin
     bytes_copied += byte_count(outputs[k].sizes, outputs[k].dtype);
   }
   last_bytes_copied_.store(bytes_copied);
+  last_collective_wait_ns_.store(collective_wait_ns);
 }
 
 void CpuExecutable::run_step(size_t index, const StepPlan& plan, const std::vector<void*>& ptr,

@@ -46,7 +46,9 @@ class CpuExecutable final : public Executable {
   void run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs,
            const LateOutputAllocator& allocate_late) const override;
   void rebind_weight(const std::string& name, const BufferRef& buffer) override;
-  RunStats last_run_stats() const override { return RunStats{last_bytes_copied_.load()}; }
+  RunStats last_run_stats() const override {
+    return RunStats{last_bytes_copied_.load(), last_collective_wait_ns_.load()};
+  }
 
   const Program& program() const { return program_; }
 
@@ -85,6 +87,7 @@ class CpuExecutable final : public Executable {
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const CallPlan>> plans_;
   std::shared_ptr<ArenaPool> arenas_ = ArenaPool::shared();
   mutable std::atomic<int64_t> last_bytes_copied_{0};
+  mutable std::atomic<int64_t> last_collective_wait_ns_{0};
 };
 
 }  // namespace luminal::runtime::cpu
