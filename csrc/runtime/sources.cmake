@@ -18,4 +18,5 @@ target_sources(luminal_core PRIVATE
   csrc/runtime/reference/scan.cpp
   csrc/runtime/reference/select_kernel.cpp
   csrc/runtime/reference/strided.cpp
+  csrc/runtime/shared_memory_group.cpp
 )

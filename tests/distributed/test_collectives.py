@@ -69,7 +69,11 @@ def _cases(rank: int, world: int):
     f = torch.randn(6, 4, generator=g)
     i = torch.randint(-50, 50, (8, 3), generator=g)
     b = torch.randn(4, 6, generator=g).to(torch.bfloat16)
+    big = torch.randn(600, 600, generator=g)  # 1.4 MB: more than a shared-memory slot, so through gloo
     return {
+        "all_reduce_large": (lambda x: fc.all_reduce(x, "sum", group) + 1, big),
+        "all_gather_large": (lambda x: fc.all_gather_tensor(x.t(), 0, group), big),
+        "all_reduce_f16_min": (lambda x: fc.all_reduce(x.half(), "min", group), f),
         "all_reduce_f32": (lambda x: fc.all_reduce(x * 2, "sum", group), f),
         "all_reduce_i64_max": (lambda x: fc.all_reduce(x + 1, "max", group), i),
         "all_reduce_noncontiguous": (lambda x: fc.all_reduce(x.t(), "sum", group) - 1, f),
