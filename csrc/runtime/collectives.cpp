@@ -26,7 +26,13 @@ std::unique_ptr<InFlightCollective> start_collective(const ir::Collective& colle
 }
 
 void check_collective_group(const ir::Collective& collective, const std::string& origin) {
-  const int64_t size = executor_for(collective).group_size(collective.group_name);
+  int64_t size = 0;
+  try {
+    size = executor_for(collective).group_size(collective.group_name);
+  } catch (Error& e) {
+    e.add_context(collective.describe() + " (" + origin + ")");
+    throw;
+  }
   USER_CHECK(collective.group_size == 0 || collective.group_size == size)
       << collective.describe() << " (" << origin << ") was traced for a group of " << collective.group_size
       << " ranks, but that group has " << size

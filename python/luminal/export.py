@@ -137,7 +137,10 @@ def local_tensor(value: torch.Tensor) -> torch.Tensor:
 def _bind_constant(gm: torch.fx.GraphModule, node: torch.fx.Node, name: str, value: Any) -> torch.fx.Node:
     """A get_attr of `value`, stored on gm as `name`, before `node`."""
     setattr(gm, name, value)
-    with gm.graph.inserting_before(node):
+    with gm.graph.inserting_before(node), warnings.catch_warnings():
+        # FX expects get_attr to read a module, parameter or buffer; a constant object is fine
+        # for export, which reads it while it traces.
+        warnings.filterwarnings("ignore", message="Attempted to insert a get_attr Node")
         return gm.graph.get_attr(name)
 
 

@@ -217,3 +217,14 @@ def _world_changes(rank: int, world: int) -> str:
 def test_a_group_that_changed_size_recompiles_or_is_a_clear_error():
     for result in run_ranks(_world_changes):
         assert result == "recompiled" or ("group" in result and result.startswith("error")), result
+
+
+def test_a_collective_without_a_process_group_is_a_clear_error():
+    assert not dist.is_initialized()
+
+    def fn(x):
+        reduced = torch.ops._c10d_functional.all_reduce(x * 2, "sum", "0")
+        return torch.ops._c10d_functional.wait_tensor(reduced) + 1
+
+    with pytest.raises(luminal.errors.UserError, match=r"all_reduce on group '0'.*no process group named '0'"):
+        _compile(fn)(torch.ones(3))
