@@ -62,6 +62,19 @@ void check_dim0(const NodeArgs& args, const Tensor& input, const Tensor& result,
       << shape_to_string(result.shape()) << " do not match a group of " << group_size << " ranks";
 }
 
+// all_gather_into_tensor and reduce_scatter_tensor: dim 0 of the result is the input's times,
+// or divided by, the group size.
+void translate_resizing(NodeArgs& args, Kind kind) {
+  auto c = std::make_shared<ir::Collective>();
+  c->kind = kind;
+  if (kind == Kind::ReduceScatter) c->reduce_op = reduce_op_of(args);
+  c->group_size = args.integer("group_size");
+  const Tensor input = args.tensor("input");
+  const Tensor out = collective(args, input, c);
+  check_dim0(args, input, out, c->group_size, kind == Kind::AllGather);
+  args.set_output(0, out);
+}
+
 }  // namespace
 
 void translate_c10d_all_reduce(NodeArgs& args) {
@@ -101,26 +114,9 @@ void translate_c10d_all_reduce_coalesced(NodeArgs& args) {
   args.set_outputs(0, results);
 }
 
-void translate_c10d_all_gather_into_tensor(NodeArgs& args) {
-  auto c = std::make_shared<ir::Collective>();
-  c->kind = Kind::AllGather;
-  c->group_size = args.integer("group_size");
-  const Tensor input = args.tensor("input");
-  const Tensor out = collective(args, input, c);
-  check_dim0(args, input, out, c->group_size, true);
-  args.set_output(0, out);
-}
+void translate_c10d_all_gather_into_tensor(NodeArgs& args) { translate_resizing(args, Kind::AllGather); }
 
-void translate_c10d_reduce_scatter_tensor(NodeArgs& args) {
-  auto c = std::make_shared<ir::Collective>();
-  c->kind = Kind::ReduceScatter;
-  c->reduce_op = reduce_op_of(args);
-  c->group_size = args.integer("group_size");
-  const Tensor input = args.tensor("input");
-  const Tensor out = collective(args, input, c);
-  check_dim0(args, input, out, c->group_size, false);
-  args.set_output(0, out);
-}
+void translate_c10d_reduce_scatter_tensor(NodeArgs& args) { translate_resizing(args, Kind::ReduceScatter); }
 
 void translate_c10d_all_to_all_single(NodeArgs& args) {
   auto c = std::make_shared<ir::Collective>();

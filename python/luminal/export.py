@@ -134,6 +134,16 @@ def local_tensor(value: torch.Tensor) -> torch.Tensor:
     return value.to_local() if is_dtensor(value) else value
 
 
+def _register_state(gm: torch.fx.GraphModule, node: torch.fx.Node, name: str, value: torch.Tensor) -> torch.fx.Node:
+    """`value` registered on gm as parameter or buffer `name`, and a get_attr of it before `node`."""
+    if isinstance(value, torch.nn.Parameter):
+        gm.register_parameter(name, value)
+    else:
+        gm.register_buffer(name, value)
+    with gm.graph.inserting_before(node):
+        return gm.graph.get_attr(name)
+
+
 def _bind_constant(gm: torch.fx.GraphModule, node: torch.fx.Node, name: str, value: Any) -> torch.fx.Node:
     """A get_attr of `value`, stored on gm as `name`, before `node`."""
     setattr(gm, name, value)
@@ -162,12 +172,7 @@ def _dtensor_weight(gm: torch.fx.GraphModule, node: torch.fx.Node, name: str, va
 
     local = value.to_local()
     shard = torch.nn.Parameter(local, requires_grad=False) if isinstance(value, torch.nn.Parameter) else local
-    if isinstance(shard, torch.nn.Parameter):
-        gm.register_parameter(name, shard)
-    else:
-        gm.register_buffer(name, shard)
-    with gm.graph.inserting_before(node):
-        attr = gm.graph.get_attr(name)
+    attr = _register_state(gm, node, name, shard)
     mesh = _bind_constant(gm, node, f"{name}_mesh", value.device_mesh)
     with gm.graph.inserting_before(node):
         rebuilt = gm.graph.call_function(
@@ -314,12 +319,7 @@ def _internalise(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[E
             result.weights[node.name] = _dtensor_weight(gm, node, node.name, value)
         elif _is_weight(node, value):
             name = node.name
-            if isinstance(value, torch.nn.Parameter):
-                gm.register_parameter(name, value)
-            else:
-                gm.register_buffer(name, value)
-            with gm.graph.inserting_before(node):
-                attr = gm.graph.get_attr(name)
+            attr = _register_state(gm, node, name, value)
             attr.meta = dict(node.meta)
             node.replace_all_uses_with(attr)
             gm.graph.erase_node(node)

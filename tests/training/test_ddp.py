@@ -5,16 +5,11 @@ of one eager process on the whole batch. Bounded in time; the processes are alwa
 
 from __future__ import annotations
 
-import datetime
-import os
-import queue
-import socket
-import traceback
-
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+
+from ranks import run_ranks
 
 WORLD = 2
 TIMEOUT_S = 240
@@ -50,72 +45,38 @@ def _data() -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(8, 16, generator=gen), torch.randn(8, 4, generator=gen)
 
 
-def _worker(rank: int, port: int, results) -> None:
-    try:
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        dist.init_process_group("gloo", rank=rank, world_size=WORLD, timeout=datetime.timedelta(seconds=60))
-        import luminal
+def _worker(rank: int, world: int) -> tuple[int, list[str], list[str], list]:
+    import luminal
 
-        torch.manual_seed(0)
-        model = Net()
-        compiled_graphs = []
+    torch.manual_seed(0)
+    model = Net()
+    compiled_graphs = []
 
-        def backend(gm, example_inputs, **kwargs):
-            compiled_graphs.append(luminal.luminal_backend(gm, example_inputs, **kwargs))
-            return compiled_graphs[-1]
+    def backend(gm, example_inputs, **kwargs):
+        compiled_graphs.append(luminal.luminal_backend(gm, example_inputs, **kwargs))
+        return compiled_graphs[-1]
 
-        ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=1)
-        compiled = torch.compile(ddp, backend=backend)
-        x, y = _data()
-        shard = slice(rank * 8 // WORLD, (rank + 1) * 8 // WORLD)
-        torch.nn.functional.mse_loss(compiled(x[shard]), y[shard]).backward()
-        kinds = sorted({type(c).__name__ for c in compiled_graphs})
-        fallbacks = sorted({op for c in compiled_graphs for op in c.stats["fallback_ops"]})
-        grads = [p.grad.numpy().copy() for p in model.parameters()]  # plain arrays cross processes safely
-        results.put((rank, len(compiled_graphs), kinds, fallbacks, grads, None))
-    except BaseException:  # noqa: BLE001 (any failure is reported to the test, which fails with it)
-        results.put((rank, 0, [], [], [], traceback.format_exc()))
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=1)
+    compiled = torch.compile(ddp, backend=backend)
+    x, y = _data()
+    shard = slice(rank * 8 // world, (rank + 1) * 8 // world)
+    torch.nn.functional.mse_loss(compiled(x[shard]), y[shard]).backward()
+    kinds = sorted({type(c).__name__ for c in compiled_graphs})
+    fallbacks = sorted({op for c in compiled_graphs for op in c.stats["fallback_ops"]})
+    grads = [p.grad.tolist() for p in model.parameters()]  # plain data crosses processes safely
+    return len(compiled_graphs), kinds, fallbacks, grads
 
 
 def test_ddp_gradients_equal_one_eager_process_on_the_whole_batch():
-    context = mp.get_context("spawn")
-    results = context.Queue()
-    port = _free_port()
-    processes = [context.Process(target=_worker, args=(rank, port, results)) for rank in range(WORLD)]
-    for p in processes:
-        p.start()
-    try:
-        reports = []
-        for _ in range(WORLD):
-            try:
-                reports.append(results.get(timeout=TIMEOUT_S))
-            except queue.Empty:
-                pytest.fail(f"a rank reported nothing within {TIMEOUT_S} s")
-    finally:
-        for p in processes:
-            p.join(timeout=30)
-            if p.is_alive():
-                p.kill()
-                p.join()
-    for rank, _, _, _, _, error in reports:
-        assert error is None, f"rank {rank} failed:\n{error}"
+    reports = run_ranks(_worker, world_size=WORLD, timeout_s=TIMEOUT_S)
 
     torch.manual_seed(0)
     reference = Net()
     x, y = _data()
     torch.nn.functional.mse_loss(reference(x), y).backward()
-    for rank, graph_count, kinds, fallbacks, grads, _ in reports:
+    for rank, (graph_count, kinds, fallbacks, grads) in enumerate(reports):
         assert graph_count >= 2, f"rank {rank}: {graph_count} graph(s); DDP's buckets should split it"
         assert kinds == ["TrainingModel"]
         assert fallbacks == []
         for grad, p in zip(grads, reference.parameters()):
-            torch.testing.assert_close(torch.from_numpy(grad), p.grad, rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(torch.tensor(grad), p.grad, rtol=1e-5, atol=1e-6)
