@@ -123,6 +123,12 @@ void translate_c10d_all_to_all_single(NodeArgs& args) {
   c->kind = Kind::AllToAll;
   if (!args.is_none("output_split_sizes")) c->output_split_sizes = args.sym_ints("output_split_sizes");
   if (!args.is_none("input_split_sizes")) c->input_split_sizes = args.sym_ints("input_split_sizes");
+  // Sizes read from data (expert parallelism's token counts) would size the result at run time.
+  for (const auto* sizes : {&c->output_split_sizes, &c->input_split_sizes})
+    for (const ir::Expr& e : *sizes)
+      UNSUPPORTED_CHECK(e.is_constant())
+          << "all_to_all_single with split sizes known only at run time (" << e.to_string()
+          << ") is not supported yet; constant split sizes are";
   args.set_output(0, collective(args, args.tensor("input"), std::move(c)));
 }
 

@@ -85,6 +85,11 @@ void translate_node(TranslationContext& cx, const pt2::Node& node, const Transla
     if (handler == nullptr) {
       // Symbolic-int arithmetic is always translated natively; only kernels fall back.
       UNSUPPORTED_CHECK(key.rfind("_operator::", 0) != 0) << key << " has no translation";
+      // A collective completes after its call returns (wait_tensor), but the fallback copies its
+      // result at once: it would read what the collective has not written yet, silently.
+      UNSUPPORTED_CHECK(key.rfind("_c10d_functional::", 0) != 0 && key.rfind("c10d::", 0) != 0)
+          << key << " is a collective luminal does not run yet (docs/distributed.md lists those it does); "
+          << "the ATen fallback cannot run it, as its result is complete only after the call";
       UNSUPPORTED_CHECK(!options.aten_op_exists || options.aten_op_exists(key))
           << key << " has no native translation, and torch's dispatcher in this process has no operator of that "
           << "name to run it with (a custom op whose library is not loaded? load it before compiling)";

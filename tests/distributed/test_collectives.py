@@ -228,3 +228,13 @@ def test_a_collective_without_a_process_group_is_a_clear_error():
 
     with pytest.raises(luminal.errors.UserError, match=r"all_reduce on group '0'.*no process group named '0'"):
         _compile(fn)(torch.ones(3))
+
+
+def test_a_collective_without_a_translation_is_refused_not_run_through_the_fallback(group_of_one):
+    # irecv's result arrives after the call: the ATen fallback would copy it before it does.
+    def fn(x):
+        received = torch.ops._c10d_functional.irecv(x.clone(), 0, 0, "0")
+        return torch.ops._c10d_functional.wait_tensor(received) + x
+
+    with pytest.raises(luminal.errors.UnsupportedError, match="irecv.*is a collective luminal does not run yet"):
+        _compile(fn)(torch.ones(3))
