@@ -26,6 +26,9 @@ python3 -m pip install -q --disable-pip-version-check "scikit-build-core>=0.10" 
 # dependencies would pull another torch: pinned, without them, and psutil (its one missing) alone.
 python3 -m pip install -q --disable-pip-version-check psutil
 python3 -m pip install -q --disable-pip-version-check --no-deps accelerate==1.15.0
+# torchao's quantized tensor subclasses (docs/quantization.md), pinned, without the torch it asks
+# for; its CUDA extensions fail to load on a CPU machine, harmlessly.
+python3 -m pip install -q --disable-pip-version-check --no-deps torchao==0.18.0
 # The CUDA runtime (docs/cuda.md): NVRTC compiles generated kernels (tests/cuda need no GPU) and
 # cuBLASLt computes GEMMs (its header is needed to build, 440 MB with the library). Both loaded
 # with dlopen, never linked; the other headers come from the CUDA 13 toolkit (CUDA_HOME or

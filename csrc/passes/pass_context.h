@@ -19,6 +19,9 @@ struct PassContext {
   // f16/bf16 dtypes whose Matmuls stay in their dtype (the runtime has a GEMM that computes them
   // natively) instead of being widened to f32.
   std::vector<ir::DType> native_half_matmuls;
+  // GEMVs read int8 weights themselves (passes/quantized_weights.h): the runtime's GEMV kernel
+  // widens them in registers.
+  bool quantized_gemv_weights = false;
 };
 
 }  // namespace luminal::passes

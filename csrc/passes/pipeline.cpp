@@ -6,6 +6,7 @@
 #include "passes/dead_code.h"
 #include "passes/fusion/fuse.h"
 #include "passes/legalize_matmul.h"
+#include "passes/quantized_weights.h"
 
 namespace luminal::passes {
 
@@ -20,6 +21,11 @@ void dump(const PassContext& cx, int step, const std::string& name, const std::s
 KernelPlan plan_kernels(ir::Graph g, PassContext& cx) {
   int step = 0;
   dump(cx, step++, "input", ir::to_text(g));
+  if (cx.quantized_gemv_weights) {
+    g = read_quantized_weights_in_gemvs(std::move(g));
+    ir::verify(g);
+    dump(cx, step++, "quantized_weights", ir::to_text(g));
+  }
   g = eliminate_dead_code(std::move(g));
   ir::verify(g);
   dump(cx, step++, "dead_code", ir::to_text(g));

@@ -528,8 +528,13 @@ class Emitter {
   std::string gemv_body() const {
     const GemvSpec& g = k_.gemv;
     const DType t = k_.params[2].dtype;
-    const char* element = t == DType::F32 ? "lm_f32" : t == DType::BF16 ? "lm_bf16" : "lm_f16";
-    INTERNAL_CHECK(t == DType::F32 || t == DType::BF16 || t == DType::F16) << "gemv of " << ir::dtype_name(t);
+    const bool int8 = k_.params[1].dtype == DType::I8;
+    const char* element = t == DType::F32 ? (int8 ? "lm_f32_i8" : "lm_f32")
+                          : t == DType::BF16 ? (int8 ? "lm_bf16_i8" : "lm_bf16")
+                                             : "lm_f16";
+    INTERNAL_CHECK((t == DType::F32 || t == DType::BF16 || t == DType::F16) &&
+                   (k_.params[1].dtype == t || (int8 && t != DType::F16)))
+        << "gemv of " << ir::dtype_name(t) << " by a " << ir::dtype_name(k_.params[1].dtype) << " weight";
     const int n_axis = rank_ - 1;
     const std::string n = expr_text(k_.domain[n_axis]);
     const std::string rows = std::to_string(k_.tile > 0 ? k_.tile : kGemvRows);
@@ -542,8 +547,8 @@ class Emitter {
     std::vector<int> dims;
     for (int d = 0; d < rank_; ++d) dims.push_back(d);
     out << item_indices(dims);
-    out << "    const " << element << "::T* lm_a = p0 + " << index_text(g.a, false) << ";\n";
-    out << "    const " << element << "::T* lm_w = p1 + " << index_text(g.w, false) << ";\n";
+    out << "    const " << element << "::TA* lm_a = p0 + " << index_text(g.a, false) << ";\n";
+    out << "    const " << element << "::TW* lm_w = p1 + " << index_text(g.w, false) << ";\n";
     out << "    const int64_t lm_o = " << index_text(g.out, false) << ";\n";
     out << "    const int lm_rows = (i" << n_axis << " + " << rows << " <= " << n << " && lm_p + " << rows
         << " <= lm_end) ? " << rows << " : 1;\n";

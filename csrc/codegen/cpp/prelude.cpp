@@ -117,12 +117,13 @@ inline double lm_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 // The GEMV pattern kernel (codegen/kernel.h GemvSpec): R weight rows per pass over `a`, so
 // that R independent sums are in flight, in eight f32 lanes. Each element type E reads `a`
-// once per step into E::X and multiply-adds one row's E::kLanes weights.
+// (of E::TA) once per step into E::X and multiply-adds one row's E::kLanes weights (of E::TW).
 typedef float lm_f32x8 __attribute__((vector_size(32)));
 typedef uint32_t lm_u32x8 __attribute__((vector_size(32)));
 typedef short lm_i16x8 __attribute__((vector_size(16)));
 struct lm_f32 {
-  typedef float T;
+  typedef float TA;
+  typedef float TW;
   typedef lm_f32x8 X;
   typedef lm_f32x8 Acc;
   static constexpr int kLanes = 8;
@@ -135,7 +136,8 @@ struct lm_f32 {
 // (odd elements): no shuffles. The dot product does not care which lane a pair lands in; even
 // and odd sums are separate chains so that adds do not wait on each other.
 struct lm_bf16 {
-  typedef uint16_t T;
+  typedef uint16_t TA;
+  typedef uint16_t TW;
   struct X { lm_f32x8 even, odd; };
   typedef X Acc;
   static constexpr int kLanes = 16;
@@ -153,7 +155,8 @@ struct lm_bf16 {
   static float load1(const uint16_t* p) { return lm_bf2f(*p); }
 };
 struct lm_f16 {
-  typedef uint16_t T;
+  typedef uint16_t TA;
+  typedef uint16_t TW;
   typedef lm_f32x8 X;
   typedef lm_f32x8 Acc;
   static constexpr int kLanes = 8;
@@ -171,6 +174,55 @@ struct lm_f16 {
   static void madd(Acc& acc, const X& x, const uint16_t* w) { acc += x * load_x(w); }
   static lm_f32x8 fold(const Acc& acc) { return acc; }
   static float load1(const uint16_t* p) { return lm_h2f(*p); }
+};
+// Weight-only int8 (passes/quantized_weights.h): eight weights widen to f32 in registers
+// (sign-extend, convert), exact; the scales multiply the GEMV's output afterwards.
+inline lm_f32x8 lm_widen_i8(const signed char* w) {
+#if defined(__AVX2__)
+  // One vpmovsxbd from memory and a vcvtdq2ps; GCC scalarises a char-to-float convertvector.
+  typedef int lm_i32x8 __attribute__((vector_size(32)));
+  typedef char lm_i8x16 __attribute__((vector_size(16)));
+  typedef long long lm_i64x2 __attribute__((vector_size(16)));
+  long long bytes;
+  __builtin_memcpy(&bytes, w, sizeof bytes);
+  const lm_i64x2 low = {bytes, 0};
+  return __builtin_convertvector((lm_i32x8)__builtin_ia32_pmovsxbd256((lm_i8x16)low), lm_f32x8);
+#else
+  typedef signed char lm_i8x8 __attribute__((vector_size(8)));
+  lm_i8x8 v;
+  __builtin_memcpy(&v, w, sizeof v);
+  return __builtin_convertvector(v, lm_f32x8);
+#endif
+}
+struct lm_f32_i8 {
+  typedef float TA;
+  typedef signed char TW;
+  typedef lm_f32x8 X;
+  typedef lm_f32x8 Acc;
+  static constexpr int kLanes = 8;
+  static X load_x(const float* p) { X v; __builtin_memcpy(&v, p, sizeof v); return v; }
+  static void madd(Acc& acc, const X& x, const signed char* w) { acc += x * lm_widen_i8(w); }
+  static lm_f32x8 fold(const Acc& acc) { return acc; }
+  static float load1(const float* p) { return *p; }
+  static float load1(const signed char* p) { return *p; }
+};
+// bf16 activations: eight at a time, each the top half of an f32.
+struct lm_bf16_i8 {
+  typedef uint16_t TA;
+  typedef signed char TW;
+  typedef lm_f32x8 X;
+  typedef lm_f32x8 Acc;
+  static constexpr int kLanes = 8;
+  static X load_x(const uint16_t* p) {
+    typedef unsigned short lm_u16x8 __attribute__((vector_size(16)));
+    lm_u16x8 h;
+    __builtin_memcpy(&h, p, sizeof h);
+    return (lm_f32x8)(__builtin_convertvector(h, lm_u32x8) << 16);
+  }
+  static void madd(Acc& acc, const X& x, const signed char* w) { acc += x * lm_widen_i8(w); }
+  static lm_f32x8 fold(const Acc& acc) { return acc; }
+  static float load1(const uint16_t* p) { return lm_bf2f(*p); }
+  static float load1(const signed char* p) { return *p; }
 };
 inline float lm_sum8(lm_f32x8 v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
 
@@ -380,7 +432,7 @@ inline bool lm_attention_head(const float* q, int64_t q_rs, int64_t q_cs, const 
   return true;
 }
 template <class E, int R>
-inline void lm_gemv_rows(const typename E::T* a, const typename E::T* w, int64_t row_stride, int64_t depth,
+inline void lm_gemv_rows(const typename E::TA* a, const typename E::TW* w, int64_t row_stride, int64_t depth,
                          float* sums) {
   typename E::Acc acc[R] = {};
   int64_t k = 0;

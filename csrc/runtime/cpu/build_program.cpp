@@ -95,6 +95,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   passes::PassContext cx;
   cx.debug_dir = options.debug_dir;
   cx.attention_kernels = fusion.attention_kernels;
+  cx.quantized_gemv_weights = true;
   for (ir::DType half : {ir::DType::BF16, ir::DType::F16})
     if (aten_has_native_half_matmul(half)) cx.native_half_matmuls.push_back(half);
   passes::KernelPlan plan = passes::plan_kernels(input_graph, cx);

@@ -16,6 +16,7 @@ target_sources(luminal_core PRIVATE
   csrc/passes/fusion/score.cpp
   csrc/passes/legalize_matmul.cpp
   csrc/passes/pipeline.cpp
+  csrc/passes/quantized_weights.cpp
   csrc/runtime/cpu/arena_pool.cpp
   csrc/runtime/cpu/build_program.cpp
   csrc/runtime/cpu/cpu_executable.cpp
