@@ -686,7 +686,8 @@ TEST(CpuDebug, DebugDirHasPassesKernelsAndStats) {
   bool kernels = false;
   for (const auto& e : std::filesystem::directory_iterator(dir)) kernels = kernels || e.path().extension() == ".cpp";
   EXPECT_TRUE(kernels);
-  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir) / "3_fuse.txt"));
+  // input, quantized_weights (the cpu runtime runs it), dead_code, legalize_matmul, fuse.
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir) / "4_fuse.txt"));
   EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir) / "cpu_stats.txt"));
   std::filesystem::remove_all(dir);
 }
