@@ -15,34 +15,13 @@ from ranks import run_ranks
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "models"))
 from families import DECODERS, MAX_CACHE_LEN, MOE, VOCAB  # noqa: E402
+from greedy import greedy_decode  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not built in")
 
 PROMPT_LEN = 5
 DECODE_STEPS = 16
 FAMILIES = {"llama": DECODERS["llama"], "qwen3": DECODERS["qwen3"], "qwen3_moe": MOE["qwen3_moe"]}
-
-
-def _decode(model, prompt: torch.Tensor, steps: int) -> tuple[list[int], torch.Tensor, bool]:
-    """Greedy tokens after a batched prefill, the last step's logits, and whether the decode
-    steps kept the cache in the tensors the prefill filled."""
-    from transformers import StaticCache
-
-    cache = StaticCache(config=model.config, max_cache_len=MAX_CACHE_LEN)
-    logits = model(input_ids=prompt, past_key_values=cache, use_cache=True).logits[:, -1]
-    tokens = [int(logits.argmax(-1))]
-    pointers = [t.data_ptr() for layer in cache.layers for t in (layer.keys, layer.values)]
-    for step in range(steps):
-        position = PROMPT_LEN + step
-        logits = model(
-            input_ids=torch.tensor([[tokens[-1]]]),
-            past_key_values=cache,
-            use_cache=True,
-            position_ids=torch.tensor([[position]]),
-            cache_position=torch.tensor([position]),
-        ).logits[:, -1]
-        tokens.append(int(logits.argmax(-1)))
-    return tokens, logits, pointers == [t.data_ptr() for layer in cache.layers for t in (layer.keys, layer.values)]
 
 
 def _tp_decode(rank: int, world: int, path: str) -> dict:
@@ -59,10 +38,10 @@ def _tp_decode(rank: int, world: int, path: str) -> dict:
     prompt = torch.randint(0, VOCAB, (1, PROMPT_LEN), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         one_process = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-        expected, expected_logits, _ = _decode(one_process, prompt, DECODE_STEPS)
+        expected, expected_logits, _ = greedy_decode(one_process, prompt, DECODE_STEPS, MAX_CACHE_LEN)
         sharded = AutoModelForCausalLM.from_pretrained(path, tp_plan="auto", dtype=torch.float32).eval()
         compiled = torch.compile(sharded, backend=backend)
-        tokens, logits, cache_in_place = _decode(compiled, prompt, DECODE_STEPS)
+        tokens, logits, cache_in_place = greedy_decode(compiled, prompt, DECODE_STEPS, MAX_CACHE_LEN)
     return {
         "tokens_equal": tokens == expected,
         "tokens": (tokens, expected),
@@ -72,6 +51,12 @@ def _tp_decode(rank: int, world: int, path: str) -> dict:
         "collectives": sum(m.stats.get("collectives", 0) for m in compiles),
         "cache_in_place": cache_in_place,
         "bytes_copied_last_decode": compiles[-1].stats["bytes_copied_last_run"],
+        # One layer's K cache on this rank: a decode step that copied a cache would copy this much.
+        "cache_tensor_bytes": MAX_CACHE_LEN
+        * sharded.config.num_key_value_heads
+        // world
+        * getattr(sharded.config, "head_dim", sharded.config.hidden_size // sharded.config.num_attention_heads)
+        * 4,
     }
 
 
@@ -87,6 +72,7 @@ def test_tp_plan_auto_decode_equals_one_process_eager(family, tmp_path):
         assert result["fallback_ops"] == [], result
         assert result["collectives"] > 0, result
         assert result["cache_in_place"], result
+        assert result["bytes_copied_last_decode"] < result["cache_tensor_bytes"], result
 
 
 # ---- torch's own tensor parallelism on a transformer block ----

@@ -12,6 +12,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "models"))
 from families import DECODERS, MAX_CACHE_LEN, VOCAB, build  # noqa: E402
+from greedy import greedy_decode  # noqa: E402
 
 torchao = pytest.importorskip("torchao", reason="torchao==0.18.0 (scripts/install_deps.sh)")
 from torchao.quantization import Int8WeightOnlyConfig, quantize_  # noqa: E402
@@ -65,29 +66,15 @@ def test_int8_weight_only_mlp_equals_eager(dtype, rows, tmp_path):
 def test_int8_weight_only_static_cache_decode_equals_eager(family):
     model = build(DECODERS[family], torch.float32)
     quantize_(model, Int8WeightOnlyConfig())
-    from transformers import StaticCache
-
     prompt = torch.randint(0, VOCAB, (1, 5), generator=torch.Generator().manual_seed(1))
     backend = CountingBackend()
-    compiled = torch.compile(model, backend=backend)
-    tokens = {}
     with torch.no_grad():
-        for name, fn in [("eager", model), ("luminal", compiled)]:
-            cache = StaticCache(config=model.config, max_cache_len=MAX_CACHE_LEN)
-            logits = fn(input_ids=prompt, past_key_values=cache, use_cache=True).logits[:, -1]
-            out = [int(logits.argmax(-1))]
-            for step in range(16):
-                position = 5 + step
-                logits = fn(
-                    input_ids=torch.tensor([[out[-1]]]),
-                    past_key_values=cache,
-                    use_cache=True,
-                    position_ids=torch.tensor([[position]]),
-                    cache_position=torch.tensor([position]),
-                ).logits[:, -1]
-                out.append(int(logits.argmax(-1)))
-            tokens[name] = (out, logits)
+        tokens = {
+            "eager": greedy_decode(model, prompt, 16, MAX_CACHE_LEN),
+            "luminal": greedy_decode(torch.compile(model, backend=backend), prompt, 16, MAX_CACHE_LEN),
+        }
     assert tokens["luminal"][0] == tokens["eager"][0]
     torch.testing.assert_close(tokens["luminal"][1], tokens["eager"][1], rtol=1e-3, atol=1e-3)
+    assert tokens["luminal"][2], "the decode steps copied the KV cache"
     assert len(backend.compiled) == 2  # prefill and every decode step
     assert all(c.stats["fallback_ops"] == [] for c in backend.compiled)
