@@ -22,9 +22,4 @@ ir::Graph read_quantized_weights_in_gemvs(ir::Graph graph) {
   return graph;
 }
 
-bool has_quantized_weight(const ir::Graph& graph, const ir::Node& matmul) {
-  return matmul.op == ir::Op::Matmul && graph.node(matmul.inputs[1].node).dtype == ir::DType::I8 &&
-         ir::is_floating(matmul.dtype);
-}
-
 }  // namespace luminal::passes

@@ -16,7 +16,4 @@ namespace luminal::passes {
 
 ir::Graph read_quantized_weights_in_gemvs(ir::Graph graph);
 
-// Whether `matmul` reads an integer weight it widens itself (after the pass above).
-bool has_quantized_weight(const ir::Graph& graph, const ir::Node& matmul);
-
 }  // namespace luminal::passes
