@@ -27,12 +27,6 @@
 namespace luminal::bindings {
 namespace {
 
-at::Tensor tensor_of(const runtime::BufferRef& buffer) {
-  at::TensorOptions options = at::TensorOptions().dtype(to_torch_dtype(buffer.dtype));
-  if (buffer.device_index >= 0) options = options.device(c10::Device(c10::kCUDA, buffer.device_index));
-  return at::from_blob(buffer.data, buffer.sizes, buffer.strides, options);
-}
-
 c10::OperatorHandle functional_op(const char* name) {
   return c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
 }
@@ -210,10 +204,6 @@ class C10dCollectiveExecutor final : public runtime::CollectiveExecutor {
                                                      const runtime::BufferRef& output_buffer,
                                                      const ir::SymbolBindings& bindings) const override {
     using Kind = ir::Collective::Kind;
-    const int64_t size = group_size(c.group_name);
-    USER_CHECK(c.group_size == 0 || c.group_size == size)
-        << c.describe() << " was traced for a group of " << c.group_size << " ranks, but that group has " << size
-        << " now; recompile in a process whose process group matches the one the model was traced with";
     if (std::unique_ptr<runtime::InFlightCollective> fast = through_shared_memory(c, input_buffer, output_buffer))
       return fast;
     std::unique_ptr<runtime::InFlightCollective> in_flight;

@@ -1,6 +1,7 @@
 #include "bindings/tensor_buffer.h"
 
 #include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
 
 #include "common/error.h"
 
@@ -60,6 +61,12 @@ runtime::BufferRef buffer_of(const at::Tensor& t, const std::string& what, const
   ref.strides = t.strides().vec();
   if (t.is_cuda()) ref.device_index = t.device().index();
   return ref;
+}
+
+at::Tensor tensor_of(const runtime::BufferRef& buffer) {
+  at::TensorOptions options = at::TensorOptions().dtype(to_torch_dtype(buffer.dtype));
+  if (buffer.device_index >= 0) options = options.device(c10::Device(c10::kCUDA, buffer.device_index));
+  return at::from_blob(buffer.data, buffer.sizes, buffer.strides, options);
 }
 
 at::Tensor empty_tensor(const std::vector<int64_t>& sizes, ir::DType dtype, const c10::Device& device) {

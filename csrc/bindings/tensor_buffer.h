@@ -19,6 +19,10 @@ c10::ScalarType to_torch_dtype(ir::DType t);
 // `device` is the runtime's device type ("cpu"): a tensor elsewhere is a UserError.
 runtime::BufferRef buffer_of(const at::Tensor& t, const std::string& what, const std::string& device);
 
+// A tensor over the buffer's memory, through its sizes and strides (no copy; the buffer must
+// outlive it).
+at::Tensor tensor_of(const runtime::BufferRef& buffer);
+
 // A new contiguous tensor of this shape and dtype on `device`.
 at::Tensor empty_tensor(const std::vector<int64_t>& sizes, ir::DType dtype, const c10::Device& device = c10::kCPU);
 

@@ -30,7 +30,7 @@ class CollectiveExecutor {
  public:
   virtual ~CollectiveExecutor() = default;
   // `input` is this rank's contribution read through its view; `output` is contiguous, of the
-  // node's dtype and shape. Checks the group exists and has the size the program assumed.
+  // node's dtype and shape. start_collective has checked the group's size first.
   virtual std::unique_ptr<InFlightCollective> start(const ir::Collective& collective, const BufferRef& input,
                                                     const BufferRef& output,
                                                     const ir::SymbolBindings& bindings) const = 0;
@@ -42,6 +42,8 @@ class CollectiveExecutor {
 // Installs the process-wide executor (not owned; it must outlive every compiled model).
 void set_collective_executor(const CollectiveExecutor* executor);
 
+// Checks, as every call must (the group may have been destroyed since the compile), that the
+// group exists with the size the program assumed, then issues the collective.
 std::unique_ptr<InFlightCollective> start_collective(const ir::Collective& collective, const BufferRef& input,
                                                      const BufferRef& output, const ir::SymbolBindings& bindings);
 

@@ -3,7 +3,6 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/Parallel.h>
 #include <ATen/cpu/Utils.h>
-#include <ATen/ops/from_blob.h>
 #include <c10/core/InferenceMode.h>
 
 #include "bindings/tensor_buffer.h"
@@ -13,13 +12,8 @@
 namespace luminal::runtime::aten_fallback {
 namespace {
 
+using bindings::tensor_of;
 using ir::AtenArg;
-
-at::Tensor tensor_of(const BufferRef& buffer) {
-  at::TensorOptions options = at::TensorOptions().dtype(bindings::to_torch_dtype(buffer.dtype));
-  if (buffer.device_index >= 0) options = options.device(c10::Device(c10::kCUDA, buffer.device_index));
-  return at::from_blob(buffer.data, buffer.sizes, buffer.strides, options);
-}
 
 c10::MemoryFormat memory_format_of(AtenArg::MemoryFormat format) {
   switch (format) {
