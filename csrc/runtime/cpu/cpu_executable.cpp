@@ -469,7 +469,7 @@ void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindin
   StepPlan late_plan;
   // Destroyed before the arena and the late buffers: a collective still in flight when a step
   // throws is waited for before its buffers can be reused.
-  std::vector<std::unique_ptr<InFlightCollective>> in_flight(program_.steps.size());
+  std::vector<std::unique_ptr<InFlightCollective>> in_flight(program_.collectives > 0 ? program_.steps.size() : 0);
   int64_t collective_wait_ns = 0;
   for (size_t s = 0; s < program_.steps.size(); ++s) {
     const Step& step = program_.steps[s];
@@ -482,10 +482,12 @@ void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindin
     const StepPlan& sp = step.late ? late_plan : plan->steps[s];
     const auto start = std::chrono::steady_clock::now();
     run_step(s, sp, ptr, bindings, arena, bytes_copied, in_flight);
-    const auto end = std::chrono::steady_clock::now();
-    if (step_us) (*step_us)[s] = std::chrono::duration<double, std::micro>(end - start).count();
-    if (step.kind == Step::Kind::CollectiveWait)
-      collective_wait_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count();
+    if (step_us || step.kind == Step::Kind::CollectiveWait) {
+      const auto elapsed = std::chrono::steady_clock::now() - start;
+      if (step_us) (*step_us)[s] = std::chrono::duration<double, std::micro>(elapsed).count();
+      if (step.kind == Step::Kind::CollectiveWait)
+        collective_wait_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count();
+    }
     bind_symbols_after(static_cast<int>(s));
   }
 
