@@ -244,13 +244,19 @@ std::string NodeArgs::output_name(size_t i) const {
   return "";
 }
 
-ir::DType NodeArgs::output_dtype(size_t i) const {
+const pt2::TensorMeta& NodeArgs::output_meta(size_t i) const {
   const std::string name = output_name(i);
   const auto& values = cx_.program().graph.tensor_values;
   auto it = values.find(name);
   USER_CHECK(it != values.end()) << "output " << i << " ('" << name << "') has no tensor_values entry";
-  return to_ir_dtype(it->second.dtype, "output '" + name + "'");
+  return it->second;
 }
+
+ir::DType NodeArgs::output_dtype(size_t i) const {
+  return to_ir_dtype(output_meta(i).dtype, "output '" + output_name(i) + "'");
+}
+
+ir::Shape NodeArgs::output_shape(size_t i) const { return to_ir_shape(output_meta(i).sizes); }
 
 namespace {
 // torch's form `m` of a value we computed as `v`. A fresh symbol torch made up for a size that

@@ -60,8 +60,10 @@ class NodeArgs {
   // The program value name of output i: a tensor's, or a named SymInt/SymFloat/SymBool's ("" when
   // the output is None or unused).
   std::string output_name(size_t i) const;
-  // The exported dtype of tensor output i, from the program's tensor_values.
+  // The exported dtype and (possibly symbolic) shape of tensor output i, from the program's
+  // tensor_values.
   ir::DType output_dtype(size_t i) const;
+  ir::Shape output_shape(size_t i) const;
   // Binds output i. Checks the value against the program's TensorMeta: a dtype or static size
   // that differs is an InternalError (a translation bug); a symbolic size torch wrote in another
   // form (s0 vs min(s0, s0 + 1)) takes torch's form, so later broadcasts compare equal.
@@ -76,6 +78,7 @@ class NodeArgs {
   const pt2::Node& node_;
   std::string overload_;
   std::string where(const std::string& arg) const;
+  const pt2::TensorMeta& output_meta(size_t i) const;
 };
 
 // Schema dtype code -> IR dtype; UnsupportedError naming `where` for complex/fp8/unsigned>8.

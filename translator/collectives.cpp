@@ -6,7 +6,6 @@
 
 #include "common/error.h"
 #include "translator/handlers.h"
-#include "translator/sym_expr.h"
 #include "translator/tensor_ops.h"
 
 namespace luminal::translator {
@@ -27,26 +26,27 @@ std::string reduce_op_of(const NodeArgs& args) {
   return op;
 }
 
-// The collective on `input` with the result dtype and shape the program declared for output 0.
-Tensor collective(NodeArgs& args, const Tensor& input, std::shared_ptr<ir::Collective> c) {
-  TranslationContext& cx = args.cx();
+// A Collective node computing `c` on `input` into a result of `shape`.
+Tensor collective_node(NodeArgs& args, const Tensor& input, std::shared_ptr<ir::Collective> c, ir::Shape shape) {
   const std::string& name = args.overload();
   c->op = name.substr(0, name.rfind('.'));
   c->group_name = args.string("group_name");
   USER_CHECK(!c->group_name.empty()) << "argument 'group_name'" << " is empty";
-  const auto& values = cx.program().graph.tensor_values;
-  const auto it = values.find(args.output_name(0));
-  USER_CHECK(it != values.end()) << "result '" << args.output_name(0) << "' has no tensor_values entry";
   ir::Node n;
   n.op = ir::Op::Collective;
   n.dtype = input.dtype;
-  n.shape = to_ir_shape(it->second.sizes);
+  n.shape = std::move(shape);
+  n.inputs = {input.ref};
+  n.collective = std::move(c);
+  return args.cx().add(std::move(n));
+}
+
+// The collective on `input` with the result dtype and shape the program declared for output 0.
+Tensor collective(NodeArgs& args, const Tensor& input, std::shared_ptr<ir::Collective> c) {
   USER_CHECK(args.output_dtype(0) == input.dtype)
       << "result '" << args.output_name(0) << "' is " << ir::dtype_name(args.output_dtype(0)) << " but the input is "
       << ir::dtype_name(input.dtype);
-  n.inputs = {input.ref};
-  n.collective = std::move(c);
-  return cx.add(std::move(n));
+  return collective_node(args, input, std::move(c), args.output_shape(0));
 }
 
 // The result's dim 0 must be the input's times (or divided by) the group size the program names.
@@ -97,19 +97,11 @@ void translate_c10d_all_reduce_coalesced(NodeArgs& args) {
   const pt2::Argument& out = args.node().outputs.at(0);
   USER_CHECK(out.tensors.size() == inputs.size())
       << args.overload() << " has " << inputs.size() << " inputs and " << out.tensors.size() << " results";
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  for (const Tensor& input : inputs) {
     auto c = std::make_shared<ir::Collective>();
     c->kind = Kind::AllReduce;
     c->reduce_op = op;
-    c->op = "_c10d_functional::all_reduce_coalesced";
-    c->group_name = args.string("group_name");
-    ir::Node n;
-    n.op = ir::Op::Collective;
-    n.dtype = inputs[i].dtype;
-    n.shape = inputs[i].shape();
-    n.inputs = {inputs[i].ref};
-    n.collective = std::move(c);
-    results.push_back(args.cx().add(std::move(n)));
+    results.push_back(collective_node(args, input, std::move(c), input.shape()));
   }
   args.set_outputs(0, results);
 }
