@@ -14,7 +14,6 @@ import argparse
 import csv
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,12 +43,6 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run_one(config, model_dir: Path, layout: str, path: str, args, scratch: Path) -> dict:
     processes, threads = LAYOUTS[layout]
     out = scratch / f"{config.name}-{layout}-{path}.json"
@@ -60,8 +53,8 @@ def run_one(config, model_dir: Path, layout: str, path: str, args, scratch: Path
         "--threads", str(threads), "--out", str(out),
     ]
     if processes > 1:
-        command = ["-m", "torch.distributed.run", f"--nproc-per-node={processes}",
-                   f"--master-addr=127.0.0.1", f"--master-port={free_port()}", *command]
+        # --standalone: a local rendezvous on a free port.
+        command = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}", *command]
     caches = scratch / f"caches-{layout}-{path}"
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
            "LUMINAL_CACHE_DIR": str(caches / "luminal")}

@@ -12,7 +12,7 @@ import torch.fx
 from . import _C
 from .compiled_model import BoundProgram, CompiledModel
 from .errors import UserError
-from .export import export_graph, own_copy, quiet_torch_internals, specialise_scalar_inputs
+from .export import export_graph, is_dtensor, own_copy, quiet_torch_internals, specialise_scalar_inputs
 from .export_cache import cached_export
 from .options import check_runtime, core_options, validate_options
 from .training import TrainingModel, needs_autograd
@@ -97,6 +97,7 @@ def compile_graph(
             exported.python_outputs,
             exported.item_outputs,
             exported.attribute_weights,
+            frozenset(p for p in exported.weight_positions if is_dtensor(args[p])),
         )
         stats = program.stats
         log_fallbacks(stats)

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import torch
 
 from . import _C
-from .export import PythonOutputs, local_tensor, size_carrier
+from .export import PythonOutputs, size_carrier
 
 
 @dataclass
@@ -31,14 +31,20 @@ class BoundProgram:
 
     # Weights read as graph attributes (an optimizer's parameters), not passed as arguments.
     attribute_weights: list[str] = field(default_factory=list)
+    # Weight positions whose argument is a DTensor (a tensor-parallel shard): the program binds
+    # its local tensor.
+    sharded_weight_positions: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
         self.weight_ptrs = {name: t.data_ptr() for name, t in self.weights.items()}
-        self.sorted_weight_positions = sorted(self.weight_positions.items())
+        # (position, name, sharded), decided once here rather than per weight on every call.
+        self.sorted_weight_positions = sorted(
+            (position, name, position in self.sharded_weight_positions)
+            for position, name in self.weight_positions.items()
+        )
 
     def rebind_moved(self, name: str, tensor: torch.Tensor) -> None:
         """Re-binds a weight whose storage was replaced (`p.data = ...`): never read stale."""
-        tensor = local_tensor(tensor)
         if tensor.data_ptr() != self.weight_ptrs[name]:
             self.program.rebind_weight(name, tensor)
             self.weights[name] = tensor
@@ -74,8 +80,8 @@ class CompiledModel:
 
     def __call__(self, *args: Any) -> list[torch.Tensor]:
         bound = self._bound or self._compiled(args)
-        for position, name in bound.sorted_weight_positions:
-            bound.rebind_moved(name, args[position])
+        for position, name, sharded in bound.sorted_weight_positions:
+            bound.rebind_moved(name, args[position].to_local() if sharded else args[position])
         for name in bound.attribute_weights:
             bound.rebind_moved(name, bound.weights[name])
         carriers = bound.size_carrier_positions

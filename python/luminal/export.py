@@ -129,11 +129,6 @@ def holds_distributed_state(args: list[Any]) -> bool:
     return any(is_dtensor(a) or not isinstance(a, plain) for a in args)
 
 
-def local_tensor(value: torch.Tensor) -> torch.Tensor:
-    """The tensor whose memory luminal binds: a DTensor's local shard, any other tensor itself."""
-    return value.to_local() if is_dtensor(value) else value
-
-
 def _register_state(gm: torch.fx.GraphModule, node: torch.fx.Node, name: str, value: torch.Tensor) -> torch.fx.Node:
     """`value` registered on gm as parameter or buffer `name`, and a get_attr of it before `node`."""
     if isinstance(value, torch.nn.Parameter):
@@ -168,15 +163,13 @@ def _dtensor_weight(gm: torch.fx.GraphModule, node: torch.fx.Node, name: str, va
     """A sharded parameter: its local shard is the weight bound by pointer, and the graph
     rebuilds the DTensor from it (from_local with the parameter's mesh, placements and global
     shape), so export traces the redistributions it takes part in into functional collectives."""
-    from torch.distributed.tensor import DTensor
-
     local = value.to_local()
     shard = torch.nn.Parameter(local, requires_grad=False) if isinstance(value, torch.nn.Parameter) else local
     attr = _register_state(gm, node, name, shard)
     mesh = _bind_constant(gm, node, f"{name}_mesh", value.device_mesh)
     with gm.graph.inserting_before(node):
         rebuilt = gm.graph.call_function(
-            DTensor.from_local,
+            _dtensor_class().from_local,
             (attr, mesh, tuple(value.placements)),
             {"run_check": False, "shape": tuple(value.shape), "stride": tuple(value.stride())},
         )
