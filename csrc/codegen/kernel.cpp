@@ -39,6 +39,14 @@ std::vector<std::string> Kernel::symbols() const {
     collect(gemv.a, out);
     collect(gemv.w, out);
     collect(gemv.out, out);
+    if (gemv.group > 0) {
+      collect(gemv.scale, out);
+      collect(gemv.scale_group_stride, out);
+    }
+    if (gemv.has_zero) {
+      collect(gemv.zero, out);
+      collect(gemv.zero_group_stride, out);
+    }
   }
   if (kind == KernelKind::Attention) {
     for (const ir::Expr& d : {attention.q_len, attention.kv_len, attention.head_dim, attention.value_dim}) collect(d, out);

@@ -84,11 +84,19 @@ enum class KernelKind {
 // accumulators live at once (one per row is bound by add latency, research/cpu-baselines.md).
 // Accumulates in f32 and rounds once on store, as torch's half-precision matmul does, so
 // bf16/f16 weights are read as they are, never widened into a copy. Params: a (0), w (1), out (2).
+// An int8 w is widened in registers (per-channel int8, passes/quantized_weights.h); with
+// `group` > 0 it is dequantized per group of that many weights along K
+// (passes/group_quantized_gemv.h): w[n, k] = (q[n, k] - zero[n, k / group]) * scale[n, k / group],
+// the scales param 3 and the zero points (int8) param 4 when has_zero.
 struct GemvSpec {
   ir::Expr depth;  // K
   Index a;         // over the domain; stride 0 along N
   Index w;         // over the domain; the stride along N is the weight's row stride
   Index out;       // over the domain
+  int64_t group = 0;
+  Index scale, zero;                             // over the domain: the row's first group
+  ir::Expr scale_group_stride, zero_group_stride;  // to the next group along K
+  bool has_zero = false;
 };
 
 // torch.scatter along `axis`: params are out (0), data (1), index (2), src (3).

@@ -252,6 +252,35 @@ LoweredKernel lower_gemv(const ir::Graph& graph, NodeId id) {
   return out;
 }
 
+LoweredKernel lower_group_quantized_gemv(const ir::Graph& graph, const passes::GroupQuantizedGemv& pattern) {
+  const ir::Node& node = graph.node(pattern.out);
+  const Expr depth = node.inputs[1].view.shape()[0];  // K, also q's row stride
+  LoweredKernel out;
+  Kernel& kernel = out.kernel;
+  kernel.kind = KernelKind::Gemv;
+  kernel.domain = node.shape;  // [1, N]
+  kernel.label = "gemv (M = 1 matmul, weight dequantized per group of " + std::to_string(pattern.group) + ")";
+  kernel.params = {Param{node.dtype, false}, Param{DType::I8, false}, Param{node.dtype, true},
+                   Param{graph.node(pattern.scale.node).dtype, false}};
+  out.param_nodes = {pattern.a.node, pattern.weight, pattern.out, pattern.scale.node};
+  GemvSpec& g = kernel.gemv;
+  g.depth = depth;
+  g.a = Index{pattern.a.view.offset(), zero_unit_dims(kernel.domain, {pattern.a.view.strides()[0], Expr(int64_t{0})})};
+  g.w = Index{Expr(int64_t{0}), zero_unit_dims(kernel.domain, {Expr(int64_t{0}), depth})};
+  g.out = Index{Expr(int64_t{0}), zero_unit_dims(kernel.domain, contiguous_strides(node.shape))};
+  g.group = pattern.group;
+  g.scale = Index{pattern.scale.offset, zero_unit_dims(kernel.domain, {Expr(int64_t{0}), pattern.scale.row_stride})};
+  g.scale_group_stride = pattern.scale.group_stride;
+  if (pattern.zero) {
+    g.has_zero = true;
+    g.zero = Index{pattern.zero->offset, zero_unit_dims(kernel.domain, {Expr(int64_t{0}), pattern.zero->row_stride})};
+    g.zero_group_stride = pattern.zero->group_stride;
+    kernel.params.push_back(Param{DType::I8, false});
+    out.param_nodes.push_back(pattern.zero->node);
+  }
+  return out;
+}
+
 LoweredKernel lower_scatter(const ir::Graph& graph, NodeId id) {
   const ir::Node& node = graph.node(id);
   LoweredKernel out;

@@ -13,6 +13,7 @@
 #include "codegen/kernel.h"
 #include "ir/graph.h"
 #include "passes/attention.h"
+#include "passes/group_quantized_gemv.h"
 
 namespace luminal::codegen {
 
@@ -30,6 +31,9 @@ LoweredKernel lower_matmul_loop(const ir::Graph& graph, ir::NodeId node);
 
 // A Matmul for which passes::is_gemv holds, as the GEMV pattern kernel.
 LoweredKernel lower_gemv(const ir::Graph& graph, ir::NodeId node);
+
+// A matched group-quantized GEMV as the GEMV pattern kernel, dequantizing in registers.
+LoweredKernel lower_group_quantized_gemv(const ir::Graph& graph, const passes::GroupQuantizedGemv& pattern);
 
 LoweredKernel lower_scatter(const ir::Graph& graph, ir::NodeId node);
 

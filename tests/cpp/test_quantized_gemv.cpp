@@ -1,6 +1,7 @@
-// Weight-only int8 Linears at decode time (passes/quantized_weights.h): the GEMV reads the int8
-// weight and widens it in registers instead of a Cast making a float copy per call. Checked
-// against the reference runtime, which runs the Cast and an f32/bf16 matmul, over odd sizes,
+// Weight-only quantized Linears at decode time: per-channel int8 (passes/quantized_weights.h)
+// and per-group int4/int8 (passes/group_quantized_gemv.h). The GEMV reads the int8 weight and
+// dequantizes it in registers instead of kernels making a float copy per call. Checked against
+// the reference runtime, which runs the dequantizing ops and an f32/bf16 matmul, over odd sizes,
 // the whole int8 range, a batch broadcast, bf16 activations and every GEMV tile.
 #include <gtest/gtest.h>
 
@@ -66,6 +67,109 @@ TEST(QuantizedGemv, ReadsTheInt8WeightAndMatchesTheReference) {
                                what, t == DType::F32 ? 1e-4 : 2e-2, weights);
     }
   }
+}
+
+// x [1, K] times torchao's IntxWeightOnlyConfig weight: W [N, G, group] =
+// (Cast(q) - Cast(zero)) * scale, read as W^T [K, N].
+ir::Graph group_quantized_linear(DType t, int64_t n, int64_t groups, int64_t group, bool zero_points) {
+  const int64_t k = groups * group;
+  IrTestBuilder b;
+  auto x = b.input("x", t, {1, k});
+  auto q = b.weight("q", DType::I8, {n, k});
+  auto scale = b.weight("scale", t, {n, groups});
+  const ir::Shape grouped = {n, groups, group};
+  auto per_group = [&](const TensorRef& operand) {
+    return viewed(operand, ir::View::contiguous({n, groups, 1}).expand(grouped));
+  };
+  auto values = b.unary(Op::Cast, viewed(q, ir::View::contiguous(grouped)), t);
+  if (zero_points) {
+    auto zero = b.weight("zero", DType::I8, {n, groups});
+    auto widened_zero = b.unary(Op::Cast, viewed(zero, ir::View::contiguous({n, groups, 1})), t);
+    values = b.binary(Op::Sub, values, per_group(widened_zero));
+  }
+  auto dequantized = b.binary(Op::Mul, values, per_group(scale));
+  b.output(b.matmul(x, viewed(dequantized, ir::View::contiguous({n, k}).permute({1, 0}))));
+  return b.graph;
+}
+
+TEST(QuantizedGemv, DequantizesPerGroupInRegistersAndMatchesTheReference) {
+  std::mt19937 rng(7);
+  for (DType t : {DType::F32, DType::BF16}) {
+    // Groups of 32 (torchao's int4 default), whole vectors of 8, and 12 (the scalar path);
+    // rows that are and are not a multiple of the tile.
+    for (auto [n, groups, group] : {std::tuple<int64_t, int64_t, int64_t>{13, 4, 32}, {64, 8, 32}, {9, 3, 8},
+                                    {7, 5, 12}}) {
+      for (bool zero_points : {true, false}) {
+        const ir::Graph graph = group_quantized_linear(t, n, groups, group, zero_points);
+        HostTensor q = int8_weight(n, groups * group, rng);
+        HostTensor zero = int8_weight(n, groups, rng);
+        HostTensor scale = random_tensor(t, {n, groups}, rng, /*positive=*/true);
+        std::map<std::string, runtime::BufferRef> weights = {{"q", q.ref()}, {"scale", scale.ref()}};
+        if (zero_points) weights["zero"] = zero.ref();
+        const std::string what = std::string(ir::dtype_name(t)) + " " + std::to_string(n) + "x" +
+                                 std::to_string(groups) + "x" + std::to_string(group) +
+                                 (zero_points ? " with zero points" : "");
+        runtime::CompileOptions options;
+        options.cache_dir = test_cache_dir();
+        const runtime::cpu::Program program = runtime::cpu::build_program(graph, options);
+        // One kernel: the GEMV reads q itself; nothing dequantizes the weight into a buffer.
+        ASSERT_EQ(program.steps.size(), 1u) << what;
+        const runtime::cpu::Step* gemv = gemv_step(program);
+        ASSERT_NE(gemv, nullptr) << what;
+        EXPECT_NE(gemv->what.find("per group of " + std::to_string(group)), std::string::npos) << gemv->what;
+        EXPECT_EQ(program.slots[gemv->slots[1]].node, 1) << what << ": the GEMV's weight is not q";
+        HostTensor x = random_tensor(t, {1, groups * group}, rng);
+        if (t == DType::F32) {
+          expect_matches_reference(graph, {x}, what, 1e-4, weights);
+          continue;
+        }
+        // bf16: the reference rounds each dequantized weight to bf16 (as eager does), the kernel
+        // scales each group's f32 sum instead. Both are within bf16 rounding of the exact
+        // product, relative to the size of its terms, which cancel: check that bound.
+        for (const auto& [name, executable] : {std::pair{"reference", compile_reference(graph, weights)},
+                                               std::pair{"cpu", compile_cpu(graph, weights)}}) {
+          std::vector<HostTensor> inputs = {x};
+          const HostTensor out = run_executable(*executable, graph, inputs)[0];
+          for (int64_t row = 0; row < n; ++row) {
+            double exact = 0, magnitude = 0;
+            for (int64_t col = 0; col < groups * group; ++col) {
+              const int64_t g = row * groups + col / group;
+              const double w = (element_as_double(q, row * groups * group + col) -
+                                (zero_points ? element_as_double(zero, g) : 0.0)) *
+                               element_as_double(scale, g);
+              exact += element_as_double(x, col) * w;
+              magnitude += std::fabs(element_as_double(x, col) * w);
+            }
+            EXPECT_NEAR(element_as_double(out, row), exact, (magnitude + std::fabs(exact)) / 256)
+                << what << " (" << name << ") row " << row;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantizedGemv, AnIntermediateReadElsewhereKeepsTheOpsAsTheyAre) {
+  // The dequantized weight is also a graph output: it must be computed, so no pattern kernel.
+  const int64_t n = 8, groups = 2, group = 16, k = groups * group;
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {1, k});
+  auto q = b.weight("q", DType::I8, {n, k});
+  auto scale = b.weight("scale", DType::F32, {n, groups});
+  auto dequantized = b.binary(Op::Mul, b.unary(Op::Cast, viewed(q, ir::View::contiguous({n, groups, group})), DType::F32),
+                              viewed(scale, ir::View::contiguous({n, groups, 1}).expand({n, groups, group})));
+  b.output(b.matmul(x, viewed(dequantized, ir::View::contiguous({n, k}).permute({1, 0}))));
+  b.output(dequantized);
+  runtime::CompileOptions options;
+  options.cache_dir = test_cache_dir();
+  const runtime::cpu::Program program = runtime::cpu::build_program(b.graph, options);
+  for (const runtime::cpu::Step& step : program.steps)
+    EXPECT_EQ(step.what.find("per group"), std::string::npos) << step.what;
+  std::mt19937 rng(8);
+  HostTensor qw = int8_weight(n, k, rng);
+  HostTensor sw = random_tensor(DType::F32, {n, groups}, rng, /*positive=*/true);
+  expect_matches_reference(b.graph, {random_tensor(DType::F32, {1, k}, rng)}, "shared dequantized weight", 1e-4,
+                           {{"q", qw.ref()}, {"scale", sw.ref()}});
 }
 
 TEST(QuantizedGemv, APrefillKeepsTheCastAndBlas) {

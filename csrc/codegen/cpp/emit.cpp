@@ -528,17 +528,39 @@ class Emitter {
   std::string gemv_body() const {
     const GemvSpec& g = k_.gemv;
     const DType t = k_.params[2].dtype;
-    const bool int8 = k_.params[1].dtype == DType::I8;
-    const char* element = t == DType::F32 ? (int8 ? "lm_f32_i8" : "lm_f32")
-                          : t == DType::BF16 ? (int8 ? "lm_bf16_i8" : "lm_bf16")
-                                             : "lm_f16";
-    INTERNAL_CHECK((t == DType::F32 || t == DType::BF16 || t == DType::F16) &&
-                   (k_.params[1].dtype == t || (int8 && t != DType::F16)))
-        << "gemv of " << ir::dtype_name(t) << " by a " << ir::dtype_name(k_.params[1].dtype) << " weight";
+    const DType w = k_.params[1].dtype;
     const int n_axis = rank_ - 1;
-    const std::string n = expr_text(k_.domain[n_axis]);
     const std::string rows = std::to_string(k_.tile > 0 ? k_.tile : kGemvRows);
-    std::ostringstream out;
+    std::ostringstream out, pointers;
+    std::string call;  // the row function's name and arguments, R left open
+    if (g.group > 0) {
+      // Dequantized per group in registers (lm_gemv_rows_grouped).
+      INTERNAL_CHECK((t == DType::F32 || t == DType::BF16) && w == DType::I8 && k_.params[3].dtype == t)
+          << "grouped gemv of " << ir::dtype_name(t) << " with " << ir::dtype_name(k_.params[3].dtype) << " scales";
+      const char* element = t == DType::F32 ? "float" : "uint16_t";
+      out << "  const int64_t lm_scale_row = " << expr_text(g.scale.strides[n_axis])
+          << ", lm_scale_group = " << expr_text(g.scale_group_stride) << ";\n";
+      out << "  const int64_t lm_zero_row = " << (g.has_zero ? expr_text(g.zero.strides[n_axis]) : "0")
+          << ", lm_zero_group = " << (g.has_zero ? expr_text(g.zero_group_stride) : "0") << ";\n";
+      pointers << "    const " << element << "* lm_a = p0 + " << index_text(g.a, false) << ";\n";
+      pointers << "    const signed char* lm_w = p1 + " << index_text(g.w, false) << ";\n";
+      pointers << "    const " << element << "* lm_s = p3 + " << index_text(g.scale, false) << ";\n";
+      pointers << "    const signed char* lm_z = " << (g.has_zero ? "p4 + " + index_text(g.zero, false) : "nullptr")
+               << ";\n";
+      call = "lm_gemv_rows_grouped<%R>(lm_a, lm_w, lm_row_stride, lm_depth, " + std::to_string(g.group) +
+             ", lm_s, lm_scale_row, lm_scale_group, lm_z, lm_zero_row, lm_zero_group, lm_sums)";
+    } else {
+      const bool int8 = w == DType::I8;
+      const char* element = t == DType::F32 ? (int8 ? "lm_f32_i8" : "lm_f32")
+                            : t == DType::BF16 ? (int8 ? "lm_bf16_i8" : "lm_bf16")
+                                               : "lm_f16";
+      INTERNAL_CHECK((t == DType::F32 || t == DType::BF16 || t == DType::F16) && (w == t || (int8 && t != DType::F16)))
+          << "gemv of " << ir::dtype_name(t) << " by a " << ir::dtype_name(w) << " weight";
+      pointers << "    const " << element << "::TA* lm_a = p0 + " << index_text(g.a, false) << ";\n";
+      pointers << "    const " << element << "::TW* lm_w = p1 + " << index_text(g.w, false) << ";\n";
+      call = std::string("lm_gemv_rows<") + element + ", %R>(lm_a, lm_w, lm_row_stride, lm_depth, lm_sums)";
+    }
+    auto call_with = [&](const std::string& r) { return call.substr(0, call.find("%R")) + r + call.substr(call.find("%R") + 2); };
     out << "  const int64_t lm_depth = " << expr_text(g.depth) << ";\n";
     out << "  const int64_t lm_row_stride = " << expr_text(g.w.strides[n_axis]) << ";\n";
     out << "  const int64_t lm_out_stride = " << expr_text(g.out.strides[n_axis]) << ";\n";
@@ -546,15 +568,12 @@ class Emitter {
     out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end;) {\n";
     std::vector<int> dims;
     for (int d = 0; d < rank_; ++d) dims.push_back(d);
-    out << item_indices(dims);
-    out << "    const " << element << "::TA* lm_a = p0 + " << index_text(g.a, false) << ";\n";
-    out << "    const " << element << "::TW* lm_w = p1 + " << index_text(g.w, false) << ";\n";
+    out << item_indices(dims) << pointers.str();
     out << "    const int64_t lm_o = " << index_text(g.out, false) << ";\n";
-    out << "    const int lm_rows = (i" << n_axis << " + " << rows << " <= " << n << " && lm_p + " << rows
-        << " <= lm_end) ? " << rows << " : 1;\n";
-    out << "    if (lm_rows == " << rows << ") lm_gemv_rows<" << element << ", " << rows
-        << ">(lm_a, lm_w, lm_row_stride, lm_depth, lm_sums);\n";
-    out << "    else lm_gemv_rows<" << element << ", 1>(lm_a, lm_w, lm_row_stride, lm_depth, lm_sums);\n";
+    out << "    const int lm_rows = (i" << n_axis << " + " << rows << " <= " << expr_text(k_.domain[n_axis])
+        << " && lm_p + " << rows << " <= lm_end) ? " << rows << " : 1;\n";
+    out << "    if (lm_rows == " << rows << ") " << call_with(rows) << ";\n";
+    out << "    else " << call_with("1") << ";\n";
     out << "    for (int lm_u = 0; lm_u < lm_rows; ++lm_u) p2[lm_o + lm_u * lm_out_stride] = "
         << table_.store(t, "lm_sums[lm_u]") << ";\n";
     out << "    lm_p += lm_rows;\n  }\n";

@@ -460,6 +460,55 @@ inline void lm_gemv_rows(const typename E::TA* a, const typename E::TW* w, int64
     sums[r] = t;
   }
 }
+// A weight quantized per group along K (GemvSpec::group): each row's int8 values multiply `a`
+// group by group, and the group's scale and zero point apply to its sum,
+// scale * (sum q*a - zero * sum a), instead of to every weight: one widen and one FMA per
+// weight. Rounds differently from dequantizing first (eager rounds each bf16 weight); the sum
+// is kept in f32 either way.
+inline lm_f32x8 lm_load_f32x8(const float* p) {
+  lm_f32x8 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+inline lm_f32x8 lm_load_f32x8(const uint16_t* p) { return lm_bf16_i8::load_x(p); }
+inline float lm_load_f32(const float* p) { return *p; }
+inline float lm_load_f32(const uint16_t* p) { return lm_bf2f(*p); }
+template <int R, class TA, class TS>
+inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_stride, int64_t depth, int64_t group,
+                                 const TS* scale, int64_t scale_row, int64_t scale_group, const signed char* zero,
+                                 int64_t zero_row, int64_t zero_group, float* sums) {
+  auto zero_point = [&](int r, int64_t g) { return zero ? (float)zero[r * zero_row + g * zero_group] : 0.0f; };
+  if (group % 8 != 0) {  // no whole vectors per group: one weight at a time
+    for (int r = 0; r < R; ++r) {
+      float t = 0.0f;
+      for (int64_t k = 0; k < depth; ++k)
+        t += lm_load_f32(a + k) * ((w[r * row_stride + k] - zero_point(r, k / group)) *
+                                   lm_load_f32(scale + r * scale_row + k / group * scale_group));
+      sums[r] = t;
+    }
+    return;
+  }
+  lm_f32x8 acc[R] = {};
+  for (int64_t start = 0, g = 0; start < depth; start += group, ++g) {
+    lm_f32x8 part[R] = {};
+    lm_f32x8 a_sum = {};
+    for (int64_t k = start; k < start + group; k += 8) {
+      const lm_f32x8 x = lm_load_f32x8(a + k);
+      a_sum += x;
+      for (int r = 0; r < R; ++r) {
+        __builtin_prefetch(w + (R + r) * row_stride + k);
+        part[r] = lm_madd8(x, lm_widen_i8(w + r * row_stride + k), part[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const float s = lm_load_f32(scale + r * scale_row + g * scale_group);
+      const float z = zero_point(r, g);
+      const lm_f32x8 s8 = {s, s, s, s, s, s, s, s}, z8 = {z, z, z, z, z, z, z, z};
+      acc[r] = lm_madd8(part[r] - z8 * a_sum, s8, acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) sums[r] = lm_sum8(acc[r]);
+}
 }  // namespace
 )LUMINAL";
 

@@ -6,6 +6,7 @@
 
 #include "passes/attention.h"
 #include "passes/fusion/legal.h"
+#include "passes/group_quantized_gemv.h"
 #include "passes/fusion/score.h"
 
 namespace luminal::passes {
@@ -78,11 +79,36 @@ void group_attention(const ir::Graph& graph, Partition& p, PassContext& cx) {
   }
 }
 
+// Each group-quantized GEMV becomes one QuantizedGemv group, before loop fusion could compute
+// its dequantized weight as a kernel of its own.
+void group_quantized_gemvs(const ir::Graph& graph, Partition& p, PassContext& cx) {
+  for (size_t i = 0; i < graph.size(); ++i) {
+    const ir::NodeId id = static_cast<ir::NodeId>(i);
+    if (graph.node(id).op != ir::Op::Matmul) continue;
+    const std::optional<GroupQuantizedGemv> pattern = match_group_quantized_gemv(graph, id, p.users, p.read_by_runtime);
+    if (!pattern) continue;
+    const int into = p.group_of[id];
+    for (ir::NodeId member : pattern->nodes) {
+      const int g = p.group_of[member];
+      if (g == into) continue;
+      p.groups[g].alive = false;
+      p.groups[g].nodes.clear();
+      p.group_of[member] = into;
+    }
+    p.groups[into].nodes = pattern->nodes;
+    p.groups[into].kind = GroupKind::QuantizedGemv;
+    if (!cx.debug_dir.empty())
+      cx.log.push_back("quantized gemv %" + std::to_string(id) + ": groups of " + std::to_string(pattern->group) +
+                       (pattern->zero ? " with zero points" : ""));
+  }
+}
+
 }  // namespace
 
 Partition fuse(const ir::Graph& graph, PassContext& cx) {
   Partition p = initial_partition(graph);
   if (cx.attention_kernels) group_attention(graph, p, cx);
+  if (cx.quantized_gemv_weights) group_quantized_gemvs(graph, p, cx);
   for (int round = 0; round < cx.fusion_rounds; ++round) {
     std::vector<Candidate> candidates;
     for (const auto& [producer, consumer] : producer_consumer_pairs(graph, p)) {

@@ -19,6 +19,7 @@ const char* group_kind_name(GroupKind kind) {
     case GroupKind::AtenCall: return "aten call";
     case GroupKind::Collective: return "collective";
     case GroupKind::Attention: return "attention";
+    case GroupKind::QuantizedGemv: return "quantized gemv";
     case GroupKind::Scan: return "scan";
   }
   return "?";

@@ -18,6 +18,7 @@ enum class GroupKind {
   AtenCall,   // one op through the ATen fallback: never fused (a partition boundary)
   Collective,  // one collective over a process group, issued asynchronously: never fused
   Attention,  // scaled dot-product attention as one pattern kernel (passes/attention.h)
+  QuantizedGemv,  // a GEMV dequantizing its weight per group in registers (passes/group_quantized_gemv.h)
   Scan,       // one CumSum as the scan pattern kernel: never fused
 };
 

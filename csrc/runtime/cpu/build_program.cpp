@@ -189,6 +189,12 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       lowered = codegen::lower_attention(graph, *pattern);
       program.fused_nodes += group.nodes.size();
       ++program.attention_kernels;
+    } else if (group.kind == GroupKind::QuantizedGemv) {
+      const std::optional<passes::GroupQuantizedGemv> pattern =
+          passes::match_group_quantized_gemv(graph, group.nodes.back(), partition.users, partition.read_by_runtime);
+      INTERNAL_CHECK(pattern.has_value()) << "quantized gemv group %" << group.nodes.back() << " no longer matches";
+      lowered = codegen::lower_group_quantized_gemv(graph, *pattern);
+      program.fused_nodes += group.nodes.size();
     } else if (group.kind == GroupKind::Scatter) {
       lowered = codegen::lower_scatter(graph, group.nodes[0]);
       step.scatter = group.nodes[0];

@@ -1,0 +1,98 @@
+"""torchao-quantized models compiled by luminal: equal to eager's quantized model, with the
+decode GEMVs reading the quantized weights themselves (no float copy of a weight per call).
+
+int8 weight-only (per-channel scales) and IntxWeightOnlyConfig's int4 with a scale and zero point
+per group of 32 weights (held one per byte by torchao)."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import pytest
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "models"))
+from families import DECODERS, MAX_CACHE_LEN, VOCAB, build  # noqa: E402
+from greedy import greedy_decode  # noqa: E402
+
+torchao = pytest.importorskip("torchao", reason="torchao==0.18.0 (scripts/install_deps.sh)")
+from torchao.quantization import Int8WeightOnlyConfig, IntxWeightOnlyConfig, quantize_  # noqa: E402
+from torchao.quantization.granularity import PerGroup  # noqa: E402
+
+import luminal  # noqa: E402
+from conftest import CountingBackend  # noqa: E402
+
+
+WEIGHT_ONLY = {
+    "int8": (Int8WeightOnlyConfig, "gemv (M = 1 matmul, weight streamed once)"),
+    "int4": (lambda: IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)),
+             "gemv (M = 1 matmul, weight dequantized per group of 32)"),
+}
+
+
+class MLP(torch.nn.Module):
+    def __init__(self, hidden: int = 96, ffn: int = 224) -> None:
+        super().__init__()
+        self.gate = torch.nn.Linear(hidden, ffn, bias=False)
+        self.up = torch.nn.Linear(hidden, ffn, bias=False)
+        self.down = torch.nn.Linear(ffn, hidden, bias=True)
+
+    def forward(self, x):
+        return self.down(torch.nn.functional.silu(self.gate(x)) * self.up(x))
+
+
+@pytest.mark.parametrize("config", sorted(WEIGHT_ONLY))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("rows", [1, 5], ids=["decode", "prefill"])
+def test_weight_only_mlp_equals_eager(config, dtype, rows, tmp_path):
+    torch.manual_seed(0)
+    model = MLP().to(dtype).eval()
+    quantize_(model, WEIGHT_ONLY[config][0]())
+    x = torch.randn(1, rows, 96, dtype=dtype)
+    backend = CountingBackend({"debug_dir": str(tmp_path)})
+    with torch.no_grad():
+        expected = model(x)
+        actual = torch.compile(model, backend=backend)(x)
+        actual_noncontiguous = torch.compile(model, backend=backend)(x.transpose(0, 1).contiguous().transpose(0, 1))
+    tolerance = 1e-4 if dtype == torch.float32 else 3e-2
+    torch.testing.assert_close(actual, expected, rtol=tolerance, atol=tolerance)
+    torch.testing.assert_close(actual_noncontiguous, expected, rtol=tolerance, atol=tolerance)
+    assert backend.compiled[0].stats["fallback_ops"] == []
+    if rows == 1:
+        # Every Linear a GEMV of its kind, and nothing widens an int8 weight first: after the
+        # passes, no node reads an i8 weight but a Matmul or the GEMV's own dequantizing Casts.
+        steps = (tmp_path / "cpu_stats.txt").read_text()
+        assert steps.count(WEIGHT_ONLY[config][1]) == 3, steps
+        if config == "int8":
+            ir = (tmp_path / "2_dead_code.txt").read_text().splitlines()
+            int8_weights = {line.split()[0] for line in ir if "= Weight i8" in line}
+            for line in ir:
+                operands = re.search(r"\((.*)\)\s*;", line)
+                reads = {token for token in operands.group(1).split() if token.startswith("%")} if operands else set()
+                if reads & int8_weights:
+                    assert "= Matmul" in line, line
+
+
+@pytest.mark.parametrize("config", sorted(WEIGHT_ONLY))
+@pytest.mark.parametrize("family", ["llama", "qwen3"])
+def test_weight_only_static_cache_decode_equals_eager(config, family, tmp_path):
+    model = build(DECODERS[family], torch.float32)
+    linears = sum(isinstance(m, torch.nn.Linear) for m in model.modules())
+    quantize_(model, WEIGHT_ONLY[config][0]())
+    prompt = torch.randint(0, VOCAB, (1, 5), generator=torch.Generator().manual_seed(1))
+    backend = CountingBackend({"debug_dir": str(tmp_path)})
+    with torch.no_grad():
+        tokens = {
+            "eager": greedy_decode(model, prompt, 32, MAX_CACHE_LEN),
+            "luminal": greedy_decode(torch.compile(model, backend=backend), prompt, 32, MAX_CACHE_LEN),
+        }
+    # The decode step (compiled last, so its dumps are the ones left): every quantized Linear
+    # is one GEMV reading the quantized weight.
+    assert (tmp_path / "cpu_stats.txt").read_text().count(WEIGHT_ONLY[config][1]) == linears
+    assert tokens["luminal"][0] == tokens["eager"][0]
+    torch.testing.assert_close(tokens["luminal"][1], tokens["eager"][1], rtol=1e-3, atol=1e-3)
+    assert tokens["luminal"][2], "the decode steps copied the KV cache"
+    assert len(backend.compiled) == 2  # prefill and every decode step
+    assert all(c.stats["fallback_ops"] == [] for c in backend.compiled)
