@@ -7,8 +7,10 @@ and how call arguments map onto it. Never weights: they are bound by pointer on 
 so a cached entry serves a model with other weights of the same shapes.
 
 The key covers everything export reads: the graph's code, every placeholder's kind, dtype,
-symbolic shape, strides and device, the values of constant tensors the graph holds, the Python
-scalars specialised into it, and the versions of torch and of luminal's own export code. A
+symbolic shape, strides and device, a tensor subclass's type and flattened attributes (torchao's
+quantized weights trace differently by them: int8 weight-only and int8 dynamic activations are
+one class), the values of constant tensors the graph holds, the Python scalars specialised into
+it, and the versions of torch and of luminal's own export code. A
 stale or unreadable entry is ignored and overwritten, never trusted.
 """
 
@@ -23,6 +25,7 @@ from typing import Any, Callable
 
 import torch
 import torch.fx
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from .export import ExportedGraph, attribute_tensor, holds_distributed_state
 
@@ -72,6 +75,25 @@ def _describe_value(node: torch.fx.Node, value: Any) -> str:
     return f"{type(value).__name__}|{value!r}"
 
 
+def _subclass_metadata(value: Any) -> str | None:
+    """A tensor subclass's type and flattened attributes ("" for a plain tensor), or None where
+    an attribute has no value repr (then the key cannot tell two of them apart)."""
+    if not is_traceable_wrapper_subclass(value):
+        return ""
+    names, context = value.__tensor_flatten__()
+    inner = []
+    for name in names:
+        tensor = getattr(value, name)
+        nested = _subclass_metadata(tensor)
+        if nested is None:
+            return None
+        inner.append(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}:{tensor.stride()}:{nested}")
+    text = repr(context)
+    if " at 0x" in text:
+        return None
+    return f"{type(value).__module__}.{type(value).__qualname__}|{text}|{inner}"
+
+
 def cache_key(gm: torch.fx.GraphModule, args: list[Any], scalar_values: dict[str, Any]) -> str | None:
     """The entry's key, or None when the graph holds something the key cannot describe."""
     digest = hashlib.sha256()
@@ -83,15 +105,23 @@ def cache_key(gm: torch.fx.GraphModule, args: list[Any], scalar_values: dict[str
     if holds_distributed_state(args):
         return None  # the archive names this process's groups, which the key cannot tell apart
     for node, value in zip(placeholders, args):
-        digest.update(f"{node.name}|{_describe_value(node, value)}\n".encode())
+        subclass = _subclass_metadata(value)
+        if subclass is None:
+            return None
+        digest.update(f"{node.name}|{_describe_value(node, value)}|{subclass}\n".encode())
     for node in gm.graph.nodes:
         if node.op != "get_attr":
             continue
         attribute = attribute_tensor(gm, str(node.target))
         if not isinstance(attribute, torch.Tensor):
             return None  # a submodule or custom object: not described by the key
+        subclass = _subclass_metadata(attribute)
+        if subclass is None:
+            return None
         # Its metadata only: attributes are bound by pointer, the archive holds none of their values.
-        digest.update(f"{node.target}|{attribute.dtype}|{tuple(attribute.shape)}|{attribute.stride()}".encode())
+        digest.update(
+            f"{node.target}|{attribute.dtype}|{tuple(attribute.shape)}|{attribute.stride()}|{subclass}".encode()
+        )
     digest.update(repr(sorted(scalar_values.items())).encode())
     return digest.hexdigest()
 

@@ -9,6 +9,7 @@ import sys
 import logging
 import textwrap
 
+import pytest
 import torch
 
 from conftest import CountingBackend, assert_close
@@ -92,3 +93,20 @@ def test_a_second_process_skips_export(tmp_path):
     for run in runs:
         assert run.returncode == 0, run.stderr[-2000:]
     assert [r.stdout.strip().splitlines()[-1] for r in runs] == ["MISS", "HIT"]
+
+
+def test_tensor_subclass_attributes_are_part_of_the_key(tmp_path):
+    """torchao's int8 weight-only and int8 dynamic-activation weights are one tensor subclass
+    that differs only in a flattened attribute, and trace to different graphs (the second
+    quantizes its activations): the second model must not reuse the first's export."""
+    quantization = pytest.importorskip("torchao.quantization", reason="torchao==0.18.0 (scripts/install_deps.sh)")
+    x = torch.randn(1, 8)
+    weight_only = Net().eval()
+    quantization.quantize_(weight_only, quantization.Int8WeightOnlyConfig())
+    compile_once(weight_only, x, tmp_path)
+    dynamic = Net().eval()
+    quantization.quantize_(dynamic, quantization.Int8DynamicActivationInt8WeightConfig())
+    out, stats = compile_once(dynamic, x, tmp_path)
+    assert stats["export_cache_hit"] is False
+    with torch.no_grad():
+        assert_close(out, dynamic(x))
