@@ -147,6 +147,7 @@ void translate_index_tensor(NodeArgs& args);
 // ---- linalg.cpp ----
 void translate_addmm(NodeArgs& args);
 void translate_bmm(NodeArgs& args);
+void translate_int_mm(NodeArgs& args);
 void translate_mm(NodeArgs& args);
 
 // ---- nn.cpp ----

@@ -24,6 +24,17 @@ void translate_bmm(NodeArgs& args) {
   args.set_output(0, matmul(args.cx(), a, b));
 }
 
+// int8 x int8 -> i32 (torchao's dynamic activation quantization): the product of the operands'
+// exact i32 widenings, summed in i32 as torch does. A runtime may read the int8 operands
+// themselves (passes/quantized_weights.h).
+void translate_int_mm(NodeArgs& args) {
+  TranslationContext& cx = args.cx();
+  const Tensor a = matrix_operand(args, "self", 2), b = matrix_operand(args, "mat2", 2);
+  USER_CHECK(a.dtype == ir::DType::I8 && b.dtype == ir::DType::I8)
+      << "_int_mm multiplies int8 matrices, got " << ir::dtype_name(a.dtype) << " and " << ir::dtype_name(b.dtype);
+  args.set_output(0, matmul(cx, cast(cx, a, ir::DType::I32), cast(cx, b, ir::DType::I32)));
+}
+
 // nn.Linear with a bias: beta * self + alpha * (mat1 @ mat2). beta == 0 ignores self entirely
 // (NaNs included), as torch does.
 void translate_addmm(NodeArgs& args) {

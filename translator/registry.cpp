@@ -37,6 +37,7 @@ constexpr std::pair<const char*, OpHandler> kHandlers[] = {
     {"aten::_assert_scalar.default", translate_assert_scalar},
     {"aten::_assert_tensor_metadata.default", translate_assert_tensor_metadata},
     {"aten::_grouped_mm.default", translate_grouped_mm},
+    {"aten::_int_mm.default", translate_int_mm},
     {"aten::_local_scalar_dense.default", translate_local_scalar_dense},
     {"aten::_log_softmax.default", translate_log_softmax},
     {"aten::_native_batch_norm_legit.default", translate_native_batch_norm_legit},

@@ -235,9 +235,9 @@ LoweredKernel lower_gemv(const ir::Graph& graph, NodeId id) {
   kernel.kind = KernelKind::Gemv;
   kernel.domain = node.shape;  // [batch.., 1, N]
   kernel.label = "gemv (M = 1 matmul, weight streamed once)";
-  // The weight in its own dtype: the activations' or an int8 one the kernel widens.
-  kernel.params = {Param{node.dtype, false}, Param{graph.node(node.inputs[1].node).dtype, false},
-                   Param{node.dtype, true}};
+  // The operands in their own dtypes: the output's, or int8 ones the kernel widens.
+  kernel.params = {Param{graph.node(node.inputs[0].node).dtype, false},
+                   Param{graph.node(node.inputs[1].node).dtype, false}, Param{node.dtype, true}};
   out.param_nodes = {node.inputs[0].node, node.inputs[1].node, id};
   std::vector<Expr> a_strides(a.strides().begin(), a.strides().begin() + static_cast<long>(rank - 1));
   a_strides.push_back(Expr(int64_t{0}));  // N

@@ -4,9 +4,12 @@
 
 namespace luminal::passes {
 
-bool is_gemv(const ir::Node& matmul) {
+bool is_gemv(const ir::Graph& graph, const ir::Node& matmul) {
   if (matmul.op != ir::Op::Matmul) return false;
-  if (matmul.dtype != ir::DType::F32 && matmul.dtype != ir::DType::F16 && matmul.dtype != ir::DType::BF16)
+  const bool int8_product = matmul.dtype == ir::DType::I32 && graph.node(matmul.inputs[0].node).dtype == ir::DType::I8 &&
+                            graph.node(matmul.inputs[1].node).dtype == ir::DType::I8;
+  if (matmul.dtype != ir::DType::F32 && matmul.dtype != ir::DType::F16 && matmul.dtype != ir::DType::BF16 &&
+      !int8_product)
     return false;
   const size_t rank = matmul.shape.size();
   const ir::View& a = matmul.inputs[0].view;
@@ -22,7 +25,7 @@ ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_
     ir::Node node = graph.node(static_cast<ir::NodeId>(i));
     for (ir::TensorRef& in : node.inputs) in.node = renumber[in.node];
     const bool native = std::find(native_half.begin(), native_half.end(), node.dtype) != native_half.end();
-    if (node.op != ir::Op::Matmul || !ir::is_half(node.dtype) || is_gemv(node) || native) {
+    if (node.op != ir::Op::Matmul || !ir::is_half(node.dtype) || is_gemv(out, node) || native) {
       renumber[i] = out.add(std::move(node));
       continue;
     }

@@ -4,19 +4,38 @@
 
 namespace luminal::passes {
 
+namespace {
+
+// The Cast that `ref` reads whole, when it widens an int8 tensor to `dtype`: then reading its
+// input through the Cast's own view reads the same elements.
+const ir::TensorRef* widened_int8(const ir::Graph& graph, const ir::TensorRef& ref, ir::DType dtype) {
+  const ir::Node& cast = graph.node(ref.node);
+  if (cast.op != ir::Op::Cast || cast.dtype != dtype || !(ref.view == ir::View::contiguous(cast.shape))) return nullptr;
+  return graph.node(cast.inputs[0].node).dtype == ir::DType::I8 ? &cast.inputs[0] : nullptr;
+}
+
+}  // namespace
+
 ir::Graph read_quantized_weights_in_gemvs(ir::Graph graph) {
   for (size_t i = 0; i < graph.size(); ++i) {
     const ir::Node& node = graph.node(static_cast<ir::NodeId>(i));
-    if (node.op != ir::Op::Matmul || (node.dtype != ir::DType::F32 && node.dtype != ir::DType::BF16)) continue;
-    const ir::TensorRef& b = node.inputs[1];
-    const ir::Node& cast = graph.node(b.node);
-    // The Cast read whole, as computed: then reading its input through the Cast's own view
-    // reads the same elements.
-    if (cast.op != ir::Op::Cast || cast.dtype != node.dtype || !(b.view == ir::View::contiguous(cast.shape))) continue;
-    if (graph.node(cast.inputs[0].node).dtype != ir::DType::I8) continue;
+    if (node.op != ir::Op::Matmul) continue;
     ir::Node folded = node;
-    folded.inputs[1] = cast.inputs[0];
-    if (!is_gemv(folded)) continue;
+    if (node.dtype == ir::DType::F32 || node.dtype == ir::DType::BF16) {
+      // Weight-only: the weight widened to the activations' dtype.
+      const ir::TensorRef* weight = widened_int8(graph, node.inputs[1], node.dtype);
+      if (!weight) continue;
+      folded.inputs[1] = *weight;
+    } else if (node.dtype == ir::DType::I32) {
+      // Dynamic activations (aten::_int_mm): both operands int8, widened to i32.
+      const ir::TensorRef* a = widened_int8(graph, node.inputs[0], node.dtype);
+      const ir::TensorRef* weight = widened_int8(graph, node.inputs[1], node.dtype);
+      if (!a || !weight) continue;
+      folded.inputs = {*a, *weight};
+    } else {
+      continue;
+    }
+    if (!is_gemv(graph, folded)) continue;
     graph.mutable_node(static_cast<ir::NodeId>(i)) = std::move(folded);
   }
   return graph;

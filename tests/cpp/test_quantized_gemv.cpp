@@ -172,6 +172,28 @@ TEST(QuantizedGemv, AnIntermediateReadElsewhereKeepsTheOpsAsTheyAre) {
                            {{"q", qw.ref()}, {"scale", sw.ref()}});
 }
 
+TEST(QuantizedGemv, Int8ActivationsTimesInt8WeightsSumExactlyInI32) {
+  // aten::_int_mm as translated: Matmul i32 of both operands widened. The GEMV reads the int8
+  // operands; every sum is exact (the reference sums in i32), over odd depths and the full range.
+  std::mt19937 rng(9);
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{13, 37}, {64, 4096}, {5, 15}}) {
+    IrTestBuilder b;
+    auto x = b.input("x", DType::I8, {1, k});
+    auto w = b.weight("w", DType::I8, {n, k});
+    b.output(b.matmul(b.unary(Op::Cast, x, DType::I32),
+                      b.unary(Op::Cast, viewed(w, w.view.permute({1, 0})), DType::I32)));
+    HostTensor weight = int8_weight(n, k, rng);
+    const std::string what = "int8 " + std::to_string(n) + "x" + std::to_string(k);
+    runtime::CompileOptions options;
+    options.cache_dir = test_cache_dir();
+    const runtime::cpu::Program program = runtime::cpu::build_program(b.graph, options);
+    const runtime::cpu::Step* gemv = gemv_step(program);
+    ASSERT_NE(gemv, nullptr) << what;
+    EXPECT_EQ(program.steps.size(), 1u) << what << ": the operands were widened into buffers first";
+    expect_matches_reference(b.graph, {int8_weight(1, k, rng)}, what, 0, {{"w", weight.ref()}});
+  }
+}
+
 TEST(QuantizedGemv, APrefillKeepsTheCastAndBlas) {
   // M > 1: no GEMV, so the weight is widened for BLAS as before.
   IrTestBuilder b;

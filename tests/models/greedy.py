@@ -26,3 +26,27 @@ def greedy_decode(model, prompt: torch.Tensor, steps: int, max_cache_len: int) -
         tokens.append(int(logits.argmax(-1)))
     in_place = pointers == [t.data_ptr() for layer in cache.layers for t in (layer.keys, layer.values)]
     return tokens, logits, in_place
+
+
+def forced_decode(model, prompt: torch.Tensor, tokens: list[int], max_cache_len: int) -> tuple[torch.Tensor, bool]:
+    """The logits [len(tokens), vocab] of a prefill of `prompt` and decode steps fed `tokens`
+    (another model's greedy tokens), and whether the cache stayed in place. Two models compared
+    this way see the same inputs at every step even where a near-tie flips one's argmax."""
+    from transformers import StaticCache
+
+    cache = StaticCache(config=model.config, max_cache_len=max_cache_len)
+    logits = [model(input_ids=prompt, past_key_values=cache, use_cache=True).logits[:, -1]]
+    pointers = [t.data_ptr() for layer in cache.layers for t in (layer.keys, layer.values)]
+    for step, token in enumerate(tokens[:-1]):
+        position = prompt.shape[1] + step
+        logits.append(
+            model(
+                input_ids=torch.tensor([[token]]),
+                past_key_values=cache,
+                use_cache=True,
+                position_ids=torch.tensor([[position]]),
+                cache_position=torch.tensor([position]),
+            ).logits[:, -1]
+        )
+    in_place = pointers == [t.data_ptr() for layer in cache.layers for t in (layer.keys, layer.values)]
+    return torch.cat(logits), in_place

@@ -62,3 +62,37 @@ def test_half_gemm_stays_half_where_the_cpu_has_half_dot_products(tmp_path, dtyp
     gemms = [line for line in (tmp_path / "cpu_stats.txt").read_text().splitlines() if line.startswith("gemm")]
     name = "bf16" if dtype == torch.bfloat16 else "f16"
     assert gemms and all((f"(ATen, {name})" in line) == native for line in gemms), (native, gemms)
+
+
+class Int8Linear(torch.nn.Module):
+    """torchao's dynamic-activation Linear at its core: int8 activations times the int8 weight,
+    a buffer [N, K] read transposed."""
+
+    def __init__(self, weight: torch.Tensor) -> None:
+        super().__init__()
+        self.register_buffer("weight", weight)
+
+    def forward(self, x):
+        return torch._int_mm(x, self.weight.t())
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 37, 13), (1, 4096, 24), (5, 48, 20), (17, 64, 33)])
+@pytest.mark.parametrize("operand", ["input", "weight"])
+def test_int_mm_is_exact(m, k, n, operand, tmp_path):
+    """torch._int_mm (torchao's dynamic int8 activations): int8 x int8 summed exactly in i32, over
+    the whole int8 range and a depth whose sums need more than f32's 24 bits. One row times a
+    weight is the decode GEMV that reads the int8 operands themselves."""
+    generator = torch.Generator().manual_seed(m * k + n)
+    a = torch.randint(-128, 128, (m, k), dtype=torch.int8, generator=generator)
+    w = torch.randint(-128, 128, (n, k), dtype=torch.int8, generator=generator)
+    options = {"debug_dir": str(tmp_path)}
+    if operand == "weight":
+        model = Int8Linear(w)
+        expected, actual = model(a), torch.compile(model, backend="luminal", options=options)(a)
+    else:
+        b = w.t()  # non-contiguous
+        expected, actual = torch._int_mm(a, b), torch.compile(torch._int_mm, backend="luminal", options=options)(a, b)
+    assert actual.dtype == torch.int32
+    assert torch.equal(actual, expected)
+    if m == 1 and operand == "weight":
+        assert "gemv" in (tmp_path / "cpu_stats.txt").read_text()

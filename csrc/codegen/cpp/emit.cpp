@@ -533,7 +533,15 @@ class Emitter {
     const std::string rows = std::to_string(k_.tile > 0 ? k_.tile : kGemvRows);
     std::ostringstream out, pointers;
     std::string call;  // the row function's name and arguments, R left open
-    if (g.group > 0) {
+    const char* sum_type = "float";
+    if (t == DType::I32) {
+      // int8 x int8, summed exactly in i32 (lm_gemv_rows_i8).
+      INTERNAL_CHECK(w == DType::I8 && k_.params[0].dtype == DType::I8) << "i32 gemv of " << ir::dtype_name(w);
+      pointers << "    const signed char* lm_a = p0 + " << index_text(g.a, false) << ";\n";
+      pointers << "    const signed char* lm_w = p1 + " << index_text(g.w, false) << ";\n";
+      call = "lm_gemv_rows_i8<%R>(lm_a, lm_w, lm_row_stride, lm_depth, lm_sums)";
+      sum_type = "int32_t";
+    } else if (g.group > 0) {
       // Dequantized per group in registers (lm_gemv_rows_grouped).
       INTERNAL_CHECK((t == DType::F32 || t == DType::BF16) && w == DType::I8 && k_.params[3].dtype == t)
           << "grouped gemv of " << ir::dtype_name(t) << " with " << ir::dtype_name(k_.params[3].dtype) << " scales";
@@ -564,7 +572,7 @@ class Emitter {
     out << "  const int64_t lm_depth = " << expr_text(g.depth) << ";\n";
     out << "  const int64_t lm_row_stride = " << expr_text(g.w.strides[n_axis]) << ";\n";
     out << "  const int64_t lm_out_stride = " << expr_text(g.out.strides[n_axis]) << ";\n";
-    out << "  float lm_sums[" << rows << "];\n";
+    out << "  " << sum_type << " lm_sums[" << rows << "];\n";
     out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end;) {\n";
     std::vector<int> dims;
     for (int d = 0; d < rank_; ++d) dims.push_back(d);

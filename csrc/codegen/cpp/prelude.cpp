@@ -460,6 +460,39 @@ inline void lm_gemv_rows(const typename E::TA* a, const typename E::TW* w, int64
     sums[r] = t;
   }
 }
+// int8 activations times int8 weights (torchao's dynamic activation quantization, _int_mm),
+// summed exactly in i32 as torch does: sixteen pairs widen to i16 and vpmaddwd adds each
+// neighbouring pair's products into an i32 lane (at most 2 * 128 * 128, no saturation). The
+// lanes wrap on overflow, as torch's i32 sum does (unsigned arithmetic: no undefined overflow).
+template <int R>
+inline void lm_gemv_rows_i8(const signed char* a, const signed char* w, int64_t row_stride, int64_t depth,
+                            int32_t* sums) {
+  uint32_t total[R] = {};
+  int64_t k = 0;
+#if defined(__AVX2__)
+  typedef char lm_i8x16 __attribute__((vector_size(16)));
+  typedef short lm_i16x16 __attribute__((vector_size(32)));
+  auto widen = [](const signed char* p) {
+    lm_i8x16 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return __builtin_ia32_pmovsxbw256(v);
+  };
+  lm_u32x8 acc[R] = {};
+  for (; k + 16 <= depth; k += 16) {
+    const lm_i16x16 x = widen(a + k);
+    for (int r = 0; r < R; ++r) {
+      __builtin_prefetch(w + (R + r) * row_stride + k);
+      acc[r] += (lm_u32x8)__builtin_ia32_pmaddwd256(x, widen(w + r * row_stride + k));
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int lane = 0; lane < 8; ++lane) total[r] += acc[r][lane];
+#endif
+  for (int r = 0; r < R; ++r) {
+    for (int64_t j = k; j < depth; ++j) total[r] += (uint32_t)(a[j] * w[r * row_stride + j]);
+    sums[r] = (int32_t)total[r];
+  }
+}
 // A weight quantized per group along K (GemvSpec::group): each row's int8 values multiply `a`
 // group by group, and the group's scale and zero point apply to its sum,
 // scale * (sum q*a - zero * sum a), instead of to every weight: one widen and one FMA per

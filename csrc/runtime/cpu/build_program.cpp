@@ -29,7 +29,7 @@ using passes::GroupKind;
 // read K with unit stride get the pattern kernel (passes::is_gemv), the rest a row kernel.
 bool matmul_as_loop(const ir::Graph& graph, NodeId id) {
   const ir::Node& node = graph.node(id);
-  if (!ir::is_floating(node.dtype) || passes::is_gemv(node)) return true;
+  if (!ir::is_floating(node.dtype) || passes::is_gemv(graph, node)) return true;
   const size_t rank = node.shape.size();
   const ir::View& b = node.inputs[1].view;
   return is_one(node.shape[rank - 2]) && (is_one(b.strides()[rank - 2]) || is_one(b.shape()[rank - 2]));
@@ -180,7 +180,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     }
     codegen::LoweredKernel lowered;
     if (group.kind == GroupKind::Matmul) {
-      lowered = passes::is_gemv(graph.node(group.nodes[0])) ? codegen::lower_gemv(graph, group.nodes[0])
+      lowered = passes::is_gemv(graph, graph.node(group.nodes[0])) ? codegen::lower_gemv(graph, group.nodes[0])
                                                             : codegen::lower_matmul_loop(graph, group.nodes[0]);
     } else if (group.kind == GroupKind::Attention) {
       const std::optional<passes::AttentionPattern> pattern =

@@ -13,8 +13,8 @@ namespace {
 using ir::NodeId;
 using passes::GroupKind;
 
-bool matmul_generated(const ir::Node& node) {
-  return passes::is_gemv(node) || !ir::is_floating(node.dtype) || is_one(node.shape[node.shape.size() - 2]);
+bool matmul_generated(const ir::Graph& graph, const ir::Node& node) {
+  return passes::is_gemv(graph, node) || !ir::is_floating(node.dtype) || is_one(node.shape[node.shape.size() - 2]);
 }
 
 std::string origin_of(const ir::Graph& graph, const std::vector<NodeId>& nodes) {
@@ -41,13 +41,13 @@ CudaKernelPlan plan_cuda_kernels(const ir::Graph& input_graph, passes::PassConte
     const std::string origin = origin_of(graph, group.nodes);
     CudaStep step;
     step.nodes = group.nodes;
-    if (group.kind == GroupKind::Matmul && !matmul_generated(graph.node(group.nodes[0]))) {
+    if (group.kind == GroupKind::Matmul && !matmul_generated(graph, graph.node(group.nodes[0]))) {
       step.kind = CudaStep::Kind::Library;
       step.what = "matmul (cuBLASLt) from " + origin;
     } else if (group.kind == GroupKind::Matmul) {
       const NodeId id = group.nodes[0];
       step.lowered =
-          passes::is_gemv(graph.node(id)) ? codegen::lower_gemv(graph, id) : codegen::lower_matmul_loop(graph, id);
+          passes::is_gemv(graph, graph.node(id)) ? codegen::lower_gemv(graph, id) : codegen::lower_matmul_loop(graph, id);
     } else if (group.kind == GroupKind::Attention) {
       const std::optional<passes::AttentionPattern> pattern = passes::match_attention(
           graph, group.nodes.back(), plan.partition.users, plan.partition.read_by_runtime);
