@@ -38,6 +38,7 @@ RESULT_COLUMNS = {
     "model": "TEXT",
     "dtype": "TEXT",
     "attn_implementation": "TEXT",
+    "quantization": "TEXT",
     "automatic_dynamic": "INTEGER",
     "prompt_tokens": "INTEGER",
     "decode_tokens": "INTEGER",
@@ -52,11 +53,12 @@ RESULT_COLUMNS = {
     "prefill_batched_tps": "REAL",
     "peak_rss_mb": "REAL",
     "kv_row_bytes": "INTEGER",
-    # The decode bandwidth floor's two terms: the weight bytes one decode step must read (every
-    # parameter but an input embedding table it only gathers from) and the machine's copy
-    # bandwidth, measured by the orchestrator at the start of the run.
+    # The decode bandwidth floor's terms: the weight bytes one decode step must read (every
+    # parameter as stored but an input embedding table it only gathers from) and the machine's
+    # copy and read-only bandwidths, measured by the orchestrator at the start of the run.
     "weight_bytes": "INTEGER",
     "copy_gbps": "REAL",
+    "read_gbps": "REAL",
     "decode_bytes_copied": "INTEGER",
     "graphs": "INTEGER",
     "tokens": "TEXT",

@@ -86,6 +86,38 @@ def _linear_inputs(m, k, n):
     return lambda dtype, g: (torch.randn(m, k, generator=g).to(dtype), torch.randn(n, k, generator=g).to(dtype))
 
 
+def _int8_weight_inputs(k, n):
+    # torchao's Int8WeightOnlyConfig: an int8 [N, K] weight and a scale per output channel.
+    def make(dtype, g):
+        return (torch.randn(1, k, generator=g).to(dtype), torch.randint(-128, 128, (n, k), generator=g, dtype=torch.int8),
+                (torch.rand(n, generator=g) / 64).to(dtype))
+
+    return make
+
+
+def gemv_int8(x, w, scale):
+    # As torchao's int8 weight-only linear traces: the weight widened, the product scaled.
+    return F.linear(x, w.to(x.dtype)) * scale
+
+
+def _int4_weight_inputs(k, n, group):
+    # IntxWeightOnlyConfig(int4, PerGroup(group)): values in [-8, 8) one per byte, a scale and an
+    # int8 zero point per group of `group` weights along K.
+    def make(dtype, g):
+        return (torch.randn(1, k, generator=g).to(dtype), torch.randint(-8, 8, (n, k), generator=g, dtype=torch.int8),
+                (torch.rand(n, k // group, generator=g) / 8).to(dtype),
+                torch.randint(-8, 8, (n, k // group), generator=g, dtype=torch.int8))
+
+    return make
+
+
+def gemv_int4(x, q, scale, zero):
+    # As torchao's IntxUnpackedToInt8Tensor linear traces: dequantized per group, then the product.
+    n, k = q.shape
+    grouped = q.view(n, scale.shape[1], -1).to(x.dtype) - zero.unsqueeze(-1).to(x.dtype)
+    return F.linear(x, (grouped * scale.unsqueeze(-1)).view(n, k))
+
+
 def _sdpa(causal):
     return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
@@ -121,6 +153,11 @@ def all_kernels() -> list[Kernel]:
     for m, k, nn in [(1024, 1024, 1024), (4096, 1024, 4096), (1, 4096, 4096)]:
         kernels.append(Kernel("gemm" if m > 1 else "gemv", (m, k, nn), _matmul_inputs(m, k, nn), torch.mm,
                               flops=2.0 * m * k * nn))
+    # Decode through quantized weights (docs/quantization.md): the bytes torchao holds, streamed
+    # once. int4 values are held one per byte, as torchao's IntxWeightOnlyConfig stores them.
+    for k, nn in [(4096, 4096)]:
+        kernels.append(Kernel("gemv_int8", (1, k, nn), _int8_weight_inputs(k, nn), gemv_int8, flops=2.0 * k * nn))
+        kernels.append(Kernel("gemv_int4", (1, k, nn), _int4_weight_inputs(k, nn, 32), gemv_int4, flops=2.0 * k * nn))
     # A 64-token prefill through the memory-bound Llama's projections as nn.Linear computes them
     # (x @ w.T): the MLP's up and down projections and the LM head.
     for m, k, nn in [(64, 1024, 2816), (64, 2816, 1024), (64, 1024, 32000)]:

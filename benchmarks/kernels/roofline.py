@@ -25,6 +25,13 @@ def copy_bandwidth_gbps() -> float:
     return 2 * src.nbytes / _median_s(lambda: dst.copy_(src), 10) / 1e9
 
 
+def read_bandwidth_gbps() -> float:
+    """256 MiB f32 summed (read only, no write stream): what a decode step streaming its weights
+    can reach at best."""
+    src = torch.randn(64 * 2**20)
+    return src.nbytes / _median_s(lambda: src.sum(), 10) / 1e9
+
+
 def sgemm_peak_gflops() -> float:
     """The best dense f32 compute this machine's BLAS delivers: torch.mm of square matrices, the
     faster of 1024^3 and 2048^3 (which size peaks depends on the caches and on the neighbours

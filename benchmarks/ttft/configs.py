@@ -27,6 +27,24 @@ ARCHS = {
 }
 # Encoders have no KV cache and no decode: their bench is one forward of the prompt per iteration.
 ENCODER_ARCHS = {"bert"}
+# torchao configs a model's Linears are quantized with (docs/quantization.md), made lazily:
+# torchao is imported only by a quantized config.
+QUANTIZATIONS = ("int8", "int4", "int8dyn")
+
+
+def quantization_config(name: str) -> Any:
+    from torchao.quantization import (
+        Int8DynamicActivationInt8WeightConfig,
+        Int8WeightOnlyConfig,
+        IntxWeightOnlyConfig,
+    )
+    from torchao.quantization.granularity import PerGroup
+
+    return {
+        "int8": Int8WeightOnlyConfig,
+        "int4": lambda: IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)),
+        "int8dyn": Int8DynamicActivationInt8WeightConfig,
+    }[name]()
 
 
 class ConfigError(ValueError):
@@ -51,6 +69,8 @@ class BenchConfig:
     # runs eager.
     automatic_dynamic: bool = False
     prompt_ids: list[int] = field(default_factory=list)
+    # "" or one of QUANTIZATIONS: every nn.Linear quantized with torchao after the dtype cast.
+    quantization: str = ""
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -67,7 +87,16 @@ def load_configs(path: Path = CONFIGS_FILE) -> dict[str, BenchConfig]:
         raw = tomllib.load(f)
     defaults = raw.get("defaults", {})
     configs: dict[str, BenchConfig] = {}
-    for key, table in raw.get("configs", {}).items():
+    tables = raw.get("configs", {})
+    for key, table in tables.items():
+        if "base" in table:  # another config's model, with this table's settings over it
+            base = dict(tables.get(table["base"]) or {})
+            if not base or "base" in base:
+                raise ConfigError(f"config {key!r}: base must name a config without a base, got {table['base']!r}")
+            if "dtype" in table or "dtypes" in table:
+                base.pop("dtype", None)
+                base.pop("dtypes", None)
+            table = {**base, **{k: v for k, v in table.items() if k != "base"}}
         settings = {**defaults, **table}
         if settings.get("arch") not in ARCHS:
             raise ConfigError(f"config {key!r}: arch must be one of {sorted(ARCHS)}, got {settings.get('arch')!r}")
@@ -85,6 +114,8 @@ def load_configs(path: Path = CONFIGS_FILE) -> dict[str, BenchConfig]:
 
 
 def _check(config: BenchConfig) -> None:
+    if config.quantization and config.quantization not in QUANTIZATIONS:
+        raise ConfigError(f"config {config.name!r}: quantization must be one of {QUANTIZATIONS}, got {config.quantization!r}")
     vocab = config.hf.get("vocab_size", 0)
     if not config.prompt_ids or max(config.prompt_ids) >= vocab:
         raise ConfigError(f"config {config.name!r}: prompt_ids must be non-empty and below vocab_size {vocab}")
@@ -108,5 +139,9 @@ def build_model(config: BenchConfig) -> torch.nn.Module:
     hf_config = config_cls(**config.hf, attn_implementation=config.attn_implementation)
     torch.manual_seed(config.seed)
     # Built in f32 then cast, so the bf16 variant holds the f32 variant's weights rounded.
-    model = model_cls(hf_config).eval()
-    return model.to(config.torch_dtype)
+    model = model_cls(hf_config).eval().to(config.torch_dtype)
+    if config.quantization:
+        from torchao.quantization import quantize_
+
+        quantize_(model, quantization_config(config.quantization))
+    return model

@@ -62,6 +62,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def stored_bytes(tensor: torch.Tensor) -> int:
+    """A tensor's bytes as held: a tensor subclass (torchao's quantized weights) by its inner
+    tensors, not by its logical dtype."""
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    if is_traceable_wrapper_subclass(tensor):
+        return sum(stored_bytes(getattr(tensor, name)) for name in tensor.__tensor_flatten__()[0])
+    return tensor.numel() * tensor.element_size()
+
+
 class Session:
     """The model, its cache and the fixed inputs of one config."""
 
@@ -94,13 +104,14 @@ class Session:
         return (time.perf_counter() - start) * 1000, ids
 
     def weight_bytes(self) -> int:
-        """Bytes of the weights one decode step reads: every parameter, but an input embedding
-        table only through the rows it gathers (unless the LM head reads it whole, tied)."""
-        total = sum(p.numel() * p.element_size() for p in self.model.parameters())
+        """Bytes of the weights one decode step reads: every parameter as stored (a quantized
+        one's int8 values, scales and zero points), but an input embedding table only through the
+        rows it gathers (unless the LM head reads it whole, tied)."""
+        total = sum(stored_bytes(p) for p in self.model.parameters())
         embedding = self.model.get_input_embeddings().weight
         head = self.model.get_output_embeddings()
         if head is None or head.weight is not embedding:
-            total -= embedding.numel() * embedding.element_size()
+            total -= stored_bytes(embedding)
         return total
 
     def kv_row_bytes(self) -> int:
@@ -196,6 +207,7 @@ def measure(prepare: Prepare, args: argparse.Namespace, result: dict[str, Any], 
         warmups=warmups,
         attn_implementation=config.attn_implementation,
         automatic_dynamic=config.automatic_dynamic,
+        quantization=config.quantization or None,
     )
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)

@@ -39,15 +39,16 @@ COUNT_ROWS = [
 CHART_METRICS = ["ttft_seq_ms", "ttft_batched_ms", "tpot_ms", "compile_ms"]
 
 
-FLOOR_LABEL = "TPOT bandwidth floor (ms/token): weight bytes ÷ copy bandwidth"
+# The bandwidth a decode floor divides the weight bytes by: (column, label).
+FLOORS = (("copy_gbps", "copy"), ("read_gbps", "read-only stream"))
 
 
-def bandwidth_floor_ms(rows: list[dict[str, Any] | None]) -> float | None:
+def bandwidth_floor_ms(rows: list[dict[str, Any] | None], bandwidth: str = "copy_gbps") -> float | None:
     """The fastest a decode step can stream its weights on this machine, from any row of the
     config that has both terms (every path decodes the same model)."""
     for row in rows:
-        if row and row.get("weight_bytes") and row.get("copy_gbps"):
-            return row["weight_bytes"] / (row["copy_gbps"] * 1e9) * 1e3
+        if row and row.get("weight_bytes") and row.get(bandwidth):
+            return row["weight_bytes"] / (row[bandwidth] * 1e9) * 1e3
     return None
 
 
@@ -102,11 +103,14 @@ def table_rows(paths: dict[str, dict[str, Any]]) -> list[list[str]]:
     def without_speedups(metric: str, label: str) -> list[str]:
         return [label] + [fmt(p.get(metric)) if p else "–" for p in shown] + [""] * len(pairs)
 
-    floor = bandwidth_floor_ms(shown)
-    if floor is not None:
-        rows.append([FLOOR_LABEL] + [fmt(floor, 2)] * len(shown) + [""] * len(pairs))
-        rows.append(["TPOT ÷ bandwidth floor"] + [fmt_x(p["tpot_ms"] / floor) if p and p.get("tpot_ms") else "–"
-                                                  for p in shown] + [""] * len(pairs))
+    for bandwidth, name in FLOORS:
+        floor = bandwidth_floor_ms(shown, bandwidth)
+        if floor is None:
+            continue
+        label = f"TPOT floor (ms/token): weight bytes ÷ {name} bandwidth"
+        rows.append([label] + [fmt(floor, 2)] * len(shown) + [""] * len(pairs))
+        rows.append([f"TPOT ÷ {name} floor"] + [fmt_x(p["tpot_ms"] / floor) if p and p.get("tpot_ms") else "–"
+                                                for p in shown] + [""] * len(pairs))
     for metric, label in COUNT_ROWS:
         if any(p and p.get(metric) is not None for p in shown):
             rows.append(without_speedups(metric, label))
@@ -141,7 +145,9 @@ def markdown(run: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         lines += [
             f"## {config}",
             "",
-            f"{any_row.get('model') or ''} {any_row.get('dtype') or ''}, attention {any_row.get('attn_implementation') or '?'}, "
+            f"{any_row.get('model') or ''} {any_row.get('dtype') or ''}"
+            + (f", torchao {any_row['quantization']} weights" if any_row.get("quantization") else "")
+            + f", attention {any_row.get('attn_implementation') or '?'}, "
             f"{work}, {fmt(any_row.get('iters'))} iterations after {fmt(any_row.get('warmups'))} warmups; medians"
             + ("; compiled with dynamic=None (automatic dynamic)." if any_row.get("automatic_dynamic") else "."),
             "",

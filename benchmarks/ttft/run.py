@@ -100,18 +100,19 @@ def run_one(path: str, config: str, args: argparse.Namespace, progress: Progress
     return row
 
 
-def measure_copy_bandwidth(args: argparse.Namespace) -> float:
-    """The machine's copy bandwidth with the run's thread count: the decode floor's denominator."""
+def measure_bandwidths(args: argparse.Namespace) -> dict[str, float]:
+    """The machine's copy and read-only bandwidths with the run's thread count: the decode
+    floors' denominators."""
     import torch
 
-    from benchmarks.kernels.roofline import copy_bandwidth_gbps
+    from benchmarks.kernels.roofline import copy_bandwidth_gbps, read_bandwidth_gbps
 
     if args.wait_idle > 0:
         runner.wait_until_quiet(args.wait_idle)
     torch.set_num_threads(args.threads)
-    gbps = copy_bandwidth_gbps()
-    print(f"copy bandwidth {gbps:.1f} GB/s", file=sys.stderr)
-    return gbps
+    measured = {"copy_gbps": copy_bandwidth_gbps(), "read_gbps": read_bandwidth_gbps()}
+    print(f"copy bandwidth {measured['copy_gbps']:.1f} GB/s, read {measured['read_gbps']:.1f} GB/s", file=sys.stderr)
+    return measured
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,10 +122,10 @@ def main(argv: list[str] | None = None) -> int:
         run_id = new_run_id()
         db.insert_run(conn, {"run_id": run_id, "mode": "ttft", **machine_info(args.threads), "args": _args_json(args)})
         jobs = [(c.name, p) for c in args.config_list for p in args.paths]
-        copy_gbps = measure_copy_bandwidth(args)
+        bandwidths = measure_bandwidths(args)
         progress = Progress(len(jobs))
         for config, path in jobs:
-            row = {**run_one(path, config, args, progress), "copy_gbps": copy_gbps}
+            row = {**run_one(path, config, args, progress), **bandwidths}
             db.insert_result(conn, run_id, row)  # stored at once: a later crash keeps earlier rows
             if row["error"]:
                 print(f"{config} x {path}: {row['error'][:300]}", file=sys.stderr)

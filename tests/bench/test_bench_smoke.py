@@ -56,8 +56,8 @@ def test_tiny_config_through_all_paths(tmp_path):
     kv_row_bytes, max_cache_len = rows["eager"]["kv_row_bytes"], 256
     assert kv_row_bytes > 0 and rows["eager"]["decode_bytes_copied"] is None
     assert kv_row_bytes <= luminal["decode_bytes_copied"] < kv_row_bytes * max_cache_len // 8
-    # The decode floor's terms: the weights a step reads and the run's copy bandwidth.
-    assert rows["eager"]["weight_bytes"] > 0 and rows["eager"]["copy_gbps"] > 0
+    # The decode floors' terms: the weights a step reads and the run's copy and read bandwidths.
+    assert rows["eager"]["weight_bytes"] > 0 and rows["eager"]["copy_gbps"] > 0 and rows["eager"]["read_gbps"] > 0
 
     html = (out / "dashboard.html").read_text()
     assert "tiny" in html and "<svg" in html and "data:image/png;base64," in html
@@ -65,8 +65,26 @@ def test_tiny_config_through_all_paths(tmp_path):
     assert (out / "ttft.png").read_bytes().startswith(b"\x89PNG")
     latest = (out / "ttft_latest.md").read_text()
     assert "| metric | eager | inductor | luminal |" in latest
-    assert "| TPOT ÷ bandwidth floor |" in latest
+    assert "| TPOT ÷ copy floor |" in latest and "| TPOT ÷ read-only stream floor |" in latest
     assert (out / "ttft_latest.csv").read_text().count("\n") == 4  # header + 3 paths
+
+
+def test_quantized_config_counts_the_bytes_torchao_holds(tmp_path):
+    pytest.importorskip("torchao", reason="torchao==0.18.0 (scripts/install_deps.sh)")
+    db_path, out = tmp_path / "bench.db", tmp_path / "out"
+    proc = run_bench("--configs", "tiny", "tiny-int4", "--paths", "eager", "luminal", "--db", str(db_path),
+                     "--out", str(out), "--timeout", "300")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    conn = sqlite3.connect(db_path)
+    conn.row_factory = sqlite3.Row
+    rows = {(r["config"], r["path"]): r for r in conn.execute("SELECT * FROM results")}
+    for row in rows.values():
+        assert row["error"] is None, f"{row['config']} {row['path']}: {row['error']}"
+    quantized = rows[("tiny-int4", "luminal")]
+    assert quantized["quantization"] == "int4"
+    # int8 values, a scale and zero point per 32: about 1.16 bytes per weight against f32's 4.
+    assert quantized["weight_bytes"] < rows[("tiny", "luminal")]["weight_bytes"] / 3
+    assert "torchao int4 weights" in (out / "ttft_latest.md").read_text()
 
 
 def test_encoder_config_times_one_forward(tmp_path):
