@@ -79,7 +79,8 @@ enum class KernelKind {
 };
 
 // out[b.., n] = sum_k a[b.., k] * w[b.., n, k] over the domain [batch.., N], k < `depth`:
-// a Matmul with M = 1 whose operands both read K with unit stride. A pattern kernel rather
+// a Matmul with M = 1 (or an int8 x int8 product of any M, one GEMV per row of a, M a batch dim
+// of the domain) whose operands both read K with unit stride. A pattern kernel rather
 // than a row kernel because streaming the weight at copy bandwidth needs several rows'
 // accumulators live at once (one per row is bound by add latency, research/cpu-baselines.md).
 // Accumulates in f32 and rounds once on store, as torch's half-precision matmul does, so

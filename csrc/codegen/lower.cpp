@@ -233,8 +233,9 @@ LoweredKernel lower_gemv(const ir::Graph& graph, NodeId id) {
   LoweredKernel out;
   Kernel& kernel = out.kernel;
   kernel.kind = KernelKind::Gemv;
-  kernel.domain = node.shape;  // [batch.., 1, N]
-  kernel.label = "gemv (M = 1 matmul, weight streamed once)";
+  kernel.domain = node.shape;  // [batch.., M, N]: M = 1 but for an int8 product
+  kernel.label = is_one(node.shape[rank - 2]) ? "gemv (M = 1 matmul, weight streamed once)"
+                                              : "gemv per row (int8 x int8 matmul)";
   // The operands in their own dtypes: the output's, or int8 ones the kernel widens.
   kernel.params = {Param{graph.node(node.inputs[0].node).dtype, false},
                    Param{graph.node(node.inputs[1].node).dtype, false}, Param{node.dtype, true}};

@@ -15,7 +15,10 @@ bool is_gemv(const ir::Graph& graph, const ir::Node& matmul) {
   const ir::View& a = matmul.inputs[0].view;
   const ir::View& b = matmul.inputs[1].view;
   const ir::Expr& k = a.shape()[rank - 1];
-  return is_one(matmul.shape[rank - 2]) && (is_one(k) || (is_one(a.strides()[rank - 1]) && is_one(b.strides()[rank - 2])));
+  // An int8 product of any M: one GEMV per row of `a` (BLAS has no exact int8 product; the
+  // weight stays in cache between rows at a prefill's sizes).
+  return (is_one(matmul.shape[rank - 2]) || int8_product) &&
+         (is_one(k) || (is_one(a.strides()[rank - 1]) && is_one(b.strides()[rank - 2])));
 }
 
 ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half) {

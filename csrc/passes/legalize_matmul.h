@@ -14,8 +14,9 @@
 namespace luminal::passes {
 
 // A Matmul of `graph` the GEMV pattern kernel computes (codegen/kernel.h GemvSpec): f32, f16 or
-// bf16, or i32 reading two int8 operands (passes/quantized_weights.h), M = 1, and both operands
-// read K with unit stride (a Linear's weight is [N, K] row-major).
+// bf16 with M = 1, or i32 reading two int8 operands (passes/quantized_weights.h) with any M (a
+// GEMV per row), and both operands read K with unit stride (a Linear's weight is [N, K]
+// row-major).
 bool is_gemv(const ir::Graph& graph, const ir::Node& matmul);
 
 ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half);

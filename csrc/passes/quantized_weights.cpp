@@ -16,7 +16,35 @@ const ir::TensorRef* widened_int8(const ir::Graph& graph, const ir::TensorRef& r
 
 }  // namespace
 
+// A prefill keeps the Cast, whose input view is a Linear weight transposed: written in that
+// order, the Cast reads the weight across its rows. Cast in the weight's own layout instead
+// (contiguous reads and writes) and let the Matmul read the Cast through the transposing view,
+// as BLAS reads a transposed operand at no cost. Only for a Cast nothing else reads and a view
+// that covers the int8 buffer exactly once (a permutation).
+void cast_in_weight_layout(ir::Graph& graph, ir::NodeId matmul, const std::vector<int>& readers) {
+  const ir::TensorRef& b = graph.node(matmul).inputs[1];
+  const ir::NodeId cast_id = b.node;
+  const ir::Node& cast = graph.node(cast_id);
+  const ir::TensorRef& weight = cast.inputs[0];
+  const ir::Shape& stored = graph.node(weight.node).shape;
+  if (readers[cast_id] != 1 || weight.view.is_contiguous() || !(ir::numel(stored) == ir::numel(cast.shape)) ||
+      !ir::is_zero(weight.view.offset()))
+    return;
+  for (const ir::Expr& stride : weight.view.strides())
+    if (!stride.is_constant()) return;
+  ir::View through = weight.view;
+  ir::Node widened = cast;
+  widened.shape = stored;
+  widened.inputs[0].view = ir::View::contiguous(stored);
+  graph.mutable_node(cast_id) = std::move(widened);
+  graph.mutable_node(matmul).inputs[1].view = std::move(through);
+}
+
 ir::Graph read_quantized_weights_in_gemvs(ir::Graph graph) {
+  std::vector<int> readers(graph.size(), 0);
+  for (const ir::Node& node : graph.nodes())
+    for (const ir::TensorRef& in : node.inputs) ++readers[in.node];
+  for (const ir::TensorRef& output : graph.outputs()) ++readers[output.node];
   for (size_t i = 0; i < graph.size(); ++i) {
     const ir::Node& node = graph.node(static_cast<ir::NodeId>(i));
     if (node.op != ir::Op::Matmul) continue;
@@ -26,6 +54,10 @@ ir::Graph read_quantized_weights_in_gemvs(ir::Graph graph) {
       const ir::TensorRef* weight = widened_int8(graph, node.inputs[1], node.dtype);
       if (!weight) continue;
       folded.inputs[1] = *weight;
+      if (!is_gemv(graph, folded)) {
+        cast_in_weight_layout(graph, static_cast<ir::NodeId>(i), readers);
+        continue;
+      }
     } else if (node.dtype == ir::DType::I32) {
       // Dynamic activations (aten::_int_mm): both operands int8, widened to i32.
       const ir::TensorRef* a = widened_int8(graph, node.inputs[0], node.dtype);

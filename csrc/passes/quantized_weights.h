@@ -4,7 +4,8 @@
 // weight on every call (4 bytes written and read again per weight byte); the GEMV pattern
 // kernel instead reads the int8 operands themselves and widens them in registers. This pass
 // points such a GEMV's operands past the Casts (the scales stay where torchao put them, a
-// multiply of the GEMV's output, which fuses into its consumer).
+// multiply of the GEMV's output, which fuses into its consumer). A prefill's weight-only
+// matmul keeps its Cast, made to widen the weight in its own layout (see quantized_weights.cpp).
 //
 // Needs: a verified graph. Guarantees: the same values (an int8 value is exact in f32, bf16 and
 // i32); a Matmul reads an i8 operand only where is_gemv holds: an f32 or bf16 one its weight,

@@ -176,30 +176,40 @@ TEST(QuantizedGemv, Int8ActivationsTimesInt8WeightsSumExactlyInI32) {
   // aten::_int_mm as translated: Matmul i32 of both operands widened. The GEMV reads the int8
   // operands; every sum is exact (the reference sums in i32), over odd depths and the full range.
   std::mt19937 rng(9);
-  for (auto [n, k] : {std::pair<int64_t, int64_t>{13, 37}, {64, 4096}, {5, 15}}) {
+  // One row (decode) and several (a prefill: a GEMV per row).
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 13, 37}, {1, 64, 4096}, {1, 5, 15}, {7, 33, 70}}) {
     IrTestBuilder b;
-    auto x = b.input("x", DType::I8, {1, k});
+    auto x = b.input("x", DType::I8, {m, k});
     auto w = b.weight("w", DType::I8, {n, k});
     b.output(b.matmul(b.unary(Op::Cast, x, DType::I32),
                       b.unary(Op::Cast, viewed(w, w.view.permute({1, 0})), DType::I32)));
     HostTensor weight = int8_weight(n, k, rng);
-    const std::string what = "int8 " + std::to_string(n) + "x" + std::to_string(k);
+    const std::string what = "int8 " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
     runtime::CompileOptions options;
     options.cache_dir = test_cache_dir();
     const runtime::cpu::Program program = runtime::cpu::build_program(b.graph, options);
     const runtime::cpu::Step* gemv = gemv_step(program);
     ASSERT_NE(gemv, nullptr) << what;
     EXPECT_EQ(program.steps.size(), 1u) << what << ": the operands were widened into buffers first";
-    expect_matches_reference(b.graph, {int8_weight(1, k, rng)}, what, 0, {{"w", weight.ref()}});
+    expect_matches_reference(b.graph, {int8_weight(m, k, rng)}, what, 0, {{"w", weight.ref()}});
   }
 }
 
 TEST(QuantizedGemv, APrefillKeepsTheCastAndBlas) {
-  // M > 1: no GEMV, so the weight is widened for BLAS as before.
+  // M > 1: no GEMV, so the weight is widened for BLAS, in its own [N, K] layout (contiguous
+  // reads and writes), and the matmul reads the widened weight transposed.
   IrTestBuilder b;
   auto x = b.input("x", DType::F32, {5, 24});
   auto w = b.weight("w", DType::I8, {16, 24});
   b.output(b.matmul(x, b.unary(Op::Cast, viewed(w, w.view.permute({1, 0})), DType::F32)));
+  runtime::CompileOptions options;
+  options.cache_dir = test_cache_dir();
+  const runtime::cpu::Program program = runtime::cpu::build_program(b.graph, options);
+  for (const ir::Node& node : program.graph.nodes())
+    if (node.op == Op::Cast) {
+      EXPECT_EQ(node.shape, (ir::Shape{ir::Expr(int64_t{16}), ir::Expr(int64_t{24})}));
+      EXPECT_TRUE(node.inputs[0].view.is_contiguous());
+    }
   std::mt19937 rng(6);
   HostTensor weight = int8_weight(16, 24, rng);
   expect_matches_reference(b.graph, {random_tensor(DType::F32, {5, 24}, rng)}, "prefill", 1e-4,
