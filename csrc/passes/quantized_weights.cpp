@@ -1,20 +1,26 @@
 #include "passes/quantized_weights.h"
 
+#include <optional>
+
 #include "passes/legalize_matmul.h"
 
 namespace luminal::passes {
 
 namespace {
 
-// The Cast that `ref` reads whole, when it widens an int8 tensor to `dtype`: then reading its
-// input through the Cast's own view reads the same elements.
-const ir::TensorRef* widened_int8(const ir::Graph& graph, const ir::TensorRef& ref, ir::DType dtype) {
+// The int8 tensor `ref` reads through a Cast to `dtype`, as a read of the int8 tensor itself: the
+// Cast's own read when `ref` reads the Cast whole (torchao casts the transposed weight), or
+// `ref`'s view when the Cast widens its input whole, in its layout (a weight cast, then
+// transposed).
+std::optional<ir::TensorRef> widened_int8(const ir::Graph& graph, const ir::TensorRef& ref, ir::DType dtype) {
   const ir::Node& cast = graph.node(ref.node);
-  if (cast.op != ir::Op::Cast || cast.dtype != dtype || !(ref.view == ir::View::contiguous(cast.shape))) return nullptr;
-  return graph.node(cast.inputs[0].node).dtype == ir::DType::I8 ? &cast.inputs[0] : nullptr;
+  if (cast.op != ir::Op::Cast || cast.dtype != dtype || graph.node(cast.inputs[0].node).dtype != ir::DType::I8)
+    return std::nullopt;
+  const ir::View whole = ir::View::contiguous(cast.shape);
+  if (ref.view == whole) return cast.inputs[0];
+  if (cast.inputs[0].view == whole) return ir::TensorRef{cast.inputs[0].node, ref.view};
+  return std::nullopt;
 }
-
-}  // namespace
 
 // A prefill keeps the Cast, whose input view is a Linear weight transposed: written in that
 // order, the Cast reads the weight across its rows. Cast in the weight's own layout instead
@@ -40,6 +46,8 @@ void cast_in_weight_layout(ir::Graph& graph, ir::NodeId matmul, const std::vecto
   graph.mutable_node(matmul).inputs[1].view = std::move(through);
 }
 
+}  // namespace
+
 ir::Graph read_quantized_weights_in_gemvs(ir::Graph graph) {
   std::vector<int> readers(graph.size(), 0);
   for (const ir::Node& node : graph.nodes())
@@ -51,7 +59,7 @@ ir::Graph read_quantized_weights_in_gemvs(ir::Graph graph) {
     ir::Node folded = node;
     if (node.dtype == ir::DType::F32 || node.dtype == ir::DType::BF16) {
       // Weight-only: the weight widened to the activations' dtype.
-      const ir::TensorRef* weight = widened_int8(graph, node.inputs[1], node.dtype);
+      const std::optional<ir::TensorRef> weight = widened_int8(graph, node.inputs[1], node.dtype);
       if (!weight) continue;
       folded.inputs[1] = *weight;
       if (!is_gemv(graph, folded)) {
@@ -60,8 +68,8 @@ ir::Graph read_quantized_weights_in_gemvs(ir::Graph graph) {
       }
     } else if (node.dtype == ir::DType::I32) {
       // Dynamic activations (aten::_int_mm): both operands int8, widened to i32.
-      const ir::TensorRef* a = widened_int8(graph, node.inputs[0], node.dtype);
-      const ir::TensorRef* weight = widened_int8(graph, node.inputs[1], node.dtype);
+      const std::optional<ir::TensorRef> a = widened_int8(graph, node.inputs[0], node.dtype);
+      const std::optional<ir::TensorRef> weight = widened_int8(graph, node.inputs[1], node.dtype);
       if (!a || !weight) continue;
       folded.inputs = {*a, *weight};
     } else {

@@ -493,11 +493,12 @@ inline void lm_gemv_rows_i8(const signed char* a, const signed char* w, int64_t 
     sums[r] = (int32_t)total[r];
   }
 }
-// A weight quantized per group along K (GemvSpec::group): each row's int8 values multiply `a`
-// group by group, and the group's scale and zero point apply to its sum,
-// scale * (sum q*a - zero * sum a), instead of to every weight: one widen and one FMA per
-// weight. Rounds differently from dequantizing first (eager rounds each bf16 weight); the sum
-// is kept in f32 either way.
+// A weight quantized per group along K (GemvSpec::group). f32: each row's int8 values multiply
+// `a` group by group, and the group's scale and zero point apply to its sum,
+// scale * (sum q*a - zero * sum a), instead of to every weight: one widen and one FMA per weight,
+// equal to dequantizing first up to f32 rounding. bf16: each weight is dequantized and rounded
+// to bf16 first, as the IR's bf16 Mul (and eager) rounds it, since that rounding moves a bf16
+// sum by far more than f32's.
 inline lm_f32x8 lm_load_f32x8(const float* p) {
   lm_f32x8 v;
   __builtin_memcpy(&v, p, sizeof v);
@@ -522,6 +523,27 @@ inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_
     return;
   }
   lm_f32x8 acc[R] = {};
+  if (sizeof(TS) == 2) {  // bf16 scales: bf16 weights
+    for (int64_t start = 0, g = 0; start < depth; start += group, ++g) {
+      lm_f32x8 s8[R], z8[R];
+      for (int r = 0; r < R; ++r) {
+        const float s = lm_load_f32(scale + r * scale_row + g * scale_group), z = zero_point(r, g);
+        s8[r] = lm_f32x8{s, s, s, s, s, s, s, s};
+        z8[r] = lm_f32x8{z, z, z, z, z, z, z, z};
+      }
+      for (int64_t k = start; k < start + group; k += 8) {
+        const lm_f32x8 x = lm_load_f32x8(a + k);
+        for (int r = 0; r < R; ++r) {
+          __builtin_prefetch(w + (R + r) * row_stride + k);
+          lm_u32x8 bits = (lm_u32x8)((lm_widen_i8(w + r * row_stride + k) - z8[r]) * s8[r]);
+          bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;  // finite: no NaN case
+          acc[r] = lm_madd8(x, (lm_f32x8)bits, acc[r]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) sums[r] = lm_sum8(acc[r]);
+    return;
+  }
   for (int64_t start = 0, g = 0; start < depth; start += group, ++g) {
     lm_f32x8 part[R] = {};
     lm_f32x8 a_sum = {};
