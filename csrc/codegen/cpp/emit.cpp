@@ -532,14 +532,16 @@ class Emitter {
     const int n_axis = rank_ - 1;
     const std::string rows = std::to_string(k_.tile > 0 ? k_.tile : kGemvRows);
     std::ostringstream out, pointers;
-    std::string call;  // the row function's name and arguments, R left open
+    // The row function's call is call_head + R + call_tail.
+    std::string call_head, call_tail;
     const char* sum_type = "float";
     if (t == DType::I32) {
       // int8 x int8, summed exactly in i32 (lm_gemv_rows_i8).
       INTERNAL_CHECK(w == DType::I8 && k_.params[0].dtype == DType::I8) << "i32 gemv of " << ir::dtype_name(w);
       pointers << "    const signed char* lm_a = p0 + " << index_text(g.a, false) << ";\n";
       pointers << "    const signed char* lm_w = p1 + " << index_text(g.w, false) << ";\n";
-      call = "lm_gemv_rows_i8<%R>(lm_a, lm_w, lm_row_stride, lm_depth, lm_sums)";
+      call_head = "lm_gemv_rows_i8<";
+      call_tail = ">(lm_a, lm_w, lm_row_stride, lm_depth, lm_sums)";
       sum_type = "int32_t";
     } else if (g.group > 0) {
       // Dequantized per group in registers (lm_gemv_rows_grouped).
@@ -555,8 +557,9 @@ class Emitter {
       pointers << "    const " << element << "* lm_s = p3 + " << index_text(g.scale, false) << ";\n";
       pointers << "    const signed char* lm_z = " << (g.has_zero ? "p4 + " + index_text(g.zero, false) : "nullptr")
                << ";\n";
-      call = "lm_gemv_rows_grouped<%R>(lm_a, lm_w, lm_row_stride, lm_depth, " + std::to_string(g.group) +
-             ", lm_s, lm_scale_row, lm_scale_group, lm_z, lm_zero_row, lm_zero_group, lm_sums)";
+      call_head = "lm_gemv_rows_grouped<";
+      call_tail = ">(lm_a, lm_w, lm_row_stride, lm_depth, " + std::to_string(g.group) +
+                  ", lm_s, lm_scale_row, lm_scale_group, lm_z, lm_zero_row, lm_zero_group, lm_sums)";
     } else {
       const bool int8 = w == DType::I8;
       const char* element = t == DType::F32 ? (int8 ? "lm_f32_i8" : "lm_f32")
@@ -566,9 +569,9 @@ class Emitter {
           << "gemv of " << ir::dtype_name(t) << " by a " << ir::dtype_name(w) << " weight";
       pointers << "    const " << element << "::TA* lm_a = p0 + " << index_text(g.a, false) << ";\n";
       pointers << "    const " << element << "::TW* lm_w = p1 + " << index_text(g.w, false) << ";\n";
-      call = std::string("lm_gemv_rows<") + element + ", %R>(lm_a, lm_w, lm_row_stride, lm_depth, lm_sums)";
+      call_head = std::string("lm_gemv_rows<") + element + ", ";
+      call_tail = ">(lm_a, lm_w, lm_row_stride, lm_depth, lm_sums)";
     }
-    auto call_with = [&](const std::string& r) { return call.substr(0, call.find("%R")) + r + call.substr(call.find("%R") + 2); };
     out << "  const int64_t lm_depth = " << expr_text(g.depth) << ";\n";
     out << "  const int64_t lm_row_stride = " << expr_text(g.w.strides[n_axis]) << ";\n";
     out << "  const int64_t lm_out_stride = " << expr_text(g.out.strides[n_axis]) << ";\n";
@@ -580,8 +583,8 @@ class Emitter {
     out << "    const int64_t lm_o = " << index_text(g.out, false) << ";\n";
     out << "    const int lm_rows = (i" << n_axis << " + " << rows << " <= " << expr_text(k_.domain[n_axis])
         << " && lm_p + " << rows << " <= lm_end) ? " << rows << " : 1;\n";
-    out << "    if (lm_rows == " << rows << ") " << call_with(rows) << ";\n";
-    out << "    else " << call_with("1") << ";\n";
+    out << "    if (lm_rows == " << rows << ") " << call_head << rows << call_tail << ";\n";
+    out << "    else " << call_head << "1" << call_tail << ";\n";
     out << "    for (int lm_u = 0; lm_u < lm_rows; ++lm_u) p2[lm_o + lm_u * lm_out_stride] = "
         << table_.store(t, "lm_sums[lm_u]") << ";\n";
     out << "    lm_p += lm_rows;\n  }\n";

@@ -6,8 +6,8 @@
 
 #include "passes/attention.h"
 #include "passes/fusion/legal.h"
-#include "passes/group_quantized_gemv.h"
 #include "passes/fusion/score.h"
+#include "passes/group_quantized_gemv.h"
 
 namespace luminal::passes {
 
@@ -55,6 +55,21 @@ std::string describe(const ir::Graph& graph, const Partition& p, int g) {
   return s.str();
 }
 
+// A matched pattern's nodes (ascending) become one group of `kind`: the group of its last
+// node, `out`, takes them over from their own groups.
+void group_pattern(Partition& p, ir::NodeId out, const std::vector<ir::NodeId>& nodes, GroupKind kind) {
+  const int into = p.group_of[out];
+  for (ir::NodeId member : nodes) {
+    const int g = p.group_of[member];
+    if (g == into) continue;
+    p.groups[g].alive = false;
+    p.groups[g].nodes.clear();
+    p.group_of[member] = into;
+  }
+  p.groups[into].nodes = nodes;
+  p.groups[into].kind = kind;
+}
+
 // Each attention pattern becomes one Attention group, before loop fusion could split it up.
 // Its bias must keep a buffer of its own: an inlined constant has none.
 void group_attention(const ir::Graph& graph, Partition& p, PassContext& cx) {
@@ -63,16 +78,7 @@ void group_attention(const ir::Graph& graph, Partition& p, PassContext& cx) {
     if (graph.node(id).op != ir::Op::Matmul) continue;
     const std::optional<AttentionPattern> pattern = match_attention(graph, id, p.users, p.read_by_runtime);
     if (!pattern || (pattern->bias && p.group_of[pattern->bias->node] < 0)) continue;
-    const int into = p.group_of[id];
-    for (ir::NodeId member : pattern->nodes) {
-      const int g = p.group_of[member];
-      if (g == into) continue;
-      p.groups[g].alive = false;
-      p.groups[g].nodes.clear();
-      p.group_of[member] = into;
-    }
-    p.groups[into].nodes = pattern->nodes;
-    p.groups[into].kind = GroupKind::Attention;
+    group_pattern(p, id, pattern->nodes, GroupKind::Attention);
     if (!cx.debug_dir.empty())
       cx.log.push_back("attention %" + std::to_string(id) + ": " + std::to_string(pattern->nodes.size()) +
                        " nodes in one kernel");
@@ -87,16 +93,7 @@ void group_quantized_gemvs(const ir::Graph& graph, Partition& p, PassContext& cx
     if (graph.node(id).op != ir::Op::Matmul) continue;
     const std::optional<GroupQuantizedGemv> pattern = match_group_quantized_gemv(graph, id, p.users, p.read_by_runtime);
     if (!pattern) continue;
-    const int into = p.group_of[id];
-    for (ir::NodeId member : pattern->nodes) {
-      const int g = p.group_of[member];
-      if (g == into) continue;
-      p.groups[g].alive = false;
-      p.groups[g].nodes.clear();
-      p.group_of[member] = into;
-    }
-    p.groups[into].nodes = pattern->nodes;
-    p.groups[into].kind = GroupKind::QuantizedGemv;
+    group_pattern(p, id, pattern->nodes, GroupKind::QuantizedGemv);
     if (!cx.debug_dir.empty())
       cx.log.push_back("quantized gemv %" + std::to_string(id) + ": groups of " + std::to_string(pattern->group) +
                        (pattern->zero ? " with zero points" : ""));
