@@ -88,16 +88,8 @@ def load_configs(path: Path = CONFIGS_FILE) -> dict[str, BenchConfig]:
     defaults = raw.get("defaults", {})
     configs: dict[str, BenchConfig] = {}
     tables = raw.get("configs", {})
-    for key, table in tables.items():
-        if "base" in table:  # another config's model, with this table's settings over it
-            base = dict(tables.get(table["base"]) or {})
-            if not base or "base" in base:
-                raise ConfigError(f"config {key!r}: base must name a config without a base, got {table['base']!r}")
-            if "dtype" in table or "dtypes" in table:
-                base.pop("dtype", None)
-                base.pop("dtypes", None)
-            table = {**base, **{k: v for k, v in table.items() if k != "base"}}
-        settings = {**defaults, **table}
+    for key in tables:
+        settings = {**defaults, **_resolve_base(key, tables, ())}
         if settings.get("arch") not in ARCHS:
             raise ConfigError(f"config {key!r}: arch must be one of {sorted(ARCHS)}, got {settings.get('arch')!r}")
         if "dtypes" in settings:
@@ -111,6 +103,22 @@ def load_configs(path: Path = CONFIGS_FILE) -> dict[str, BenchConfig]:
             _check(config)
             configs[name] = config
     return configs
+
+
+def _resolve_base(key: str, tables: dict[str, Any], seen: tuple[str, ...]) -> dict[str, Any]:
+    """Table `key` over the table its `base` names (resolved the same way): another config's model
+    with this table's settings. A dtype or dtypes here replaces the base's both."""
+    table = tables[key]
+    if "base" not in table:
+        return table
+    name = table["base"]
+    if name not in tables or name in seen + (key,):
+        raise ConfigError(f"config {key!r}: base {name!r} is not a config, or its bases lead back to {key!r}")
+    base = dict(_resolve_base(name, tables, seen + (key,)))
+    if "dtype" in table or "dtypes" in table:
+        base.pop("dtype", None)
+        base.pop("dtypes", None)
+    return {**base, **{k: v for k, v in table.items() if k != "base"}}
 
 
 def _check(config: BenchConfig) -> None:
