@@ -47,6 +47,10 @@ std::vector<std::string> Kernel::symbols() const {
       collect(gemv.zero, out);
       collect(gemv.zero_group_stride, out);
     }
+    if (gemv.columns) {
+      collect(gemv.a_depth_stride, out);
+      collect(gemv.w_depth_stride, out);
+    }
   }
   if (kind == KernelKind::Attention) {
     for (const ir::Expr& d : {attention.q_len, attention.kv_len, attention.head_dim, attention.value_dim}) collect(d, out);
@@ -68,6 +72,10 @@ ir::Expr Kernel::parallel_extent() const {
     for (size_t d = 0; d + 2 < domain.size(); ++d) n = n * domain[d];
     return n;
   }
+  if (kind == KernelKind::Gemv && gemv.columns) {
+    ir::Shape batch(domain.begin(), domain.end() - 1);
+    return ir::numel(batch) * floordiv(domain.back() + ir::Expr(column_run() - 1), ir::Expr(column_run()));
+  }
   if (kind == KernelKind::Gemv) return ir::numel(domain);
   int inner = reduce_axis >= 0 ? reduce_axis : static_cast<int>(domain.size()) - 1;
   if (kind == KernelKind::Scan) inner = scan.axis;
@@ -79,7 +87,7 @@ ir::Expr Kernel::parallel_extent() const {
 
 ir::Expr Kernel::inner_extent() const {
   if (domain.empty() || kind == KernelKind::Scatter) return ir::Expr(int64_t{1});
-  if (kind == KernelKind::Gemv) return gemv.depth;
+  if (kind == KernelKind::Gemv) return gemv.columns ? gemv.depth * ir::Expr(column_run()) : gemv.depth;
   if (kind == KernelKind::Attention)
     return attention.q_len * attention.kv_len * (attention.head_dim + attention.value_dim);
   if (kind == KernelKind::Scan) return domain[scan.axis];
@@ -90,6 +98,7 @@ ir::Expr Kernel::inner_extent() const {
 std::vector<int64_t> tile_candidates(const Kernel& kernel) {
   // Both neighbours of the default: half and twice the rows.
   if (kernel.kind == KernelKind::Gemv) {
+    if (kernel.gemv.columns) return {};
     const ir::Expr& rows = kernel.domain.back();
     if (rows.is_constant() && rows.constant_value() <= kGemvRows / 2) return {};
     return {kGemvRows / 2, kGemvRows * 2};

@@ -89,6 +89,9 @@ enum class KernelKind {
 // `group` > 0 it is dequantized per group of that many weights along K
 // (passes/group_quantized_gemv.h): w[n, k] = (q[n, k] - zero[n, k / group]) * scale[n, k / group],
 // the scales param 3 and the zero points (int8) param 4 when has_zero.
+// `columns`: the f16/bf16 form whose weight is [K, N] with N contiguous (x @ W, GPT-2's Conv1D;
+// passes::is_column_gemv): out[b.., n] = sum_k a[k * a_depth_stride] * w[k * w_depth_stride],
+// a work item a run of `tile` columns (kGemvColumns when 0) of one batch index (lm_gemv_columns).
 struct GemvSpec {
   ir::Expr depth;  // K
   Index a;         // over the domain; stride 0 along N
@@ -98,6 +101,8 @@ struct GemvSpec {
   Index scale, zero;                             // over the domain: the row's first group
   ir::Expr scale_group_stride, zero_group_stride;  // to the next group along K
   bool has_zero = false;
+  bool columns = false;
+  ir::Expr a_depth_stride, w_depth_stride;  // columns only
 };
 
 // torch.scatter along `axis`: params are out (0), data (1), index (2), src (3).
@@ -142,6 +147,11 @@ struct MatrixOperand {
 inline constexpr int64_t kAttentionRows = 36;
 // Output rows a Gemv computes in one pass over the input vector.
 inline constexpr int64_t kGemvRows = 4;
+// Outputs a column Gemv accumulates per pass over the weight's rows, at most: their f32 sums
+// (16 KiB) stay in L1 while each row's run of them streams through. Long runs are what stream
+// at read bandwidth (a 1 KiB run per row reaches half of it), so the cpu runtime sets a
+// kernel's run (its `tile`) to N over its threads, up to this.
+inline constexpr int64_t kGemvColumns = 4096;
 struct AttentionSpec {
   ir::Expr q_len, kv_len, head_dim, value_dim;  // L, S, E, Ev
   MatrixOperand q, k, v, bias;                  // [L, E], [S, E], [S, Ev], [L, S]
@@ -162,9 +172,9 @@ struct Kernel {
   AttentionSpec attention;
   ScanSpec scan;
   std::string label;  // what it computes, for comments and debug dumps ("softmax row", ...)
-  // The schedule's tile, 0 for the kind's default: a Gemv's rows per pass (kGemvRows), an
-  // Attention's query rows per block (kAttentionRows). The schedule search times the others
-  // tile_candidates offers.
+  // The schedule's tile, 0 for the kind's default: a Gemv's rows per pass (kGemvRows) or a
+  // column Gemv's columns per work item (kGemvColumns), an Attention's query rows per block
+  // (kAttentionRows). The schedule search times the others tile_candidates offers.
   int64_t tile = 0;
 
   int add_value(Value v) {
@@ -175,11 +185,14 @@ struct Kernel {
   std::vector<std::string> symbols() const;
   // The number of parallel work items: the product of the domain's dims other than the innermost
   // loop (the reduce axis for row kernels, the last dim otherwise). 1 for Scatter; every
-  // output element for Gemv; every index of the batch dims for Attention; every row (the
-  // product of the dims other than the scanned one) for Scan.
+  // output element for Gemv (a run of column_run() of them for a column Gemv); every index of
+  // the batch dims for Attention; every row (the product of the dims other than the scanned
+  // one) for Scan.
   ir::Expr parallel_extent() const;
   // Elements touched per work item, for deciding whether splitting across threads pays.
   ir::Expr inner_extent() const;
+  // A column Gemv's columns per work item.
+  int64_t column_run() const { return tile > 0 ? tile : kGemvColumns; }
 };
 
 // Tiles worth timing besides the default (Kernel::tile), for the kinds that have one: they

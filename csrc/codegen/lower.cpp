@@ -4,6 +4,7 @@
 #include <map>
 
 #include "common/error.h"
+#include "passes/legalize_matmul.h"
 
 namespace luminal::codegen {
 
@@ -250,6 +251,13 @@ LoweredKernel lower_gemv(const ir::Graph& graph, NodeId id) {
   g.a = Index{a.offset(), zero_unit_dims(kernel.domain, a_strides)};
   g.w = Index{b.offset(), zero_unit_dims(kernel.domain, w_strides)};
   g.out = Index{Expr(int64_t{0}), zero_unit_dims(kernel.domain, contiguous_strides(node.shape))};
+  if (!passes::is_gemv(graph, node)) {
+    INTERNAL_CHECK(passes::is_column_gemv(graph, node)) << "gemv lowering of matmul %" << id;
+    kernel.label = "gemv (M = 1 matmul, weight [K, N] streamed a run of columns at a time)";
+    g.columns = true;
+    g.a_depth_stride = a.strides()[rank - 1];
+    g.w_depth_stride = b.strides()[rank - 2];
+  }
   return out;
 }
 

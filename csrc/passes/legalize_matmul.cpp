@@ -21,6 +21,14 @@ bool is_gemv(const ir::Graph& graph, const ir::Node& matmul) {
          (is_one(k) || (is_one(a.strides()[rank - 1]) && is_one(b.strides()[rank - 2])));
 }
 
+bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul) {
+  if (matmul.op != ir::Op::Matmul || !ir::is_half(matmul.dtype)) return false;
+  for (const ir::TensorRef& in : matmul.inputs)
+    if (graph.node(in.node).dtype != matmul.dtype) return false;
+  const size_t rank = matmul.shape.size();
+  return is_one(matmul.shape[rank - 2]) && is_one(matmul.inputs[1].view.strides()[rank - 1]);
+}
+
 ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half) {
   ir::Graph out;
   std::vector<ir::NodeId> renumber(graph.size(), -1);
@@ -28,7 +36,8 @@ ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_
     ir::Node node = graph.node(static_cast<ir::NodeId>(i));
     for (ir::TensorRef& in : node.inputs) in.node = renumber[in.node];
     const bool native = std::find(native_half.begin(), native_half.end(), node.dtype) != native_half.end();
-    if (node.op != ir::Op::Matmul || !ir::is_half(node.dtype) || is_gemv(out, node) || native) {
+    if (node.op != ir::Op::Matmul || !ir::is_half(node.dtype) || is_gemv(out, node) || is_column_gemv(out, node) ||
+        native) {
       renumber[i] = out.add(std::move(node));
       continue;
     }

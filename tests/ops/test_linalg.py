@@ -18,6 +18,16 @@ VB = {
     "transposed": (lambda m: m((2, 5, 3)).transpose(1, 2), lambda m: m((2, 4, 5)).transpose(1, 2)),
 }
 SMALL = ((-3, 3), (-3, 3))
+# One row through a weight wide and deep enough for the GEMV kernels' vector paths and their
+# tails (K = 37: four 8-row steps and 5 rows; N = 45: two 16-column blocks and 13), the weight
+# read [K, N] (x @ W, GPT-2's Conv1D), transposed ([N, K], nn.Linear's) and as a column slice of
+# a wider one (its rows 64 apart).
+V_WIDE = {
+    "2d": (lambda m: m((3, 37)), lambda m: m((37, 45))),
+    "transposed": (lambda m: m((37, 3)).t(), lambda m: m((45, 37)).t()),
+    "sliced": (lambda m: m((3, 37)), lambda m: m((37, 64))[:, 5:50]),
+}
+VB_WIDE = {"3d": (lambda m: m((2, 3, 37)), lambda m: m((2, 37, 45)))}
 
 
 def lcase(name, fn, variants=V, **kw):
@@ -31,7 +41,9 @@ CASES = [
     # One row (a decode step's linear layer): BLAS runs these as GEMV, the row read with a stride
     # where a is transposed.
     lcase("mm_one_row", lambda a, b: (a[:1] @ b, a[2:3] @ b)),
+    lcase("mm_one_row_wide", lambda a, b: (a[:1] @ b, a[2:3] @ b), variants=V_WIDE),
     lcase("bmm", torch.bmm, variants=VB),
+    lcase("bmm_one_row_wide", lambda a, b: torch.bmm(a[:, 1:2], b), variants=VB_WIDE),
     lcase("bmm_one_row", lambda a, b: torch.bmm(a[:, 1:2], b), variants=VB),
     lcase("matmul_broadcast", lambda a, b: a @ b[0], variants=VB),
     lcase("addmm", lambda a, b: torch.addmm(b[0, 0], a, b)),
@@ -62,6 +74,18 @@ def test_half_gemm_stays_half_where_the_cpu_has_half_dot_products(tmp_path, dtyp
     gemms = [line for line in (tmp_path / "cpu_stats.txt").read_text().splitlines() if line.startswith("gemm")]
     name = "bf16" if dtype == torch.bfloat16 else "f16"
     assert gemms and all((f"(ATen, {name})" in line) == native for line in gemms), (native, gemms)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_half_gemv_reads_a_k_by_n_weight_in_place(tmp_path, dtype):
+    """x @ W with W [K, N] (GPT-2's Conv1D) in bf16/f16: one GEMV kernel streams the weight in its
+    dtype; widening it to f32 for BLAS would copy the whole weight on every decode step."""
+    x = torch.randn(1, 300, dtype=dtype)
+    weight = torch.randn(300, 1000, dtype=dtype)
+    compiled = torch.compile(torch.mm, backend="luminal", options={"debug_dir": str(tmp_path)})
+    torch.testing.assert_close(compiled(x, weight), torch.mm(x, weight), atol=2e-2, rtol=2e-2)
+    stats = (tmp_path / "cpu_stats.txt").read_text()
+    assert "generated kernel launches 1\n" in stats and "weight [K, N]" in stats, stats
 
 
 class Int8Linear(torch.nn.Module):

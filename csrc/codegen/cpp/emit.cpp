@@ -526,6 +526,7 @@ class Emitter {
   // Work items are output elements; an item whose row starts a block of the tile's rows
   // (kGemvRows by default) inside this chunk and inside its batch computes the whole block.
   std::string gemv_body() const {
+    if (k_.gemv.columns) return column_gemv_body();
     const GemvSpec& g = k_.gemv;
     const DType t = k_.params[2].dtype;
     const DType w = k_.params[1].dtype;
@@ -588,6 +589,45 @@ class Emitter {
     out << "    for (int lm_u = 0; lm_u < lm_rows; ++lm_u) p2[lm_o + lm_u * lm_out_stride] = "
         << table_.store(t, "lm_sums[lm_u]") << ";\n";
     out << "    lm_p += lm_rows;\n  }\n";
+    return out.str();
+  }
+
+  // A work item is a run of k_.column_run() output columns of one batch index, computed in one
+  // pass over the weight's rows (lm_gemv_columns).
+  std::string column_gemv_body() const {
+    const GemvSpec& g = k_.gemv;
+    const DType t = k_.params[2].dtype;
+    INTERNAL_CHECK((t == DType::BF16 || t == DType::F16) && k_.params[0].dtype == t && k_.params[1].dtype == t)
+        << "column gemv of " << ir::dtype_name(t);
+    const int n_axis = rank_ - 1;
+    const std::string run = std::to_string(k_.column_run());
+    const std::string n = expr_text(k_.domain[n_axis]);
+    std::ostringstream out;
+    out << "  const int64_t lm_depth = " << expr_text(g.depth) << ", lm_a_step = " << expr_text(g.a_depth_stride)
+        << ", lm_w_step = " << expr_text(g.w_depth_stride) << ";\n";
+    out << "  const int64_t lm_out_stride = " << expr_text(g.out.strides[n_axis]) << ";\n";
+    out << "  const int64_t lm_runs = (" << n << " + " << run << " - 1) / " << run << ";\n";
+    out << "  float lm_sums[" << run << "];\n";
+    out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end; ++lm_p) {\n";
+    out << "    int64_t lm_r = lm_p / lm_runs;\n";
+    for (int d = n_axis - 1; d >= 0; --d) {
+      const std::string var = "    const int64_t i" + std::to_string(d) + " = ";
+      const std::string extent = expr_text(k_.domain[d]);
+      if (d == 0) out << var << "lm_r;\n";
+      else if (is_one(k_.domain[d])) out << var << "0;\n";
+      else out << var << "lm_r % " << extent << "; lm_r /= " << extent << ";\n";
+    }
+    out << "    const int64_t i" << n_axis << " = lm_p % lm_runs * " << run << ";\n";
+    out << "    const uint16_t* lm_a = p0 + " << index_text(g.a, false) << ";\n";
+    out << "    const uint16_t* lm_w = p1 + " << index_text(g.w, false) << ";\n";
+    out << "    const int64_t lm_o = " << index_text(g.out, false) << ";\n";
+    out << "    const int64_t lm_cols = " << n << " - i" << n_axis << " < " << run << " ? " << n << " - i" << n_axis
+        << " : " << run << ";\n";
+    out << "    lm_gemv_columns<" << (t == DType::BF16 ? "lm_bf16" : "lm_f16")
+        << ">(lm_a, lm_a_step, lm_w, lm_w_step, lm_depth, lm_cols, lm_sums);\n";
+    out << "    for (int64_t lm_u = 0; lm_u < lm_cols; ++lm_u) p2[lm_o + lm_u * lm_out_stride] = "
+        << table_.store(t, "lm_sums[lm_u]") << ";\n";
+    out << "  }\n";
     return out.str();
   }
 

@@ -153,6 +153,20 @@ struct lm_bf16 {
   }
   static lm_f32x8 fold(const Acc& acc) { return acc.even + acc.odd; }
   static float load1(const uint16_t* p) { return lm_bf2f(*p); }
+  // Eight weights in order, each in its own lane.
+  static lm_f32x8 load8(const uint16_t* p) {
+    typedef unsigned short lm_u16x8 __attribute__((vector_size(16)));
+    lm_u16x8 h;
+    __builtin_memcpy(&h, p, sizeof h);
+    return (lm_f32x8)(__builtin_convertvector(h, lm_u32x8) << 16);
+  }
+  // Sixteen weights as lm_gemv_columns takes them: the even ones, then the odd ones.
+  static constexpr bool kInterleaved = true;
+  static void widen16(const uint16_t* p, lm_f32x8& first, lm_f32x8& second) {
+    const X v = load_x(p);
+    first = v.even;
+    second = v.odd;
+  }
 };
 struct lm_f16 {
   typedef uint16_t TA;
@@ -174,6 +188,11 @@ struct lm_f16 {
   static void madd(Acc& acc, const X& x, const uint16_t* w) { acc += x * load_x(w); }
   static lm_f32x8 fold(const Acc& acc) { return acc; }
   static float load1(const uint16_t* p) { return lm_h2f(*p); }
+  static constexpr bool kInterleaved = false;
+  static void widen16(const uint16_t* p, lm_f32x8& first, lm_f32x8& second) {
+    first = load_x(p);
+    second = load_x(p + 8);
+  }
 };
 // Weight-only int8 (passes/quantized_weights.h): eight weights widen to f32 in registers
 // (sign-extend, convert), exact; the scales multiply the GEMV's output afterwards.
@@ -222,12 +241,7 @@ struct lm_bf16_i8 {
   typedef lm_f32x8 X;
   typedef lm_f32x8 Acc;
   static constexpr int kLanes = 8;
-  static X load_x(const uint16_t* p) {
-    typedef unsigned short lm_u16x8 __attribute__((vector_size(16)));
-    lm_u16x8 h;
-    __builtin_memcpy(&h, p, sizeof h);
-    return (lm_f32x8)(__builtin_convertvector(h, lm_u32x8) << 16);
-  }
+  static X load_x(const uint16_t* p) { return lm_bf16::load8(p); }
   static void madd(Acc& acc, const X& x, const signed char* w) { acc += x * lm_widen_i8(w); }
   static lm_f32x8 fold(const Acc& acc) { return acc; }
   static float load1(const uint16_t* p) { return lm_bf2f(*p); }
@@ -459,6 +473,74 @@ inline void lm_gemv_rows(const typename E::TA* a, const typename E::TW* w, int64
     for (int64_t j = k; j < depth; ++j) t += E::load1(a + j) * E::load1(w + r * row_stride + j);
     sums[r] = t;
   }
+}
+// The GEMV pattern kernel's column form (GemvSpec::columns): the weight is [K, N] with N
+// contiguous (x @ W, GPT-2's Conv1D), so a dot product would read one element per row. Instead
+// `cols` outputs accumulate in `sums` (f32, in L1) while eight weight rows at a time stream
+// through them, each row's run of columns contiguous, as sgemv does for this layout. bf16
+// widens sixteen weights into their even and odd lanes (a shift and a mask), so each block of
+// sixteen sums is held even columns first until the end.
+// sums[c] = sum_k a[k * a_step] * w[k * w_step + c], for c < cols.
+template <class E>
+inline void lm_gemv_columns(const uint16_t* a, int64_t a_step, const uint16_t* w, int64_t w_step, int64_t depth,
+                            int64_t cols, float* sums) {
+  constexpr int R = 8;
+  for (int64_t c = 0; c < cols; ++c) sums[c] = 0.0f;
+  const int64_t whole = cols / 16 * 16;
+  int64_t k = 0;
+  for (; k + R <= depth; k += R) {
+    float x[R];
+    lm_f32x8 x8[R];
+    const uint16_t* row[R];
+    for (int r = 0; r < R; ++r) {
+      x[r] = E::load1(a + (k + r) * a_step);
+      x8[r] = lm_f32x8{x[r], x[r], x[r], x[r], x[r], x[r], x[r], x[r]};
+      row[r] = w + (k + r) * w_step;
+    }
+    for (int64_t c = 0; c < whole; c += 16) {
+      lm_f32x8 first, second;
+      __builtin_memcpy(&first, sums + c, sizeof first);
+      __builtin_memcpy(&second, sums + c + 8, sizeof second);
+      for (int r = 0; r < R; ++r) {
+        lm_f32x8 w0, w1;
+        E::widen16(row[r] + c, w0, w1);
+        first = lm_madd8(x8[r], w0, first);
+        second = lm_madd8(x8[r], w1, second);
+      }
+      __builtin_memcpy(sums + c, &first, sizeof first);
+      __builtin_memcpy(sums + c + 8, &second, sizeof second);
+    }
+    for (int64_t c = whole; c < cols; ++c) {
+      float t = sums[c];
+      for (int r = 0; r < R; ++r) t += x[r] * E::load1(row[r] + c);
+      sums[c] = t;
+    }
+  }
+  for (; k < depth; ++k) {  // the last rows one at a time, in the same lanes
+    const float x = E::load1(a + k * a_step);
+    const lm_f32x8 x8 = {x, x, x, x, x, x, x, x};
+    const uint16_t* row = w + k * w_step;
+    for (int64_t c = 0; c < whole; c += 16) {
+      lm_f32x8 first, second, w0, w1;
+      __builtin_memcpy(&first, sums + c, sizeof first);
+      __builtin_memcpy(&second, sums + c + 8, sizeof second);
+      E::widen16(row + c, w0, w1);
+      first = lm_madd8(x8, w0, first);
+      second = lm_madd8(x8, w1, second);
+      __builtin_memcpy(sums + c, &first, sizeof first);
+      __builtin_memcpy(sums + c + 8, &second, sizeof second);
+    }
+    for (int64_t c = whole; c < cols; ++c) sums[c] += x * E::load1(row + c);
+  }
+  if (E::kInterleaved)
+    for (int64_t c = 0; c < whole; c += 16) {
+      float block[16];
+      __builtin_memcpy(block, sums + c, sizeof block);
+      for (int j = 0; j < 8; ++j) {
+        sums[c + 2 * j] = block[j];
+        sums[c + 2 * j + 1] = block[8 + j];
+      }
+    }
 }
 // int8 activations times int8 weights (torchao's dynamic activation quantization, _int_mm),
 // summed exactly in i32 as torch does: sixteen pairs widen to i16 and vpmaddwd adds each

@@ -313,6 +313,8 @@ class Emitter {
     const GemvSpec& g = k_.gemv;
     const DType t = k_.params[2].dtype;
     INTERNAL_CHECK(t == DType::F32 || t == DType::BF16 || t == DType::F16) << "gemv of " << ir::dtype_name(t);
+    // cuBLASLt multiplies half types natively: the plan lowers only passes::is_gemv matmuls here.
+    INTERNAL_CHECK(!g.columns) << "column gemv on cuda";
     const std::string storage = table_.storage_type(t);
     std::string per_output;
     per_output += "    const " + storage + "* lm_a = p0 + (" + index_text(g.a, false) + ");\n";

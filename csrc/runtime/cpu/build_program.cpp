@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "codegen/cpp/emit.h"
 #include "codegen/lower.h"
@@ -26,13 +27,27 @@ using passes::GroupKind;
 // A Matmul that generated code serves better than BLAS: integer types (BLAS has none), and
 // M = 1 with b's K dim contiguous (a decode GEMV through a Linear weight: streaming the weight
 // once at copy bandwidth beats sgemv, research/cpu-baselines.md). GEMVs whose operands both
-// read K with unit stride get the pattern kernel (passes::is_gemv), the rest a row kernel.
+// read K with unit stride get the pattern kernel (passes::is_gemv), and so do f16/bf16 ones
+// whose weight reads N with unit stride (passes::is_column_gemv: BLAS would need the weight
+// widened to f32 first); the rest a row kernel.
 bool matmul_as_loop(const ir::Graph& graph, NodeId id) {
   const ir::Node& node = graph.node(id);
-  if (!ir::is_floating(node.dtype) || passes::is_gemv(graph, node)) return true;
+  if (!ir::is_floating(node.dtype) || passes::is_gemv(graph, node) || passes::is_column_gemv(graph, node)) return true;
   const size_t rank = node.shape.size();
   const ir::View& b = node.inputs[1].view;
   return is_one(node.shape[rank - 2]) && (is_one(b.strides()[rank - 2]) || is_one(b.shape()[rank - 2]));
+}
+
+// A column GEMV's columns per work item (codegen::Kernel::column_run): its N split evenly over
+// the threads in whole 16-column blocks, or all of N when its batch alone keeps every thread
+// busy; at most kGemvColumns. Each thread then streams long runs of every weight row.
+int64_t column_run(const codegen::Kernel& kernel, int threads) {
+  const ir::Expr& n = kernel.domain.back();
+  if (!n.is_constant()) return codegen::kGemvColumns;
+  const ir::Expr batch = ir::numel(ir::Shape(kernel.domain.begin(), kernel.domain.end() - 1));
+  const int64_t split = batch.is_constant() && batch.constant_value() >= threads ? 1 : threads;
+  const int64_t per_thread = (n.constant_value() + split - 1) / split;
+  return std::clamp<int64_t>((per_thread + 15) / 16 * 16, 16, codegen::kGemvColumns);
 }
 
 std::string origin_of(const ir::Graph& graph, const std::vector<NodeId>& nodes) {
@@ -89,6 +104,11 @@ std::vector<Step> with_collective_waits(std::vector<Step> steps) {
 
 std::string FusionChoice::describe() const {
   return attention_kernels ? "attention kernels" : "GEMMs around softmax";
+}
+
+int program_threads(const CompileOptions& options) {
+  return options.num_threads > 0 ? options.num_threads
+                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 Program build_program(const ir::Graph& input_graph, const CompileOptions& options, const FusionChoice& fusion) {
@@ -180,8 +200,11 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     }
     codegen::LoweredKernel lowered;
     if (group.kind == GroupKind::Matmul) {
-      lowered = passes::is_gemv(graph, graph.node(group.nodes[0])) ? codegen::lower_gemv(graph, group.nodes[0])
-                                                            : codegen::lower_matmul_loop(graph, group.nodes[0]);
+      const ir::Node& matmul = graph.node(group.nodes[0]);
+      lowered = passes::is_gemv(graph, matmul) || passes::is_column_gemv(graph, matmul)
+                    ? codegen::lower_gemv(graph, group.nodes[0])
+                    : codegen::lower_matmul_loop(graph, group.nodes[0]);
+      if (lowered.kernel.gemv.columns) lowered.kernel.tile = column_run(lowered.kernel, program_threads(options));
     } else if (group.kind == GroupKind::Attention) {
       const std::optional<passes::AttentionPattern> pattern =
           passes::match_attention(graph, group.nodes.back(), partition.users, partition.read_by_runtime);

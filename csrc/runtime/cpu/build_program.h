@@ -20,6 +20,9 @@ struct FusionChoice {
   std::string describe() const;
 };
 
+// The threads a program built with `options` runs on: num_threads, else every core.
+int program_threads(const CompileOptions& options);
+
 Program build_program(const ir::Graph& graph, const CompileOptions& options, const FusionChoice& fusion = {});
 
 }  // namespace luminal::runtime::cpu

@@ -3,7 +3,6 @@
 #include <cblas.h>
 
 #include <filesystem>
-#include <thread>
 
 #include "runtime/cpu/build_program.h"
 #include "runtime/cpu/cpu_executable.h"
@@ -14,8 +13,7 @@ namespace luminal::runtime::cpu {
 std::unique_ptr<Executable> CpuRuntime::compile(const ir::Graph& graph, const std::map<std::string, BufferRef>& weights,
                                                 const CompileOptions& options) const {
   ir::verify(graph);
-  const int threads = options.num_threads > 0 ? options.num_threads
-                                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = program_threads(options);
   Program program = build_program(graph, options);
   // BLAS runs between our kernels, never beside them: it may use every thread we would.
   openblas_set_num_threads(threads);
