@@ -59,6 +59,10 @@ RESULT_COLUMNS = {
     "weight_bytes": "INTEGER",
     "copy_gbps": "REAL",
     "read_gbps": "REAL",
+    # The batched prefill's compute floor: its FLOPs (eager's row; causal attention counted half)
+    # and the machine's f32 GEMM peak, measured by the orchestrator with the bandwidths.
+    "prefill_flops": "INTEGER",
+    "sgemm_gflops": "REAL",
     "decode_bytes_copied": "INTEGER",
     "graphs": "INTEGER",
     "tokens": "TEXT",

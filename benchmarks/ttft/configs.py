@@ -71,6 +71,10 @@ class BenchConfig:
     prompt_ids: list[int] = field(default_factory=list)
     # "" or one of QUANTIZATIONS: every nn.Linear quantized with torchao after the dtype cast.
     quantization: str = ""
+    # False: the cache is filled by the batched prefill and decode goes on from there; the
+    # one-token-at-a-time prefill (TTFT, sequential) is skipped. For long prompts, where it would
+    # take minutes per iteration.
+    sequential_prefill: bool = True
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -99,10 +103,23 @@ def load_configs(path: Path = CONFIGS_FILE) -> dict[str, BenchConfig]:
         for name, dtype in variants:
             if dtype not in DTYPES:
                 raise ConfigError(f"config {name!r}: dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
-            config = BenchConfig(name=name, dtype=dtype, **settings)
+            config = BenchConfig(name=name, dtype=dtype, **_with_prompt_len(name, settings))
             _check(config)
             configs[name] = config
     return configs
+
+
+def _with_prompt_len(name: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """`prompt_len = N` makes the prompt prompt_ids repeated to N tokens (a long context without a
+    thousand ids in the file)."""
+    settings = dict(settings)
+    length = settings.pop("prompt_len", 0)
+    if length:
+        ids = settings.get("prompt_ids") or []
+        if not ids or length < 0:
+            raise ConfigError(f"config {name!r}: prompt_len needs prompt_ids to repeat and a positive length")
+        settings["prompt_ids"] = (ids * (length // len(ids) + 1))[:length]
+    return settings
 
 
 def _resolve_base(key: str, tables: dict[str, Any], seen: tuple[str, ...]) -> dict[str, Any]:

@@ -10,6 +10,9 @@ wrap the model (`prepare`). The first wrapped call per input shape is timed as c
   2. `decode_tokens` greedy steps from there, each timed; their mean = one TPOT sample.
   3. reset the cache; one batched (1,P) forward of the whole prompt + argmax = one TTFT(batched) sample.
 
+A config with `sequential_prefill = false` (long prompts) skips 1: its iteration is 3, then 2 from
+the cache the batched prefill filled.
+
 Every path sees the same ids, positions, cache and step counts; a path that cannot run the batched
 shape still reports the sequential numbers, with the reason in `note`. After the timed iterations,
 one more decode step (after a sequential prefill) measures the bytes the path copied, where the
@@ -114,6 +117,19 @@ class Session:
             total -= stored_bytes(embedding)
         return total
 
+    def prefill_flops(self) -> int:
+        """FLOPs of one batched prefill as torch counts them (matmuls and attention), with causal
+        attention's products counted half: the masked half is work no path needs to do."""
+        from torch.utils.flop_counter import FlopCounterMode
+
+        self.cache.reset()
+        with FlopCounterMode(display=False) as counter, torch.no_grad():
+            self.forward(self.model, self.prompt, self.prompt_positions)
+        self.cache.reset()
+        by_op = counter.get_flop_counts().get("Global", {})
+        attention = sum(n for op, n in by_op.items() if "scaled_dot_product" in str(op))
+        return counter.get_total_flops() - attention // 2
+
     def kv_row_bytes(self) -> int:
         """Bytes of the K/V rows one decode step adds to the cache (every layer, keys and values)."""
         return sum(t.numel() // t.shape[-2] * t.element_size() for layer in self.cache.layers
@@ -126,9 +142,12 @@ class Session:
         return token
 
     def bytes_copied_by_one_step(self, fn: Callable[..., Any], bytes_copied: BytesCopied) -> int:
-        """What the path copied during one decode step, after a sequential prefill of the prompt."""
+        """What the path copied during one decode step, after a prefill of the prompt."""
         self.cache.reset()
-        token = self.prefill_one_by_one(fn)
+        if self.config.sequential_prefill:
+            token = self.prefill_one_by_one(fn)
+        else:
+            token = self.forward(fn, self.prompt, self.prompt_positions)
         before = bytes_copied()
         self.forward(fn, token, self.positions[len(self.step_ids)])
         return bytes_copied() - before
@@ -142,14 +161,29 @@ class Session:
         self.cache.reset()
         start = time.perf_counter()
         token = self.prefill_one_by_one(fn)
-        generated = [int(token.item())]
         ttft = (time.perf_counter() - start) * 1000
+        steps, generated = self.decode(fn, token)
+        return ttft, steps, generated
+
+    def decode(self, fn: Callable[..., Any], token: torch.Tensor) -> tuple[list[float], list[int]]:
+        """(per-step ms, generated ids from `token` on) of the greedy steps after a prefill."""
+        generated = [int(token.item())]
         steps = []
         for p in range(len(self.step_ids), len(self.step_ids) + self.decode_tokens):
             start = time.perf_counter()
             token = self.forward(fn, token, self.positions[p])
             generated.append(int(token.item()))
             steps.append((time.perf_counter() - start) * 1000)
+        return steps, generated
+
+    def batched_then_decode(self, fn: Callable[..., Any]) -> tuple[float, list[float], list[int]]:
+        """(TTFT ms, per-step decode ms, generated ids) of one reset + batched prefill + decode."""
+        self.cache.reset()
+        start = time.perf_counter()
+        token = self.forward(fn, self.prompt, self.prompt_positions)
+        token.item()
+        ttft = (time.perf_counter() - start) * 1000
+        steps, generated = self.decode(fn, token)
         return ttft, steps, generated
 
     def batched(self, fn: Callable[..., Any]) -> tuple[float, int]:
@@ -241,13 +275,20 @@ def measure(prepare: Prepare, args: argparse.Namespace, result: dict[str, Any], 
         return
 
     ttft_seq, ttft_batched, tpot = [], [], []
+    if not config.sequential_prefill and not batched_ok:
+        raise RuntimeError(f"config {config.name!r} decodes after the batched prefill, which failed: {result['note']}")
     for i in range(warmups + iters):
         timed = i >= warmups
         stage(iteration_stage(i, warmups, iters))
-        ttft, steps, generated = session.sequential(fn)
-        batched = session.batched(fn) if batched_ok else None
+        if config.sequential_prefill:
+            ttft, steps, generated = session.sequential(fn)
+            batched = session.batched(fn) if batched_ok else None
+        else:
+            ttft, steps, generated = session.batched_then_decode(fn)
+            batched, ttft = (ttft, generated[0]), None
         if timed:
-            ttft_seq.append(ttft)
+            if ttft is not None:
+                ttft_seq.append(ttft)
             tpot.append(sum(steps) / len(steps))
             if batched:
                 ttft_batched.append(batched[0])
@@ -258,11 +299,15 @@ def measure(prepare: Prepare, args: argparse.Namespace, result: dict[str, Any], 
     result.update(summarize("tpot", tpot))
     if tpot:
         result["decode_tps"] = 1000 / result["tpot_ms"]
+    if ttft_seq:
         result["prefill_seq_tps"] = len(config.prompt_ids) * 1000 / result["ttft_seq_ms"]
     if ttft_batched:
         result["prefill_batched_tps"] = len(config.prompt_ids) * 1000 / result["ttft_batched_ms"]
     result["kv_row_bytes"] = session.kv_row_bytes()
     result["weight_bytes"] = session.weight_bytes()
+    if result["path"] == "eager":  # the same model on every path: counted once, outside the timing
+        stage("counting the prefill's FLOPs")
+        result["prefill_flops"] = session.prefill_flops()
     if bytes_copied is not None:
         stage("bytes copied by one decode step")
         result["decode_bytes_copied"] = session.bytes_copied_by_one_step(fn, bytes_copied)

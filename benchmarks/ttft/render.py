@@ -52,6 +52,15 @@ def bandwidth_floor_ms(rows: list[dict[str, Any] | None], bandwidth: str = "copy
     return None
 
 
+def compute_floor_ms(rows: list[dict[str, Any] | None]) -> float | None:
+    """The fastest the batched prefill's FLOPs run at the machine's f32 GEMM peak (bf16 GEMMs
+    are widened to f32 on a CPU without bf16 dot products, as eager's and inductor's are)."""
+    for row in rows:
+        if row and row.get("prefill_flops") and row.get("sgemm_gflops"):
+            return row["prefill_flops"] / (row["sgemm_gflops"] * 1e9) * 1e3
+    return None
+
+
 def by_config(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
     """config -> path -> row, configs in first-seen order."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -111,6 +120,12 @@ def table_rows(paths: dict[str, dict[str, Any]]) -> list[list[str]]:
         rows.append([label] + [fmt(floor, 2)] * len(shown) + [""] * len(pairs))
         rows.append([f"TPOT ÷ {name} floor"] + [fmt_x(p["tpot_ms"] / floor) if p and p.get("tpot_ms") else "–"
                                                 for p in shown] + [""] * len(pairs))
+    floor = compute_floor_ms(shown)
+    if floor is not None:
+        rows.append(["TTFT floor (ms): prefill FLOPs ÷ f32 GEMM peak"] + [fmt(floor, 2)] * len(shown) + [""] * len(pairs))
+        rows.append(["batched TTFT ÷ compute floor"] + [fmt_x(p["ttft_batched_ms"] / floor) if p and
+                                                        p.get("ttft_batched_ms") else "–" for p in shown]
+                    + [""] * len(pairs))
     for metric, label in COUNT_ROWS:
         if any(p and p.get(metric) is not None for p in shown):
             rows.append(without_speedups(metric, label))

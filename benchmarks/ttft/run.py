@@ -101,17 +101,19 @@ def run_one(path: str, config: str, args: argparse.Namespace, progress: Progress
 
 
 def measure_bandwidths(args: argparse.Namespace) -> dict[str, float]:
-    """The machine's copy and read-only bandwidths with the run's thread count: the decode
-    floors' denominators."""
+    """The machine's copy and read-only bandwidths and its f32 GEMM peak with the run's thread
+    count: the decode floors' and the prefill floor's denominators."""
     import torch
 
-    from benchmarks.kernels.roofline import copy_bandwidth_gbps, read_bandwidth_gbps
+    from benchmarks.kernels.roofline import copy_bandwidth_gbps, read_bandwidth_gbps, sgemm_peak_gflops
 
     if args.wait_idle > 0:
         runner.wait_until_quiet(args.wait_idle)
     torch.set_num_threads(args.threads)
-    measured = {"copy_gbps": copy_bandwidth_gbps(), "read_gbps": read_bandwidth_gbps()}
-    print(f"copy bandwidth {measured['copy_gbps']:.1f} GB/s, read {measured['read_gbps']:.1f} GB/s", file=sys.stderr)
+    measured = {"copy_gbps": copy_bandwidth_gbps(), "read_gbps": read_bandwidth_gbps(),
+                "sgemm_gflops": sgemm_peak_gflops()}
+    print(f"copy bandwidth {measured['copy_gbps']:.1f} GB/s, read {measured['read_gbps']:.1f} GB/s, "
+          f"f32 GEMM peak {measured['sgemm_gflops']:.0f} GFLOP/s", file=sys.stderr)
     return measured
 
 

@@ -87,6 +87,39 @@ def test_quantized_config_counts_the_bytes_torchao_holds(tmp_path):
     assert "torchao int4 weights" in (out / "ttft_latest.md").read_text()
 
 
+def test_long_prompt_config_decodes_after_the_batched_prefill(tmp_path):
+    """`prompt_len` repeats the prompt ids; `sequential_prefill = false` fills the cache with the
+    batched prefill and decodes from there (the -long configs)."""
+    configs = tmp_path / "configs.toml"
+    configs.write_text((REPO / "benchmarks" / "ttft" / "configs.toml").read_text() + """
+[configs.tiny-long]
+base = "tiny"
+prompt_len = 70
+max_cache_len = 128
+sequential_prefill = false
+""")
+    db_path, out = tmp_path / "bench.db", tmp_path / "out"
+    proc = run_bench("--configs", "tiny-long", "--paths", "eager", "luminal", "--iters", "1", "--warmups", "0",
+                     "--configs-file", str(configs), "--db", str(db_path), "--out", str(out), "--timeout", "300")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    conn = sqlite3.connect(db_path)
+    conn.row_factory = sqlite3.Row
+    rows = {r["path"]: r for r in conn.execute("SELECT * FROM results")}
+    for row in rows.values():
+        assert row["error"] is None, f"{row['path']}: {row['error']}"
+        assert row["prompt_tokens"] == 70
+        assert row["ttft_seq_ms"] is None and row["ttft_batched_ms"] > 0 and row["tpot_ms"] > 0
+        assert len(json.loads(row["tokens"])) == 1 + row["decode_tokens"]
+    assert rows["luminal"]["tokens_match_eager"] == 1
+    assert rows["luminal"]["decode_bytes_copied"] < rows["eager"]["kv_row_bytes"] * 128 // 8
+    # The prefill's compute floor: eager's count of its FLOPs, at least its Linears' 2 * P * weights
+    # (tiny: per layer q, o 64x64, k, v 32x64, the MLP 3 x 64x128; two layers and a 256x64 head).
+    linear_weights = 2 * (2 * 64 * 64 + 2 * 32 * 64 + 3 * 64 * 128) + 256 * 64
+    assert rows["eager"]["prefill_flops"] >= 2 * 70 * linear_weights, rows["eager"]["prefill_flops"]
+    assert rows["eager"]["sgemm_gflops"] > 0
+    assert "| batched TTFT ÷ compute floor |" in (out / "ttft_latest.md").read_text()
+
+
 def test_encoder_config_times_one_forward(tmp_path):
     """Also the luminal_search path (the schedule search on): its own column and speedups."""
     db_path, out = tmp_path / "bench.db", tmp_path / "out"
