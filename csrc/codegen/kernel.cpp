@@ -76,7 +76,12 @@ ir::Expr Kernel::parallel_extent() const {
     ir::Shape batch(domain.begin(), domain.end() - 1);
     return ir::numel(batch) * floordiv(domain.back() + ir::Expr(column_run() - 1), ir::Expr(column_run()));
   }
-  if (kind == KernelKind::Gemv) return ir::numel(domain);
+  if (kind == KernelKind::Gemv) {  // every row of `a` in the item (the M dim is not split)
+    ir::Expr n(int64_t{1});
+    for (size_t d = 0; d < domain.size(); ++d)
+      if (d + 2 != domain.size()) n = n * domain[d];
+    return n;
+  }
   int inner = reduce_axis >= 0 ? reduce_axis : static_cast<int>(domain.size()) - 1;
   if (kind == KernelKind::Scan) inner = scan.axis;
   ir::Expr n(int64_t{1});
@@ -87,7 +92,8 @@ ir::Expr Kernel::parallel_extent() const {
 
 ir::Expr Kernel::inner_extent() const {
   if (domain.empty() || kind == KernelKind::Scatter) return ir::Expr(int64_t{1});
-  if (kind == KernelKind::Gemv) return gemv.columns ? gemv.depth * ir::Expr(column_run()) : gemv.depth;
+  if (kind == KernelKind::Gemv)
+    return gemv.columns ? gemv.depth * ir::Expr(column_run()) : gemv.depth * domain[domain.size() - 2];
   if (kind == KernelKind::Attention)
     return attention.q_len * attention.kv_len * (attention.head_dim + attention.value_dim);
   if (kind == KernelKind::Scan) return domain[scan.axis];

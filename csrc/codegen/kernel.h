@@ -78,9 +78,10 @@ enum class KernelKind {
   Scan,       // an inclusive prefix sum along one axis: see ScanSpec
 };
 
-// out[b.., n] = sum_k a[b.., k] * w[b.., n, k] over the domain [batch.., N], k < `depth`:
-// a Matmul with M = 1 (or an int8 x int8 product of any M, one GEMV per row of a, M a batch dim
-// of the domain) whose operands both read K with unit stride. A pattern kernel rather
+// out[b.., m, n] = sum_k a[b.., m, k] * w[b.., n, k] over the domain [batch.., M, N], k < `depth`:
+// a Matmul with M = 1 (or a few f16/bf16 rows, or an int8 x int8 product of any M: a work item's
+// block of weight rows stays in cache while every row of a goes through it) whose operands both
+// read K with unit stride. A pattern kernel rather
 // than a row kernel because streaming the weight at copy bandwidth needs several rows'
 // accumulators live at once (one per row is bound by add latency, research/cpu-baselines.md).
 // Accumulates in f32 and rounds once on store, as torch's half-precision matmul does, so
@@ -147,6 +148,10 @@ struct MatrixOperand {
 inline constexpr int64_t kAttentionRows = 36;
 // Output rows a Gemv computes in one pass over the input vector.
 inline constexpr int64_t kGemvRows = 4;
+// The most rows of `a` (a prompt's tokens) an f16/bf16 Matmul may have to run as the cpu
+// runtime's GEMV, a row at a time while a block of weight rows stays in cache: up to here that
+// beats widening the weight to f32 for sgemm (at 8 x 2048 x 8192, 4.8 ms against 13.5 ms).
+inline constexpr int64_t kHalfGemvRows = 8;
 // Outputs a column Gemv accumulates per pass over the weight's rows, at most: their f32 sums
 // (16 KiB) stay in L1 while each row's run of them streams through. Long runs are what stream
 // at read bandwidth (a 1 KiB run per row reaches half of it), so the cpu runtime sets a
@@ -185,7 +190,8 @@ struct Kernel {
   std::vector<std::string> symbols() const;
   // The number of parallel work items: the product of the domain's dims other than the innermost
   // loop (the reduce axis for row kernels, the last dim otherwise). 1 for Scatter; every
-  // output element for Gemv (a run of column_run() of them for a column Gemv); every index of
+  // output column for Gemv, with every row of `a` (a run of column_run() columns for a column
+  // Gemv); every index of
   // the batch dims for Attention; every row (the product of the dims other than the scanned
   // one) for Scan.
   ir::Expr parallel_extent() const;

@@ -236,7 +236,7 @@ LoweredKernel lower_gemv(const ir::Graph& graph, NodeId id) {
   kernel.kind = KernelKind::Gemv;
   kernel.domain = node.shape;  // [batch.., M, N]: M = 1 but for an int8 product
   kernel.label = is_one(node.shape[rank - 2]) ? "gemv (M = 1 matmul, weight streamed once)"
-                                              : "gemv per row (int8 x int8 matmul)";
+                                              : "gemv per row (a block of weight rows in cache across the rows)";
   // The operands in their own dtypes: the output's, or int8 ones the kernel widens.
   kernel.params = {Param{graph.node(node.inputs[0].node).dtype, false},
                    Param{graph.node(node.inputs[1].node).dtype, false}, Param{node.dtype, true}};
@@ -251,8 +251,7 @@ LoweredKernel lower_gemv(const ir::Graph& graph, NodeId id) {
   g.a = Index{a.offset(), zero_unit_dims(kernel.domain, a_strides)};
   g.w = Index{b.offset(), zero_unit_dims(kernel.domain, w_strides)};
   g.out = Index{Expr(int64_t{0}), zero_unit_dims(kernel.domain, contiguous_strides(node.shape))};
-  if (!passes::is_gemv(graph, node)) {
-    INTERNAL_CHECK(passes::is_column_gemv(graph, node)) << "gemv lowering of matmul %" << id;
+  if (passes::is_column_gemv(graph, node) && !passes::is_gemv(graph, node)) {
     kernel.label = "gemv (M = 1 matmul, weight [K, N] streamed a run of columns at a time)";
     g.columns = true;
     g.a_depth_stride = a.strides()[rank - 1];

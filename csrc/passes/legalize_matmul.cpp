@@ -4,7 +4,7 @@
 
 namespace luminal::passes {
 
-bool is_gemv(const ir::Graph& graph, const ir::Node& matmul) {
+bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows) {
   if (matmul.op != ir::Op::Matmul) return false;
   const bool int8_product = matmul.dtype == ir::DType::I32 && graph.node(matmul.inputs[0].node).dtype == ir::DType::I8 &&
                             graph.node(matmul.inputs[1].node).dtype == ir::DType::I8;
@@ -16,8 +16,11 @@ bool is_gemv(const ir::Graph& graph, const ir::Node& matmul) {
   const ir::View& b = matmul.inputs[1].view;
   const ir::Expr& k = a.shape()[rank - 1];
   // An int8 product of any M: one GEMV per row of `a` (BLAS has no exact int8 product; the
-  // weight stays in cache between rows at a prefill's sizes).
-  return (is_one(matmul.shape[rank - 2]) || int8_product) &&
+  // weight stays in cache between rows at a prefill's sizes). So are a few half-precision rows
+  // where the caller allows them: no widened copy of the weight.
+  const ir::Expr& m = matmul.shape[rank - 2];
+  const bool few_half_rows = ir::is_half(matmul.dtype) && m.is_constant() && m.constant_value() <= half_rows;
+  return (is_one(m) || int8_product || few_half_rows) &&
          (is_one(k) || (is_one(a.strides()[rank - 1]) && is_one(b.strides()[rank - 2])));
 }
 
@@ -29,14 +32,14 @@ bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul) {
   return is_one(matmul.shape[rank - 2]) && is_one(matmul.inputs[1].view.strides()[rank - 1]);
 }
 
-ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half) {
+ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half, int64_t half_gemv_rows) {
   ir::Graph out;
   std::vector<ir::NodeId> renumber(graph.size(), -1);
   for (size_t i = 0; i < graph.size(); ++i) {
     ir::Node node = graph.node(static_cast<ir::NodeId>(i));
     for (ir::TensorRef& in : node.inputs) in.node = renumber[in.node];
     const bool native = std::find(native_half.begin(), native_half.end(), node.dtype) != native_half.end();
-    if (node.op != ir::Op::Matmul || !ir::is_half(node.dtype) || is_gemv(out, node) || is_column_gemv(out, node) ||
+    if (node.op != ir::Op::Matmul || !ir::is_half(node.dtype) || is_gemv(out, node, half_gemv_rows) || is_column_gemv(out, node) ||
         native) {
       renumber[i] = out.add(std::move(node));
       continue;

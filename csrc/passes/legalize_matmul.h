@@ -4,7 +4,8 @@
 // widens in registers, where a Cast node would copy the whole weight on every decode step. So
 // do the dtypes in `native_half` (a runtime with a GEMM for them, which also rounds once).
 // Needs: a verified graph. Guarantees: every Matmul is f32, f64, an integer type, bool, of a
-// dtype in `native_half`, or an f16/bf16 one for which is_gemv or is_column_gemv holds.
+// dtype in `native_half`, or an f16/bf16 one for which is_gemv (with `half_gemv_rows`) or
+// is_column_gemv holds.
 #pragma once
 
 #include <vector>
@@ -14,15 +15,15 @@
 namespace luminal::passes {
 
 // A Matmul of `graph` the GEMV pattern kernel computes (codegen/kernel.h GemvSpec): f32, f16 or
-// bf16 with M = 1, or i32 reading two int8 operands (passes/quantized_weights.h) with any M (a
-// GEMV per row), and both operands read K with unit stride (a Linear's weight is [N, K]
-// row-major).
-bool is_gemv(const ir::Graph& graph, const ir::Node& matmul);
+// bf16 with M = 1, f16/bf16 with a constant M <= `half_rows`, or i32 reading two int8 operands
+// (passes/quantized_weights.h) with any M (a GEMV per row), and both operands read K with unit
+// stride (a Linear's weight is [N, K] row-major).
+bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows = 1);
 
 // An f16/bf16 Matmul with M = 1 whose weight b is [K, N] with N contiguous (x @ W, GPT-2's
 // Conv1D): the GEMV pattern kernel's column form (codegen/kernel.h GemvSpec::columns).
 bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul);
 
-ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half);
+ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half, int64_t half_gemv_rows);
 
 }  // namespace luminal::passes

@@ -19,6 +19,9 @@ struct PassContext {
   // f16/bf16 dtypes whose Matmuls stay in their dtype (the runtime has a GEMM that computes them
   // natively) instead of being widened to f32.
   std::vector<ir::DType> native_half_matmuls;
+  // f16/bf16 Matmuls of at most this many rows (a short prompt's) that the runtime's GEMV kernel
+  // computes a row at a time in their dtype (passes::is_gemv), rather than widening the weight.
+  int64_t half_gemv_rows = 1;
   // GEMVs read int8 weights themselves (passes/quantized_weights.h): the runtime's GEMV kernel
   // widens them in registers.
   bool quantized_gemv_weights = false;

@@ -499,14 +499,37 @@ TEST(Fusion, HalfGemvReadsTheWeightInItsOwnDtype) {
   }
 }
 
+TEST(Fusion, HalfGemvComputesAFewRowsInTheWeightsDtype) {
+  // A short bf16/f16 prompt through a Linear (M <= kHalfGemvRows) is the GEMV kernel a row at a
+  // time, the weight read in its dtype: no widened f32 copy of it per call. Odd sizes (5 rows,
+  // 37 outputs, depth 70) defeat the 4-row blocks and the vector width.
+  std::mt19937 rng(13);
+  for (DType t : {DType::BF16, DType::F16}) {
+    IrTestBuilder b;
+    auto x = b.input("x", t, {5, 70});
+    auto w = b.weight("w", t, {37, 70});
+    b.output(b.matmul(x, viewed(w, w.view.permute({1, 0}))));
+    HostTensor weight = random_tensor(t, {37, 70}, rng);
+    std::map<std::string, runtime::BufferRef> weights{{"w", weight.ref()}};
+    auto exe = compile_cpu(b.graph, weights);
+    const auto& program = program_of(*exe);
+    ASSERT_EQ(program.steps.size(), 1u) << ir::dtype_name(t);
+    EXPECT_NE(program.steps[0].what.find("gemv per row"), std::string::npos) << program.steps[0].what;
+    expect_matches_reference(b.graph, {random_tensor(t, {5, 70}, rng)}, std::string("few-row gemv ") + ir::dtype_name(t),
+                             2e-2, weights);
+  }
+}
+
 TEST(Fusion, HalfGemmWidensTheWeightInStorageOrder) {
-  // A bf16 prefill Linear (M > 1) goes through f32 BLAS; the weight is widened in its own
-  // row-major order and read transposed by BLAS, not transposed by a strided Cast kernel.
+  // A bf16 prefill Linear of more rows than the GEMV takes goes through f32 BLAS; the weight is
+  // widened in its own row-major order and read transposed by BLAS, not transposed by a strided
+  // Cast kernel.
+  constexpr int64_t kRows = codegen::kHalfGemvRows + 4;
   IrTestBuilder b;
-  auto x = b.input("x", DType::BF16, {5, 64});
+  auto x = b.input("x", DType::BF16, {kRows, 64});
   auto w = b.weight("w", DType::BF16, {48, 64});
   b.output(b.matmul(x, viewed(w, w.view.permute({1, 0}))));
-  const ir::Graph legal = passes::legalize_matmul(b.graph, {});
+  const ir::Graph legal = passes::legalize_matmul(b.graph, {}, codegen::kHalfGemvRows);
   int casts = 0;
   for (size_t i = 0; i < legal.size(); ++i) {
     const ir::Node& node = legal.node(static_cast<ir::NodeId>(i));
@@ -518,7 +541,8 @@ TEST(Fusion, HalfGemmWidensTheWeightInStorageOrder) {
   EXPECT_EQ(casts, 1);
   std::mt19937 rng(12);
   HostTensor weight = random_tensor(DType::BF16, {48, 64}, rng);
-  expect_matches_reference(b.graph, {random_tensor(DType::BF16, {5, 64}, rng)}, "bf16 gemm", -1, {{"w", weight.ref()}});
+  expect_matches_reference(b.graph, {random_tensor(DType::BF16, {kRows, 64}, rng)}, "bf16 gemm", -1,
+                           {{"w", weight.ref()}});
 }
 
 TEST(Fusion, HalfPrecisionStoreRoundsOnce) {

@@ -42,6 +42,8 @@ CASES = [
     # where a is transposed.
     lcase("mm_one_row", lambda a, b: (a[:1] @ b, a[2:3] @ b)),
     lcase("mm_one_row_wide", lambda a, b: (a[:1] @ b, a[2:3] @ b), variants=V_WIDE),
+    # A few rows (a short prompt): f16/bf16 through an [N, K] weight run as the GEMV a row at a time.
+    lcase("mm_few_rows_wide", torch.mm, variants=V_WIDE),
     lcase("bmm", torch.bmm, variants=VB),
     lcase("bmm_one_row_wide", lambda a, b: torch.bmm(a[:, 1:2], b), variants=VB_WIDE),
     lcase("bmm_one_row", lambda a, b: torch.bmm(a[:, 1:2], b), variants=VB),
@@ -67,7 +69,7 @@ def test_half_gemm_stays_half_where_the_cpu_has_half_dot_products(tmp_path, dtyp
     cpu = torch._C._cpu._get_cpu_capability()
     native = bool(cpu.get(f"avx512_{feature}") or cpu.get(f"amx_{feature}"))
     linear = torch.nn.Linear(64, 48).to(dtype)
-    x = torch.randn(8, 64, dtype=dtype)
+    x = torch.randn(16, 64, dtype=dtype)  # more rows than the cpu runtime's half GEMV takes
     compiled = torch.compile(linear, backend="luminal", options={"debug_dir": str(tmp_path)})
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), linear(x), atol=2e-2, rtol=2e-2)

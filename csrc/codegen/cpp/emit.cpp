@@ -523,8 +523,10 @@ class Emitter {
   }
 
   // ---- gemv ----
-  // Work items are output elements; an item whose row starts a block of the tile's rows
-  // (kGemvRows by default) inside this chunk and inside its batch computes the whole block.
+  // Work items are output columns (with every row of a: the M dim is looped inside, so that the
+  // block's weight rows stay in cache across a's rows); an item that starts a block of the
+  // tile's weight rows (kGemvRows by default) inside this chunk and inside its batch computes the
+  // whole block.
   std::string gemv_body() const {
     if (k_.gemv.columns) return column_gemv_body();
     const GemvSpec& g = k_.gemv;
@@ -542,7 +544,7 @@ class Emitter {
       pointers << "    const signed char* lm_a = p0 + " << index_text(g.a, false) << ";\n";
       pointers << "    const signed char* lm_w = p1 + " << index_text(g.w, false) << ";\n";
       call_head = "lm_gemv_rows_i8<";
-      call_tail = ">(lm_a, lm_w, lm_row_stride, lm_depth, lm_sums)";
+      call_tail = ">(lm_a_row, lm_w, lm_row_stride, lm_depth, lm_sums)";
       sum_type = "int32_t";
     } else if (g.group > 0) {
       // Dequantized per group in registers (lm_gemv_rows_grouped).
@@ -559,7 +561,7 @@ class Emitter {
       pointers << "    const signed char* lm_z = " << (g.has_zero ? "p4 + " + index_text(g.zero, false) : "nullptr")
                << ";\n";
       call_head = "lm_gemv_rows_grouped<";
-      call_tail = ">(lm_a, lm_w, lm_row_stride, lm_depth, " + std::to_string(g.group) +
+      call_tail = ">(lm_a_row, lm_w, lm_row_stride, lm_depth, " + std::to_string(g.group) +
                   ", lm_s, lm_scale_row, lm_scale_group, lm_z, lm_zero_row, lm_zero_group, lm_sums)";
     } else {
       const bool int8 = w == DType::I8;
@@ -571,23 +573,29 @@ class Emitter {
       pointers << "    const " << element << "::TA* lm_a = p0 + " << index_text(g.a, false) << ";\n";
       pointers << "    const " << element << "::TW* lm_w = p1 + " << index_text(g.w, false) << ";\n";
       call_head = std::string("lm_gemv_rows<") + element + ", ";
-      call_tail = ">(lm_a, lm_w, lm_row_stride, lm_depth, lm_sums)";
+      call_tail = ">(lm_a_row, lm_w, lm_row_stride, lm_depth, lm_sums)";
     }
     out << "  const int64_t lm_depth = " << expr_text(g.depth) << ";\n";
     out << "  const int64_t lm_row_stride = " << expr_text(g.w.strides[n_axis]) << ";\n";
     out << "  const int64_t lm_out_stride = " << expr_text(g.out.strides[n_axis]) << ";\n";
     out << "  " << sum_type << " lm_sums[" << rows << "];\n";
     out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end;) {\n";
+    const int m_axis = rank_ - 2;
     std::vector<int> dims;
-    for (int d = 0; d < rank_; ++d) dims.push_back(d);
-    out << item_indices(dims) << pointers.str();
+    for (int d = 0; d < rank_; ++d)
+      if (d != m_axis) dims.push_back(d);
+    out << item_indices(dims) << "    const int64_t i" << m_axis << " = 0;\n" << pointers.str();
     out << "    const int64_t lm_o = " << index_text(g.out, false) << ";\n";
     out << "    const int lm_rows = (i" << n_axis << " + " << rows << " <= " << expr_text(k_.domain[n_axis])
         << " && lm_p + " << rows << " <= lm_end) ? " << rows << " : 1;\n";
-    out << "    if (lm_rows == " << rows << ") " << call_head << rows << call_tail << ";\n";
-    out << "    else " << call_head << "1" << call_tail << ";\n";
-    out << "    for (int lm_u = 0; lm_u < lm_rows; ++lm_u) p2[lm_o + lm_u * lm_out_stride] = "
+    out << "    for (int64_t lm_m = 0; lm_m < " << expr_text(k_.domain[m_axis]) << "; ++lm_m) {\n";
+    out << "      const auto* lm_a_row = lm_a + lm_m * " << expr_text(g.a.strides[m_axis]) << ";\n";
+    out << "      const int64_t lm_o_row = lm_o + lm_m * " << expr_text(g.out.strides[m_axis]) << ";\n";
+    out << "      if (lm_rows == " << rows << ") " << call_head << rows << call_tail << ";\n";
+    out << "      else " << call_head << "1" << call_tail << ";\n";
+    out << "      for (int lm_u = 0; lm_u < lm_rows; ++lm_u) p2[lm_o_row + lm_u * lm_out_stride] = "
         << table_.store(t, "lm_sums[lm_u]") << ";\n";
+    out << "    }\n";
     out << "    lm_p += lm_rows;\n  }\n";
     return out.str();
   }
