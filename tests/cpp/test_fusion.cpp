@@ -499,6 +499,35 @@ TEST(Fusion, HalfGemvReadsTheWeightInItsOwnDtype) {
   }
 }
 
+TEST(Fusion, HalfColumnGemvStreamsAKByNWeight) {
+  // x @ W with W [K, N] row-major (GPT-2's Conv1D) in bf16/f16: the GEMV kernel's column form,
+  // the weight read in its dtype. Batched (three heads, each its own [K, N] slice) and with a
+  // depth (37: four 8-row steps and 5 rows) and width (45: two 16-column blocks and 13) that
+  // reach every tail; on four threads (more than the batch) the 45 columns split into runs of
+  // 16, 16 and 13.
+  std::mt19937 rng(14);
+  for (DType t : {DType::BF16, DType::F16}) {
+    IrTestBuilder b;
+    auto x = b.input("x", t, {3, 1, 37});
+    auto w = b.weight("w", t, {3, 37, 45});
+    b.output(b.matmul(x, w));
+    HostTensor weight = random_tensor(t, {3, 37, 45}, rng);
+    std::map<std::string, runtime::BufferRef> weights{{"w", weight.ref()}};
+    runtime::CompileOptions options;
+    options.num_threads = 4;
+    auto exe = compile_cpu(b.graph, weights, options);
+    const auto& program = program_of(*exe);
+    ASSERT_EQ(program.steps.size(), 1u) << ir::dtype_name(t);
+    EXPECT_NE(program.steps[0].what.find("weight [K, N]"), std::string::npos) << program.steps[0].what;
+    std::vector<HostTensor> inputs{random_tensor(t, {3, 1, 37}, rng)};
+    std::vector<HostTensor> reference_inputs = inputs;
+    const auto expected = run_executable(*compile_reference(b.graph, weights), b.graph, reference_inputs);
+    const auto actual = run_executable(*exe, b.graph, inputs);
+    ASSERT_EQ(actual.size(), 1u);
+    expect_same(actual[0], expected[0], 2e-2, std::string("column gemv ") + ir::dtype_name(t));
+  }
+}
+
 TEST(Fusion, HalfGemvComputesAFewRowsInTheWeightsDtype) {
   // A short bf16/f16 prompt through a Linear (M <= kHalfGemvRows) is the GEMV kernel a row at a
   // time, the weight read in its dtype: no widened f32 copy of it per call. Odd sizes (5 rows,
