@@ -191,9 +191,8 @@ struct Kernel {
   // The number of parallel work items: the product of the domain's dims other than the innermost
   // loop (the reduce axis for row kernels, the last dim otherwise). 1 for Scatter; every
   // output column for Gemv, with every row of `a` (a run of column_run() columns for a column
-  // Gemv); every index of
-  // the batch dims for Attention; every row (the product of the dims other than the scanned
-  // one) for Scan.
+  // Gemv); every index of the batch dims for Attention; every row (the product of the dims other
+  // than the scanned one) for Scan.
   ir::Expr parallel_extent() const;
   // Elements touched per work item, for deciding whether splitting across threads pays.
   ir::Expr inner_extent() const;

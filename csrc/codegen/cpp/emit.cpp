@@ -335,10 +335,11 @@ class Emitter {
            (end.empty() ? expr_text(k_.domain[inner_]) : end) + "; ++" + var + ") {\n";
   }
 
-  // Declares the loop variables of `dims` (outermost first) from the work item lm_p.
-  std::string item_indices(const std::vector<int>& dims) const {
+  // Declares the loop variables of `dims` (outermost first) from `item`: the work item lm_p, or
+  // an expression of it.
+  std::string item_indices(const std::vector<int>& dims, const std::string& item = "lm_p") const {
     if (dims.empty()) return "    (void)lm_p;\n";
-    std::string out = "    int64_t lm_r = lm_p;\n";
+    std::string out = "    int64_t lm_r = " + item + ";\n";
     for (int j = static_cast<int>(dims.size()) - 1; j >= 0; --j) {
       const std::string var = "    const int64_t i" + std::to_string(dims[j]) + " = ";
       const std::string extent = expr_text(k_.domain[dims[j]]);
@@ -616,15 +617,10 @@ class Emitter {
     out << "  const int64_t lm_out_stride = " << expr_text(g.out.strides[n_axis]) << ";\n";
     out << "  const int64_t lm_runs = (" << n << " + " << run << " - 1) / " << run << ";\n";
     out << "  float lm_sums[" << run << "];\n";
+    std::vector<int> batch_dims;
+    for (int d = 0; d < n_axis; ++d) batch_dims.push_back(d);
     out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end; ++lm_p) {\n";
-    out << "    int64_t lm_r = lm_p / lm_runs;\n";
-    for (int d = n_axis - 1; d >= 0; --d) {
-      const std::string var = "    const int64_t i" + std::to_string(d) + " = ";
-      const std::string extent = expr_text(k_.domain[d]);
-      if (d == 0) out << var << "lm_r;\n";
-      else if (is_one(k_.domain[d])) out << var << "0;\n";
-      else out << var << "lm_r % " << extent << "; lm_r /= " << extent << ";\n";
-    }
+    out << item_indices(batch_dims, "lm_p / lm_runs");
     out << "    const int64_t i" << n_axis << " = lm_p % lm_runs * " << run << ";\n";
     out << "    const uint16_t* lm_a = p0 + " << index_text(g.a, false) << ";\n";
     out << "    const uint16_t* lm_w = p1 + " << index_text(g.w, false) << ";\n";

@@ -480,60 +480,47 @@ inline void lm_gemv_rows(const typename E::TA* a, const typename E::TW* w, int64
 // through them, each row's run of columns contiguous, as sgemv does for this layout. bf16
 // widens sixteen weights into their even and odd lanes (a shift and a mask), so each block of
 // sixteen sums is held even columns first until the end.
-// sums[c] = sum_k a[k * a_step] * w[k * w_step + c], for c < cols.
+// sums[c] = sum_k a[k * a_step] * w[k * w_step + c], for c < cols. A step adds R rows from `k`.
+template <class E, int R>
+inline void lm_gemv_columns_rows(const uint16_t* a, int64_t a_step, const uint16_t* w, int64_t w_step, int64_t k,
+                                 int64_t cols, float* sums) {
+  const int64_t whole = cols / 16 * 16;
+  float x[R];
+  lm_f32x8 x8[R];
+  const uint16_t* row[R];
+  for (int r = 0; r < R; ++r) {
+    x[r] = E::load1(a + (k + r) * a_step);
+    x8[r] = lm_f32x8{x[r], x[r], x[r], x[r], x[r], x[r], x[r], x[r]};
+    row[r] = w + (k + r) * w_step;
+  }
+  for (int64_t c = 0; c < whole; c += 16) {
+    lm_f32x8 first, second;
+    __builtin_memcpy(&first, sums + c, sizeof first);
+    __builtin_memcpy(&second, sums + c + 8, sizeof second);
+    for (int r = 0; r < R; ++r) {
+      lm_f32x8 w0, w1;
+      E::widen16(row[r] + c, w0, w1);
+      first = lm_madd8(x8[r], w0, first);
+      second = lm_madd8(x8[r], w1, second);
+    }
+    __builtin_memcpy(sums + c, &first, sizeof first);
+    __builtin_memcpy(sums + c + 8, &second, sizeof second);
+  }
+  for (int64_t c = whole; c < cols; ++c) {
+    float t = sums[c];
+    for (int r = 0; r < R; ++r) t += x[r] * E::load1(row[r] + c);
+    sums[c] = t;
+  }
+}
 template <class E>
 inline void lm_gemv_columns(const uint16_t* a, int64_t a_step, const uint16_t* w, int64_t w_step, int64_t depth,
                             int64_t cols, float* sums) {
-  constexpr int R = 8;
   for (int64_t c = 0; c < cols; ++c) sums[c] = 0.0f;
-  const int64_t whole = cols / 16 * 16;
   int64_t k = 0;
-  for (; k + R <= depth; k += R) {
-    float x[R];
-    lm_f32x8 x8[R];
-    const uint16_t* row[R];
-    for (int r = 0; r < R; ++r) {
-      x[r] = E::load1(a + (k + r) * a_step);
-      x8[r] = lm_f32x8{x[r], x[r], x[r], x[r], x[r], x[r], x[r], x[r]};
-      row[r] = w + (k + r) * w_step;
-    }
-    for (int64_t c = 0; c < whole; c += 16) {
-      lm_f32x8 first, second;
-      __builtin_memcpy(&first, sums + c, sizeof first);
-      __builtin_memcpy(&second, sums + c + 8, sizeof second);
-      for (int r = 0; r < R; ++r) {
-        lm_f32x8 w0, w1;
-        E::widen16(row[r] + c, w0, w1);
-        first = lm_madd8(x8[r], w0, first);
-        second = lm_madd8(x8[r], w1, second);
-      }
-      __builtin_memcpy(sums + c, &first, sizeof first);
-      __builtin_memcpy(sums + c + 8, &second, sizeof second);
-    }
-    for (int64_t c = whole; c < cols; ++c) {
-      float t = sums[c];
-      for (int r = 0; r < R; ++r) t += x[r] * E::load1(row[r] + c);
-      sums[c] = t;
-    }
-  }
-  for (; k < depth; ++k) {  // the last rows one at a time, in the same lanes
-    const float x = E::load1(a + k * a_step);
-    const lm_f32x8 x8 = {x, x, x, x, x, x, x, x};
-    const uint16_t* row = w + k * w_step;
-    for (int64_t c = 0; c < whole; c += 16) {
-      lm_f32x8 first, second, w0, w1;
-      __builtin_memcpy(&first, sums + c, sizeof first);
-      __builtin_memcpy(&second, sums + c + 8, sizeof second);
-      E::widen16(row + c, w0, w1);
-      first = lm_madd8(x8, w0, first);
-      second = lm_madd8(x8, w1, second);
-      __builtin_memcpy(sums + c, &first, sizeof first);
-      __builtin_memcpy(sums + c + 8, &second, sizeof second);
-    }
-    for (int64_t c = whole; c < cols; ++c) sums[c] += x * E::load1(row + c);
-  }
+  for (; k + 8 <= depth; k += 8) lm_gemv_columns_rows<E, 8>(a, a_step, w, w_step, k, cols, sums);
+  for (; k < depth; ++k) lm_gemv_columns_rows<E, 1>(a, a_step, w, w_step, k, cols, sums);  // the last rows
   if (E::kInterleaved)
-    for (int64_t c = 0; c < whole; c += 16) {
+    for (int64_t c = 0; c < cols / 16 * 16; c += 16) {
       float block[16];
       __builtin_memcpy(block, sums + c, sizeof block);
       for (int j = 0; j < 8; ++j) {
