@@ -23,6 +23,16 @@ def run_bench(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(RUN), *args], capture_output=True, text=True, timeout=timeout, cwd=REPO)
 
 
+def measured_rows(db_path: Path) -> list[sqlite3.Row]:
+    """Every result row in the db, each checked to have measured (no error row)."""
+    conn = sqlite3.connect(db_path)
+    conn.row_factory = sqlite3.Row
+    rows = conn.execute("SELECT * FROM results").fetchall()
+    for row in rows:
+        assert row["error"] is None, f"{row['config']} {row['path']}: {row['error']}"
+    return rows
+
+
 def test_tiny_config_through_all_paths(tmp_path):
     db_path, out = tmp_path / "bench.db", tmp_path / "out"
     proc = run_bench("--configs", "tiny", "--iters", "1", "--warmups", "0", "--db", str(db_path), "--out", str(out),
@@ -75,11 +85,7 @@ def test_quantized_config_counts_the_bytes_torchao_holds(tmp_path):
     proc = run_bench("--configs", "tiny", "tiny-int4", "--paths", "eager", "luminal", "--db", str(db_path),
                      "--out", str(out), "--timeout", "300")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    conn = sqlite3.connect(db_path)
-    conn.row_factory = sqlite3.Row
-    rows = {(r["config"], r["path"]): r for r in conn.execute("SELECT * FROM results")}
-    for row in rows.values():
-        assert row["error"] is None, f"{row['config']} {row['path']}: {row['error']}"
+    rows = {(r["config"], r["path"]): r for r in measured_rows(db_path)}
     quantized = rows[("tiny-int4", "luminal")]
     assert quantized["quantization"] == "int4"
     # int8 values, a scale and zero point per 32: about 1.16 bytes per weight against f32's 4.
@@ -102,11 +108,8 @@ sequential_prefill = false
     proc = run_bench("--configs", "tiny-long", "--paths", "eager", "luminal", "--iters", "1", "--warmups", "0",
                      "--configs-file", str(configs), "--db", str(db_path), "--out", str(out), "--timeout", "300")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    conn = sqlite3.connect(db_path)
-    conn.row_factory = sqlite3.Row
-    rows = {r["path"]: r for r in conn.execute("SELECT * FROM results")}
+    rows = {r["path"]: r for r in measured_rows(db_path)}
     for row in rows.values():
-        assert row["error"] is None, f"{row['path']}: {row['error']}"
         assert row["prompt_tokens"] == 70
         assert row["ttft_seq_ms"] is None and row["ttft_batched_ms"] > 0 and row["tpot_ms"] > 0
         assert len(json.loads(row["tokens"])) == 1 + row["decode_tokens"]
@@ -126,11 +129,8 @@ def test_encoder_config_times_one_forward(tmp_path):
     proc = run_bench("--configs", "tiny-bert", "--paths", "eager", "luminal", "luminal_search", "--db", str(db_path),
                      "--out", str(out), "--timeout", "300")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    conn = sqlite3.connect(db_path)
-    conn.row_factory = sqlite3.Row
-    rows = {r["path"]: r for r in conn.execute("SELECT * FROM results")}
+    rows = {r["path"]: r for r in measured_rows(db_path)}
     for row in rows.values():
-        assert row["error"] is None, f"{row['path']}: {row['error']}"
         assert row["ttft_batched_ms"] > 0 and row["compile_batched_ms"] > 0
         assert row["tpot_ms"] is None and row["ttft_seq_ms"] is None
         assert len(json.loads(row["tokens"])) == 8  # an argmax id per prompt position
