@@ -17,6 +17,7 @@ using ir::Op;
 namespace {
 
 Tensor scalar_constant(TranslationContext& cx, double value, DType dtype) {
+  if (ir::is_integral(dtype)) return constant(cx, ir::Scalar::of_int(static_cast<int64_t>(value)), dtype);
   return constant(cx, ir::Scalar::of_float(value), dtype);
 }
 
@@ -121,22 +122,28 @@ void check_inner_dims(const Expr& a, const Expr& b, const std::string& op, const
 }  // namespace
 
 // histc(self, bins=100, min=0, max=0): counts of the elements of any rank in `bins` equal-width
-// bins over [min, max], in self's dtype. As torch's CPU kernel: min == max means the data's own
-// min and max (widened by 1 each way when they are equal too); an element x lands in bin
-// trunc((x - min) * bins / (max - min)) computed in self's dtype (so f16/bf16 round where torch
-// rounds), the last bin includes its right edge, and elements outside [min, max] (NaN among
-// them) are not counted. torch rejects a data range that is not finite at run time; here such
-// data gives meaningless counts.
+// bins over [min, max], in self's dtype. As torch's kernels: min == max means the data's own min
+// and max (widened by 1 each way when they are equal too); the last bin includes its right edge,
+// and elements outside [min, max] (NaN among them) are not counted. Floating inputs (torch's CPU
+// kernel): x lands in bin trunc((x - min) * bins / (max - min)) computed in self's dtype, so
+// f16/bf16 round where torch rounds. Integer inputs (CUDA only in torch: transformers counts
+// tokens per expert in int32 there): min and max truncate to integers, and the bin is the same
+// expression in int64, CUDA's accumulate type, so the division truncates. torch rejects a data
+// range that is not finite at run time; here such data gives meaningless counts.
 void translate_histc(NodeArgs& args) {
   TranslationContext& cx = args.cx();
   Tensor self = args.tensor("self");
-  USER_CHECK(ir::is_floating(self.dtype)) << "histc of a " << ir::dtype_name(self.dtype)
-                                          << " tensor: torch supports floating inputs only";
+  USER_CHECK(ir::is_floating(self.dtype) || ir::is_integral(self.dtype))
+      << "histc of a " << ir::dtype_name(self.dtype) << " tensor: torch counts numbers only";
   const DType dt = self.dtype;
+  const bool integral = ir::is_integral(dt);
+  const DType work = integral ? DType::I64 : dt;
   const int64_t bins = args.integer("bins");
   USER_CHECK(bins > 0) << "histc: bins must be > 0, got " << bins;
-  const double min = args.floating("min"), max = args.floating("max");
+  double min = args.floating("min"), max = args.floating("max");
+  if (integral) min = std::trunc(min), max = std::trunc(max);
   Tensor flat = reshape(cx, self, {Expr(int64_t{-1})});
+  if (integral) flat = cast(cx, flat, work);
   const Expr count = flat.shape()[0];
   const bool empty = count.is_constant() && count.constant_value() == 0;
   Tensor lo, hi;
@@ -145,18 +152,18 @@ void translate_histc(NodeArgs& args) {
     if (l == h) l -= 1, h += 1;
     USER_CHECK(std::isfinite(l) && std::isfinite(h)) << "histc: range [" << l << ", " << h << "] is not finite";
     USER_CHECK(l < h) << "histc: max must be larger than min, got min " << min << " and max " << max;
-    lo = scalar_constant(cx, l, dt);
-    hi = scalar_constant(cx, h, dt);
+    lo = scalar_constant(cx, l, work);
+    hi = scalar_constant(cx, h, work);
   } else {
     lo = reduce(cx, Op::MinReduce, flat, {0}, /*keepdim=*/false);
     hi = reduce(cx, Op::MaxReduce, flat, {0}, /*keepdim=*/false);
     Tensor same = binary(cx, Op::Eq, lo, hi);
-    Tensor one = scalar_constant(cx, 1.0, dt);
+    Tensor one = scalar_constant(cx, 1.0, work);
     lo = where(cx, same, binary(cx, Op::Sub, lo, one), lo);
     hi = where(cx, same, binary(cx, Op::Add, hi, one), hi);
   }
   Tensor inside = binary(cx, Op::And, binary(cx, Op::Le, lo, flat), binary(cx, Op::Le, flat, hi));
-  Tensor bin_count = scalar_constant(cx, static_cast<double>(bins), dt);
+  Tensor bin_count = scalar_constant(cx, static_cast<double>(bins), work);
   Tensor scaled = binary(cx, Op::Mul, binary(cx, Op::Sub, flat, lo), bin_count);
   Tensor position = cast(cx, binary(cx, Op::Div, scaled, binary(cx, Op::Sub, hi, lo)), DType::I64);
   // x == max lands at `bins`: the last bin includes its right edge.

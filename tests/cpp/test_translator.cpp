@@ -9,6 +9,7 @@
 #include <map>
 
 #include "common/error.h"
+#include "cpu_test_util.h"
 #include "ir_test_builder.h"
 #include "pt2/reader.h"
 #include "translator/registry.h"
@@ -226,6 +227,107 @@ TEST_F(OpsFixture, CumsumIsOneScanInTheResultDtype) {
   EXPECT_NO_THROW(ir::verify(cx.graph()));
 
   EXPECT_THROW(translate_cumsum_of(cx, input(DType::I32, {3}), 0, pt2::ScalarType::Bool), UserError);
+}
+
+// aten::histc.default(x, bins, min, max) on the tensor bound as "x", its result bound as "out".
+Tensor translate_histc_of(TranslationContext& cx, const Tensor& x, int64_t bins, double min, double max) {
+  cx.bind_tensor("x", x);
+  pt2::Argument self, bins_arg, min_arg, max_arg, out;
+  self.kind = pt2::Argument::Kind::Tensor;
+  self.tensors = {"x"};
+  bins_arg.kind = pt2::Argument::Kind::Int;
+  bins_arg.ints = {bins};
+  min_arg.kind = max_arg.kind = pt2::Argument::Kind::Float;
+  min_arg.floats = {min};
+  max_arg.floats = {max};
+  out.kind = pt2::Argument::Kind::Tensor;
+  out.tensors = {"out"};
+  pt2::Node node;
+  node.name = "histc";
+  node.inputs = {{"self", self, pt2::ArgumentKind::Positional},
+                 {"bins", bins_arg, pt2::ArgumentKind::Positional},
+                 {"min", min_arg, pt2::ArgumentKind::Positional},
+                 {"max", max_arg, pt2::ArgumentKind::Positional}};
+  node.outputs = {out};
+  NodeArgs args(cx, node, "aten::histc.default");
+  find_handler("aten::histc.default")(args);
+  return cx.tensor("out");
+}
+
+// torch's CUDA histc of integers (_histc_cuda_template, getBin): min and max truncate to
+// integers, min == max means the data's range (widened by 1 when that is one value too), and an
+// element in [min, max] lands in (x - min) * bins / (max - min), divided in int64, the last bin
+// taking x == max. CPU torch rejects integer histc, so this is the expectation.
+std::vector<int64_t> cuda_integer_histc(const std::vector<int64_t>& values, int64_t bins, double min, double max) {
+  int64_t lo = static_cast<int64_t>(min), hi = static_cast<int64_t>(max);
+  if (lo == hi && !values.empty()) {
+    lo = *std::min_element(values.begin(), values.end());
+    hi = *std::max_element(values.begin(), values.end());
+  }
+  if (lo == hi) lo -= 1, hi += 1;
+  std::vector<int64_t> counts(static_cast<size_t>(bins), 0);
+  for (int64_t x : values)
+    if (lo <= x && x <= hi) ++counts[static_cast<size_t>(std::min((x - lo) * bins / (hi - lo), bins - 1))];
+  return counts;
+}
+
+// transformers counts tokens per expert with histc on int32 ids on CUDA: integer histc is
+// translated with CUDA's binning, exact on both CPU runtimes, for every integer width, read
+// through a transposed view, with fixed, fractional and data-derived ranges.
+TEST(TranslateHistc, IntegerInputsBinAsTorchsCudaKernel) {
+  struct Case {
+    int64_t bins;
+    double min, max;
+  };
+  // Stored [5, 2], read as its transpose [2, 5]: 10 values, some outside every range below.
+  const std::vector<int64_t> stored = {0, 3, 1, 3, 1, 0, 2, 2, 7, -1};
+  std::vector<int64_t> logical;
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t c = 0; c < 5; ++c) logical.push_back(stored[static_cast<size_t>(c * 2 + r)]);
+  for (DType dtype : {DType::I32, DType::I64, DType::I16}) {
+    for (const Case& k : {Case{4, 0, 3}, Case{3, -1.5, 2.9}, Case{5, 0, 0}, Case{2, 4, 4}, Case{6, -1, 7}}) {
+      const std::string what = std::string(ir::dtype_name(dtype)) + " bins " + std::to_string(k.bins) + " [" +
+                                std::to_string(k.min) + ", " + std::to_string(k.max) + "]";
+      pt2::ExportedProgram program;
+      TranslationContext cx{program};
+      ir::Node x;
+      x.op = Op::Input;
+      x.dtype = dtype;
+      x.shape = {2, 5};
+      x.name = "x";
+      const Tensor counts = translate_histc_of(cx, cx.add(std::move(x)), k.bins, k.min, k.max);
+      ASSERT_EQ(counts.dtype, dtype) << what;
+      cx.graph().outputs().push_back(counts.ref);
+      ir::verify(cx.graph());
+
+      testing::HostTensor input;
+      if (dtype == DType::I32) input = testing::HostTensor::of<int32_t>(dtype, {2, 5}, {stored.begin(), stored.end()}, {1, 2});
+      if (dtype == DType::I64) input = testing::HostTensor::of<int64_t>(dtype, {2, 5}, stored, {1, 2});
+      if (dtype == DType::I16) input = testing::HostTensor::of<int16_t>(dtype, {2, 5}, {stored.begin(), stored.end()}, {1, 2});
+      const std::vector<int64_t> expected = cuda_integer_histc(logical, k.bins, k.min, k.max);
+      for (bool reference : {true, false}) {
+        std::vector<testing::HostTensor> inputs = {input};
+        auto executable = reference ? testing::compile_reference(cx.graph()) : testing::compile_cpu(cx.graph());
+        const testing::HostTensor out = testing::run_executable(*executable, cx.graph(), inputs)[0];
+        std::vector<int64_t> got;
+        for (size_t i = 0; i < expected.size(); ++i) got.push_back(static_cast<int64_t>(testing::element_as_double(out, i)));
+        EXPECT_EQ(got, expected) << what << (reference ? " (reference)" : " (cpu)");
+      }
+    }
+  }
+}
+
+TEST(TranslateHistc, BoolInputsAreRejectedAsTorchRejectsThem) {
+  pt2::ExportedProgram program;
+  TranslationContext cx{program};
+  ir::Node x;
+  x.op = Op::Input;
+  x.dtype = DType::Bool;
+  x.shape = {4};
+  x.name = "x";
+  const Tensor mask = cx.add(std::move(x));
+  EXPECT_EQ(testing::user_error_of([&] { translate_histc_of(cx, mask, 2, 0, 1); }),
+            "histc of a bool tensor: torch counts numbers only");
 }
 
 // ---------------------------------------------------------------- symbolic sizes

@@ -163,6 +163,21 @@ def test_moe_prompt_matches_eager():
 
 
 @needs_gpu
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.uint8])
+def test_integer_histc_counts_as_eager(dtype):
+    # CUDA's histc takes integers (transformers counts tokens per expert in int32 there); the
+    # first GPU run found luminal refusing them. Fixed, fractional and data-derived ranges.
+    values = torch.tensor([[0, 3, 1, 3, 1], [0, 2, 2, 7, 9]], dtype=dtype, device="cuda").t()
+    for bins, low, high in ((4, 0, 3), (3, 1.5, 6.9), (5, 0, 0)):
+        def f(x):
+            return torch.histc(x, bins=bins, min=low, max=high)
+
+        torch._dynamo.reset()
+        compiled = torch.compile(f, backend=luminal.luminal_backend)
+        torch.testing.assert_close(compiled(values), f(values), rtol=0, atol=0)
+
+
+@needs_gpu
 def test_an_index_out_of_range_is_an_exception_naming_the_op():
     def f(table, index):
         return torch.gather(table, 0, index)
