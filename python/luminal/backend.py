@@ -14,6 +14,7 @@ from .compiled_model import BoundProgram, CompiledModel
 from .errors import UserError
 from .export import export_graph, is_dtensor, own_copy, quiet_torch_internals, specialise_scalar_inputs
 from .export_cache import cached_export
+from .input_device_moves import lift_input_device_moves
 from .options import check_runtime, core_options, validate_options
 from .training import TrainingModel, needs_autograd
 
@@ -25,17 +26,20 @@ SUPPORTED_MODES = (None, "default")
 Backend = Callable[..., "CompiledModel | TrainingModel"]
 
 
-def _first_tensor_device(example_inputs: list[Any]) -> torch.device:
-    # Under dynamic=True dynamo may put SymInts first: look for the first tensor.
-    for value in example_inputs:
-        if isinstance(value, torch.Tensor):
-            return value.device
-    return torch.device("cpu")
+def _inputs_device(example_inputs: list[Any]) -> torch.device:
+    """The device the graph runs on: a GPU if any input tensor is on one (a graph may copy a CPU
+    input there itself, see input_device_moves.py), else the first tensor's, else the CPU. Under
+    dynamic=True dynamo may put SymInts first: only tensors count."""
+    tensors = [value for value in example_inputs if isinstance(value, torch.Tensor)]
+    for tensor in tensors:
+        if tensor.device.type == "cuda":
+            return tensor.device
+    return tensors[0].device if tensors else torch.device("cpu")
 
 
 def default_factory(example_inputs: list[Any], runtime: str | None = None) -> Any:
     """The runtime factory capsule for the inputs' device. Never falls back to another device."""
-    device = _first_tensor_device(example_inputs)
+    device = _inputs_device(example_inputs)
     check_runtime(runtime)
     if device.type == "cpu":
         return _C.reference_factory_capsule() if runtime == "reference" else _C.cpu_factory_capsule()
@@ -78,6 +82,8 @@ def compile_graph(
     scalar_values = specialise_scalar_inputs(gm)
     # Dynamo may reuse or edit its graph after we return: work on our own copy.
     graph = own_copy(gm)
+    # CPU inputs the graph copies to the GPU itself: each call copies them before the program.
+    input_moves = lift_input_device_moves(graph)
 
     def compile_on_first_call(args: tuple) -> BoundProgram:
         start = time.perf_counter()
@@ -110,7 +116,7 @@ def compile_graph(
         )
         return bound
 
-    return CompiledModel(compile_on_first_call)
+    return CompiledModel(compile_on_first_call, input_moves)
 
 
 def register_backend(factory_capsule: Any) -> Backend:

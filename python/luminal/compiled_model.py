@@ -10,6 +10,7 @@ import torch
 
 from . import _C
 from .export import PythonOutputs, size_carrier
+from .input_device_moves import move_inputs
 
 
 @dataclass
@@ -61,8 +62,12 @@ class CompiledModel:
     inside that frame inherits dynamo's guards (written against dynamo's `L[...]` namespace),
     which break run_decompositions() once a dim is dynamic."""
 
-    def __init__(self, compile_fn: Callable[[tuple], BoundProgram]) -> None:
+    def __init__(
+        self, compile_fn: Callable[[tuple], BoundProgram], input_moves: dict[int, torch.device] | None = None
+    ) -> None:
         self._compile_fn = compile_fn
+        # Arguments the graph copied to a GPU itself, copied here instead (input_device_moves.py).
+        self._input_moves = input_moves or {}
         self._bound: BoundProgram | None = None
         self._lock = threading.Lock()
 
@@ -79,6 +84,8 @@ class CompiledModel:
             return self._bound
 
     def __call__(self, *args: Any) -> list[torch.Tensor]:
+        if self._input_moves:
+            args = move_inputs(args, self._input_moves)
         bound = self._bound or self._compiled(args)
         for position, name, sharded in bound.sorted_weight_positions:
             bound.rebind_moved(name, args[position].to_local() if sharded else args[position])

@@ -39,7 +39,7 @@ def test_cpu_tensors_given_to_the_cuda_runtime_are_an_error_not_a_fallback():
 def test_a_cpu_runtime_option_with_cuda_tensors_names_the_conflict(monkeypatch, runtime):
     from luminal import backend
 
-    monkeypatch.setattr(backend, "_first_tensor_device", lambda inputs: torch.device("cuda"))
+    monkeypatch.setattr(backend, "_inputs_device", lambda inputs: torch.device("cuda"))
     with pytest.raises(luminal.UserError, match="runs on the CPU, but the model's tensors are on CUDA"):
         backend.default_factory([], runtime)
 
@@ -48,7 +48,7 @@ def test_a_cpu_runtime_option_with_cuda_tensors_names_the_conflict(monkeypatch, 
 def test_cuda_inputs_pick_the_cuda_runtime(monkeypatch):
     from luminal import backend
 
-    monkeypatch.setattr(backend, "_first_tensor_device", lambda inputs: torch.device("cuda"))
+    monkeypatch.setattr(backend, "_inputs_device", lambda inputs: torch.device("cuda"))
     assert _C.factory_info(backend.default_factory([]))["name"] == "cuda"
 
 
@@ -175,6 +175,22 @@ def test_integer_histc_counts_as_eager(dtype):
         torch._dynamo.reset()
         compiled = torch.compile(f, backend=luminal.luminal_backend)
         torch.testing.assert_close(compiled(values), f(values), rtol=0, atol=0)
+
+
+@needs_gpu
+def test_a_cpu_input_the_graph_moves_to_the_gpu_is_copied_by_each_call():
+    # As a StaticCache's cumulative_length when compiled before any eager step: the move is
+    # lifted out of the graph (input_device_moves.py), each call copies the argument.
+    def f(x, n):
+        return x * n.to(x.device), n.to(x.device) + 1
+
+    x = torch.randn(4, device="cuda")
+    compiled = torch.compile(f, backend=luminal.luminal_backend)
+    for k in (2.0, 3.0):
+        n = torch.tensor(k)
+        for got, want in zip(compiled(x, n), f(x, n)):
+            assert got.device == want.device
+            _close(got, want)
 
 
 @needs_gpu

@@ -149,7 +149,7 @@ def test_input_dtype_mismatch_is_a_user_error():
 def test_cuda_tensors_without_cuda_build_are_an_error(monkeypatch):
     # No GPU here: stand in for CUDA inputs at the point where the runtime is chosen, and for a
     # build without LUMINAL_CUDA.
-    monkeypatch.setattr(luminal.backend, "_first_tensor_device", lambda inputs: torch.device("cuda"))
+    monkeypatch.setattr(luminal.backend, "_inputs_device", lambda inputs: torch.device("cuda"))
     monkeypatch.setattr(luminal.backend._C, "has_cuda", False)
     with pytest.raises(luminal.UserError, match=r"no CUDA runtime \(it was built without -DLUMINAL_CUDA=ON\)"):
         luminal.backend.default_factory([])
