@@ -153,25 +153,36 @@ TEST(CpuRuntime, NarrowingToHalfRoundsAsTheReference) {
 
 TEST(CpuRuntime, BfloatRoundingBetweenOpsMatchesTheReference) {
   // A bf16 value fused kernels pass between ops is rounded in 32-bit lanes (lm_rbf), not narrowed
-  // and widened: every bf16 value, the midpoints between neighbours (ties to even) and one f32
-  // ulp either side, signed, with infinities, NaN and the overflow edge, must round as the
+  // and widened, and a stored one is narrowed (lm_f2bf): every bf16 value, the midpoints between
+  // neighbours (ties to even) and one f32 ulp either side, signed, with infinities, NaNs of every
+  // payload edge (quiet, signalling, all-ones, negative) and the overflow edge, must round as the
   // reference's float_to_bf16 does.
-  const std::vector<float> values =
+  std::vector<float> values =
       rounding_probes(bf16_to_float, 0x7f80u, 7, {3.3961776e38f, 3.4028235e38f, INFINITY, NAN, 1e-40f, 0.0f});
+  for (uint32_t nan_bits : {0x7fffffffu, 0xffffffffu, 0x7f800001u, 0x7fbfffffu, 0xff808000u, 0x7fff8000u}) {
+    float nan;
+    std::memcpy(&nan, &nan_bits, sizeof nan);
+    values.push_back(nan);
+  }
   const int64_t n = static_cast<int64_t>(values.size());
   IrTestBuilder b;
   auto x = b.input("x", DType::F32, {n});
   b.output(b.unary(Op::Cast, b.unary(Op::Cast, x, DType::BF16), DType::F32));
+  b.output(b.unary(Op::Cast, x, DType::BF16));
   std::vector<HostTensor> inputs = {HostTensor::of(DType::F32, {n}, values)};
   const auto out = run_executable(*compile_cpu(b.graph, {}), b.graph, inputs);
-  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out.size(), 2u);
   int reported = 0;
   for (size_t i = 0; i < values.size() && reported < 5; ++i) {
     float actual;
     std::memcpy(&actual, out[0].bytes.data() + i * sizeof actual, sizeof actual);
-    const float expected = bf16_to_float(float_to_bf16(values[i]));
-    if (std::memcmp(&expected, &actual, sizeof actual) != 0) {
-      ADD_FAILURE() << values[i] << " rounded to " << actual << ", expected " << expected;
+    uint16_t stored;
+    std::memcpy(&stored, out[1].bytes.data() + i * sizeof stored, sizeof stored);
+    const uint16_t expected_bits = float_to_bf16(values[i]);
+    const float expected = bf16_to_float(expected_bits);
+    if (std::memcmp(&expected, &actual, sizeof actual) != 0 || stored != expected_bits) {
+      ADD_FAILURE() << values[i] << " rounded to " << actual << " and stored as " << stored << ", expected "
+                    << expected << " (" << expected_bits << ")";
       ++reported;
     }
   }
