@@ -14,6 +14,10 @@ from typing import Any
 
 import torch
 
+# The device types an input is copied to by the call. Tests add "cpu" to run the rewritten graph
+# (the placeholder read, mutated and returned where the copy was) on a machine without a GPU.
+LIFTED_DEVICE_TYPES = {"cuda"}
+
 
 def lift_input_device_moves(gm: torch.fx.GraphModule) -> dict[int, torch.device]:
     """Rewrites `gm` in place; returns {placeholder position: the device to copy that argument to}."""
@@ -27,7 +31,7 @@ def lift_input_device_moves(gm: torch.fx.GraphModule) -> dict[int, torch.device]
         if len(targets) != 1:
             continue
         device = targets.pop()
-        if device is None or device.type != "cuda":
+        if device is None or device.type not in LIFTED_DEVICE_TYPES:
             continue
         for move in list(placeholder.users):
             move.replace_all_uses_with(placeholder)

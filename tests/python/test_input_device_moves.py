@@ -111,3 +111,43 @@ def test_move_inputs_leaves_other_arguments_as_they_are():
     x, n = torch.zeros(2), torch.tensor(3)
     moved = move_inputs((x, n, 5), {1: torch.device("meta")})
     assert moved[0] is x and moved[2] == 5 and moved[1].device.type == "meta"
+
+
+def test_a_static_cache_compiled_before_any_eager_step_decodes_eagers_tokens(monkeypatch):
+    # The GPU flow run on the CPU: with "cpu" lifted too, each layer's `cumulative_length.to(device)`
+    # leaves the graph, and the placeholder stands where the copy was: read for the cache
+    # positions, mutated in place (add_) and returned for dynamo to assign back to the layer.
+    import luminal
+    from luminal import backend, input_device_moves
+    from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
+
+    monkeypatch.setattr(input_device_moves, "LIFTED_DEVICE_TYPES", {"cuda", "cpu"})
+    lifted = []
+
+    def recording_lift(gm):
+        moves = input_device_moves.lift_input_device_moves(gm)
+        lifted.append(len(moves))
+        return moves
+
+    monkeypatch.setattr(backend, "lift_input_device_moves", recording_lift)
+    config = LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).eval()
+    prompt = torch.randint(0, 256, (1, 7))
+
+    def greedy(forward, steps=6):
+        cache = StaticCache(config=config, max_cache_len=32)
+        ids, position, tokens = prompt, torch.arange(prompt.shape[1]), []
+        for _ in range(steps):
+            logits = forward(input_ids=ids, past_key_values=cache, cache_position=position, use_cache=True).logits
+            ids = logits[:, -1:].argmax(-1)
+            tokens.append(int(ids))
+            position = position[-1:] + 1
+        return tokens
+
+    with torch.no_grad():
+        expected = greedy(model)
+        torch._dynamo.reset()
+        assert greedy(torch.compile(model, backend=luminal.luminal_backend)) == expected
+    assert lifted and lifted[0] == config.num_hidden_layers, lifted
