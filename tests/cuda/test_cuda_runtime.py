@@ -8,6 +8,7 @@ from __future__ import annotations
 import luminal
 import pytest
 import torch
+from conftest import static_cache_greedy_tokens
 from luminal import _C
 from nvrtc_check import ARCHS, DECODERS, MAX_CACHE_LEN, MOE, bert, build, check_model, needs_nvrtc
 
@@ -209,7 +210,7 @@ def test_an_index_out_of_range_is_an_exception_naming_the_op():
 @needs_gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_llama_static_cache_decode_gives_eagers_tokens(dtype):
-    from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
+    from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(
         vocab_size=256,
@@ -224,18 +225,10 @@ def test_llama_static_cache_decode_gives_eagers_tokens(dtype):
     model = LlamaForCausalLM(config).to("cuda", dtype).eval()
     prompt = torch.randint(0, 256, (1, 9), device="cuda", generator=None)
 
-    def greedy(forward, steps=16):
-        cache = StaticCache(config=config, max_batch_size=1, max_cache_len=64, device="cuda", dtype=dtype)
-        ids, tokens = prompt, []
-        position = torch.arange(prompt.shape[1], device="cuda")
-        for _ in range(steps):
-            logits = forward(
-                input_ids=ids, past_key_values=cache, cache_position=position, use_cache=True
-            ).logits
-            ids = logits[:, -1:].argmax(-1)
-            tokens.append(int(ids))
-            position = position[-1:] + 1
-        return tokens
+    def greedy(forward):
+        return static_cache_greedy_tokens(
+            forward, config, prompt, steps=16, max_cache_len=64, max_batch_size=1, device="cuda", dtype=dtype
+        )
 
     with torch.no_grad():
         expected = greedy(model)

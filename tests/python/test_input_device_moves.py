@@ -11,7 +11,7 @@ import operator
 import pytest
 import torch
 import torch.fx
-
+from conftest import static_cache_greedy_tokens
 from luminal.compiled_model import BoundProgram, CompiledModel
 from luminal.input_device_moves import lift_input_device_moves, move_inputs
 
@@ -119,7 +119,7 @@ def test_a_static_cache_compiled_before_any_eager_step_decodes_eagers_tokens(mon
     # positions, mutated in place (add_) and returned for dynamo to assign back to the layer.
     import luminal
     from luminal import backend, input_device_moves
-    from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
+    from transformers import LlamaConfig, LlamaForCausalLM
 
     monkeypatch.setattr(input_device_moves, "LIFTED_DEVICE_TYPES", {"cuda", "cpu"})
     lifted = []
@@ -136,18 +136,9 @@ def test_a_static_cache_compiled_before_any_eager_step_decodes_eagers_tokens(mon
     model = LlamaForCausalLM(config).eval()
     prompt = torch.randint(0, 256, (1, 7))
 
-    def greedy(forward, steps=6):
-        cache = StaticCache(config=config, max_cache_len=32)
-        ids, position, tokens = prompt, torch.arange(prompt.shape[1]), []
-        for _ in range(steps):
-            logits = forward(input_ids=ids, past_key_values=cache, cache_position=position, use_cache=True).logits
-            ids = logits[:, -1:].argmax(-1)
-            tokens.append(int(ids))
-            position = position[-1:] + 1
-        return tokens
-
     with torch.no_grad():
-        expected = greedy(model)
+        expected = static_cache_greedy_tokens(model, config, prompt, steps=6, max_cache_len=32)
         torch._dynamo.reset()
-        assert greedy(torch.compile(model, backend=luminal.luminal_backend)) == expected
+        compiled = torch.compile(model, backend=luminal.luminal_backend)
+        assert static_cache_greedy_tokens(compiled, config, prompt, steps=6, max_cache_len=32) == expected
     assert lifted and lifted[0] == config.num_hidden_layers, lifted
