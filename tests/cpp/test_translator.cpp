@@ -174,29 +174,47 @@ TEST_F(OpsFixture, MatmulBroadcastsBatchDims) {
   EXPECT_NO_THROW(ir::verify(cx.graph()));
 }
 
-// aten::cumsum.default on the tensor bound as "x", its result bound as "out".
-Tensor translate_cumsum_of(TranslationContext& cx, const Tensor& x, int64_t dim, std::optional<pt2::ScalarType> dtype) {
+pt2::Argument argument_of(pt2::Argument::Kind kind) {
+  pt2::Argument a;
+  a.kind = kind;
+  return a;
+}
+pt2::Argument tensor_argument(const std::string& name) {
+  pt2::Argument a = argument_of(pt2::Argument::Kind::Tensor);
+  a.tensors = {name};
+  return a;
+}
+pt2::Argument int_argument(int64_t value) {
+  pt2::Argument a = argument_of(pt2::Argument::Kind::Int);
+  a.ints = {value};
+  return a;
+}
+
+// Runs the handler of `overload` on a node of `inputs` over the tensor `x` (bound as "x"), as the
+// translator would; returns the node's one output.
+Tensor translate_node_of(TranslationContext& cx, const Tensor& x, const std::string& overload,
+                         std::vector<pt2::NamedArgument> inputs) {
   cx.bind_tensor("x", x);
-  pt2::Argument self, dim_arg, dtype_arg, out;
-  self.kind = pt2::Argument::Kind::Tensor;
-  self.tensors = {"x"};
-  dim_arg.kind = pt2::Argument::Kind::Int;
-  dim_arg.ints = {dim};
+  pt2::Node node;
+  node.name = overload;
+  node.inputs = std::move(inputs);
+  node.outputs = {tensor_argument("out")};
+  NodeArgs args(cx, node, overload);
+  find_handler(overload)(args);
+  return cx.tensor("out");
+}
+
+// aten::cumsum.default(x, dim, dtype=).
+Tensor translate_cumsum_of(TranslationContext& cx, const Tensor& x, int64_t dim, std::optional<pt2::ScalarType> dtype) {
+  pt2::Argument dtype_arg;
   if (dtype) {
-    dtype_arg.kind = pt2::Argument::Kind::ScalarType;
+    dtype_arg = argument_of(pt2::Argument::Kind::ScalarType);
     dtype_arg.ints = {static_cast<int64_t>(*dtype)};
   }
-  out.kind = pt2::Argument::Kind::Tensor;
-  out.tensors = {"out"};
-  pt2::Node node;
-  node.name = "cumsum";
-  node.inputs = {{"self", self, pt2::ArgumentKind::Positional},
-                 {"dim", dim_arg, pt2::ArgumentKind::Positional},
-                 {"dtype", dtype_arg, pt2::ArgumentKind::Keyword}};
-  node.outputs = {out};
-  NodeArgs args(cx, node, "aten::cumsum.default");
-  find_handler("aten::cumsum.default")(args);
-  return cx.tensor("out");
+  return translate_node_of(cx, x, "aten::cumsum.default",
+                           {{"self", tensor_argument("x"), pt2::ArgumentKind::Positional},
+                            {"dim", int_argument(dim), pt2::ArgumentKind::Positional},
+                            {"dtype", dtype_arg, pt2::ArgumentKind::Keyword}});
 }
 
 // One CumSum along the wrapped dim in the result dtype: integers and bools give i64 unless
@@ -229,29 +247,16 @@ TEST_F(OpsFixture, CumsumIsOneScanInTheResultDtype) {
   EXPECT_THROW(translate_cumsum_of(cx, input(DType::I32, {3}), 0, pt2::ScalarType::Bool), UserError);
 }
 
-// aten::histc.default(x, bins, min, max) on the tensor bound as "x", its result bound as "out".
+// aten::histc.default(x, bins, min, max).
 Tensor translate_histc_of(TranslationContext& cx, const Tensor& x, int64_t bins, double min, double max) {
-  cx.bind_tensor("x", x);
-  pt2::Argument self, bins_arg, min_arg, max_arg, out;
-  self.kind = pt2::Argument::Kind::Tensor;
-  self.tensors = {"x"};
-  bins_arg.kind = pt2::Argument::Kind::Int;
-  bins_arg.ints = {bins};
-  min_arg.kind = max_arg.kind = pt2::Argument::Kind::Float;
+  pt2::Argument min_arg = argument_of(pt2::Argument::Kind::Float), max_arg = min_arg;
   min_arg.floats = {min};
   max_arg.floats = {max};
-  out.kind = pt2::Argument::Kind::Tensor;
-  out.tensors = {"out"};
-  pt2::Node node;
-  node.name = "histc";
-  node.inputs = {{"self", self, pt2::ArgumentKind::Positional},
-                 {"bins", bins_arg, pt2::ArgumentKind::Positional},
-                 {"min", min_arg, pt2::ArgumentKind::Positional},
-                 {"max", max_arg, pt2::ArgumentKind::Positional}};
-  node.outputs = {out};
-  NodeArgs args(cx, node, "aten::histc.default");
-  find_handler("aten::histc.default")(args);
-  return cx.tensor("out");
+  return translate_node_of(cx, x, "aten::histc.default",
+                           {{"self", tensor_argument("x"), pt2::ArgumentKind::Positional},
+                            {"bins", int_argument(bins), pt2::ArgumentKind::Positional},
+                            {"min", min_arg, pt2::ArgumentKind::Positional},
+                            {"max", max_arg, pt2::ArgumentKind::Positional}});
 }
 
 // torch's CUDA histc of integers (_histc_cuda_template, getBin): min and max truncate to
