@@ -4,10 +4,11 @@
 
 Each (config, path) runs in its own process (a kernel fault poisons its CUDA context, and must not
 take the other paths' numbers with it), one after another on an idle GPU, each under a time limit.
-A process builds the config's seeded model (benchmarks/ttft/configs.toml) on the GPU with a
-StaticCache there, runs one eager step (the cache allocates lazily), wraps the model, then:
+A process is the TTFT harness's Session (benchmarks/ttft/measure.py) on the GPU: the config's
+seeded model with a StaticCache, one eager step (the cache allocates lazily), the model wrapped,
+then:
 
-  - compile: the first batched prefill and the first decode step, wall clock (includes compiling);
+  - compile: the first call of the (1,P) and the (1,1) shape, wall clock (includes compiling);
   - TTFT: `iters` times, reset the cache and prefill the whole prompt, up to the argmax on the host;
   - TPOT: after each of those prefills, `decode_tokens` greedy steps, each timed to its argmax.
 
@@ -26,7 +27,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -60,63 +60,33 @@ def wrap(model, path: str):
 
 def worker(config_name: str, path: str, device: str, iters: int, decode_tokens: int) -> dict:
     import torch
-    from transformers import StaticCache
 
-    from benchmarks.ttft.configs import build_model, load_configs
+    from benchmarks.ttft.configs import load_configs
+    from benchmarks.ttft.measure import Session, first_call_ms
 
     config = load_configs()[config_name]
-    model = build_model(config).to(device)
-    cache = StaticCache(config=model.config, max_cache_len=config.max_cache_len)
-    prompt = torch.tensor([config.prompt_ids], device=device)
-    prompt_positions = torch.arange(prompt.shape[1], device=device).unsqueeze(0)
-    positions = [torch.tensor([[p]], device=device) for p in range(prompt.shape[1] + decode_tokens)]
-
-    def forward(fn, ids, position_ids):
-        out = fn(input_ids=ids, position_ids=position_ids, past_key_values=cache, use_cache=True)
-        return out.logits[:, -1]
-
-    def timed(call):
-        start = time.perf_counter()
-        value = call()
-        token = int(value.argmax(-1).item())  # waits for the device
-        return (time.perf_counter() - start) * 1000, token, value
-
+    session = Session(config, decode_tokens, device)
     with torch.no_grad():
-        forward(model, prompt[:, :1], prompt_positions[:, :1])  # the cache allocates its tensors
-        cache.reset()
-        fn = wrap(model, path)
-
-        def prefill():
-            cache.reset()
-            return timed(lambda: forward(fn, prompt, prompt_positions))
-
-        def decode(token):
-            steps, tokens = [], [token]
-            for p in range(prompt.shape[1], prompt.shape[1] + decode_tokens):
-                ms, token, _ = timed(lambda: forward(fn, torch.tensor([[token]], device=device), positions[p]))
-                steps.append(ms)
-                tokens.append(token)
-            return steps, tokens
-
-        first_prefill_ms, token, logits = prefill()
-        first_logits = logits.float().cpu()
-        start = time.perf_counter()
-        forward(fn, torch.tensor([[token]], device=device), positions[prompt.shape[1]]).argmax().item()
-        first_decode_ms = (time.perf_counter() - start) * 1000
-
+        session.eager_init()  # the cache allocates its tensors
+        fn = wrap(session.model, path)
+        compile_prefill_ms = first_call_ms(session, fn, batched=True)
+        compile_decode_ms = first_call_ms(session, fn, batched=False)
         ttft, tpot, tokens = [], [], []
         for _ in range(iters + 1):  # the first iteration warms up
-            ms, token, _ = prefill()
-            steps, tokens = decode(token)
+            ms, steps, tokens = session.batched_then_decode(fn)
             ttft.append(ms)
             tpot.append(statistics.median(steps))
+        session.cache.reset()
+        out = fn(input_ids=session.prompt, position_ids=session.prompt_positions, past_key_values=session.cache,
+                 use_cache=True)
+        first_logits = out.logits[:, -1].float().cpu()
     return {
         "config": config_name,
         "path": path,
         "dtype": config.dtype,
-        "prompt_len": prompt.shape[1],
-        "compile_prefill_ms": first_prefill_ms,
-        "compile_decode_ms": first_decode_ms,
+        "prompt_len": len(config.prompt_ids),
+        "compile_prefill_ms": compile_prefill_ms,
+        "compile_decode_ms": compile_decode_ms,
         "ttft_ms": statistics.median(ttft[1:]),
         "tpot_ms": statistics.median(tpot[1:]),
         "tokens": tokens,

@@ -78,16 +78,16 @@ def stored_bytes(tensor: torch.Tensor) -> int:
 class Session:
     """The model, its cache and the fixed inputs of one config."""
 
-    def __init__(self, config: BenchConfig, decode_tokens: int) -> None:
+    def __init__(self, config: BenchConfig, decode_tokens: int, device: str = "cpu") -> None:
         self.config = config
         self.decode_tokens = decode_tokens
-        self.model = build_model(config)
+        self.model = build_model(config).to(device)
         ids = config.prompt_ids
         # Inputs are built once, outside every timed region, identically for every path.
-        self.step_ids = [torch.tensor([[i]]) for i in ids]
-        self.positions = [torch.tensor([[p]]) for p in range(len(ids) + decode_tokens)]
-        self.prompt = torch.tensor([ids])
-        self.prompt_positions = torch.arange(len(ids)).unsqueeze(0)
+        self.step_ids = [torch.tensor([[i]], device=device) for i in ids]
+        self.positions = [torch.tensor([[p]], device=device) for p in range(len(ids) + decode_tokens)]
+        self.prompt = torch.tensor([ids], device=device)
+        self.prompt_positions = torch.arange(len(ids), device=device).unsqueeze(0)
         self.prompt_mask = torch.ones_like(self.prompt)
         self.cache = None
         if not config.is_encoder:
@@ -198,9 +198,10 @@ def first_call_ms(session: Session, fn: Callable[..., Any], batched: bool) -> fl
     session.cache.reset()
     start = time.perf_counter()
     if batched:
-        session.forward(fn, session.prompt, session.prompt_positions)
+        token = session.forward(fn, session.prompt, session.prompt_positions)
     else:
-        session.forward(fn, session.step_ids[0], session.positions[0])
+        token = session.forward(fn, session.step_ids[0], session.positions[0])
+    token.item()  # on a GPU, waits for the queued work
     return (time.perf_counter() - start) * 1000
 
 
