@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session (docs/cuda.md): build luminal with the CUDA runtime on the GPU machine, run the
-# CUDA tests, then the GPU benchmark; logs and results go to $1 (default: $OUT, the device tool's
+# CUDA tests, optionally a per-kernel profile (LUMINAL_CUDA_PROFILE_CONFIG), then the GPU benchmark
+# (LUMINAL_CUDA_BENCH_CONFIGS; LUMINAL_CUDA_BENCH_TIMEOUT=0 skips it); logs and results go to $1 (default: $OUT, the device tool's
 # output folder). Each stage has a time limit, so a hang still leaves the logs of what came before.
 # Libraries the machine's image lacks come from .gpu/debs (scripts/cuda_session_debs.sh), unpacked
 # under /tmp, not over /.
@@ -51,6 +52,14 @@ stamp "tests/cuda"
 timeout 240 python3 -m pytest -q -rfE -p no:cacheprovider --timeout 120 tests/cuda/test_cuda_runtime.py tests/python/test_build_checks.py > "$out/tests.log" 2>&1
 stamp "tests exit $?"; tail -25 "$out/tests.log"
 
+if [ -n "${LUMINAL_CUDA_PROFILE_CONFIG:-}" ]; then  # per-kernel device time, luminal and inductor
+  stamp "profile $LUMINAL_CUDA_PROFILE_CONFIG"
+  timeout "${LUMINAL_CUDA_PROFILE_TIMEOUT:-200}" python3 benchmarks/cuda/kernel_profile.py \
+    --config "$LUMINAL_CUDA_PROFILE_CONFIG" --out "$out" > "$out/profile.log" 2>&1
+  stamp "profile exit $?"
+fi
+
+[ "${LUMINAL_CUDA_BENCH_TIMEOUT:-420}" = 0 ] && exit 0  # (timeout 0 would mean no limit)
 stamp "benchmark"
 timeout "${LUMINAL_CUDA_BENCH_TIMEOUT:-420}" python3 benchmarks/cuda/run.py --timeout 150 --out "$out" ${LUMINAL_CUDA_BENCH_CONFIGS:+--configs $LUMINAL_CUDA_BENCH_CONFIGS} 2> "$out/bench.log"
 stamp "benchmark exit $?"

@@ -122,6 +122,16 @@ codegen::Kernel attention_kernel(const ir::Graph& graph) {
   return {};
 }
 
+// A profiler lists kernels by name: the plan's names say which kind of group each one runs.
+TEST(CudaCodegen, PlannedKernelsAreNamedAfterTheirGroupKind) {
+  passes::PassContext cx;
+  const runtime::cuda::CudaKernelPlan plan =
+      runtime::cuda::plan_cuda_kernels(attention_graph(3, 41, 43, 20, 20, /*bias=*/true), cx);
+  ASSERT_EQ(plan.steps.size(), 1u);
+  EXPECT_EQ(plan.steps[0].cuda.name.rfind("lm_attention_", 0), 0u) << plan.steps[0].cuda.name;
+  EXPECT_EQ(plan.steps[0].cuda.name.size(), std::string("lm_attention_").size() + 24);
+}
+
 TEST(CudaCodegen, AttentionIsOneBlockPerQueryTileAndOneWarpPerRow) {
   using codegen::cuda::LaunchSpec;
   // 41 query rows: tiles of 36 (kAttentionRows) and 5; 43 keys; head dim 20.

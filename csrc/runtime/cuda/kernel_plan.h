@@ -24,8 +24,8 @@ struct CudaStep {
   std::string what;  // the kernel label or library call, and the aten op it came from
   // The group's nodes; a Library step computes nodes[0] (a Matmul, GroupedMatmul or AtenCall).
   std::vector<ir::NodeId> nodes;
-  // Kernel: the lowered kernel and its CUDA source; the kernel is named "lm_" + the hash of its
-  // text, so identical kernels (every layer's) share one name and one compiled module.
+  // Kernel: the lowered kernel and its CUDA source; the kernel is named "lm_<group kind>_" + the
+  // hash of its text, so identical kernels (every layer's) share one name and one compiled module.
   codegen::LoweredKernel lowered;
   codegen::cuda::CudaKernelSource cuda;
 };
