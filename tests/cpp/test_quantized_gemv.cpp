@@ -45,7 +45,9 @@ const runtime::cpu::Step* gemv_step(const runtime::cpu::Program& program) {
 TEST(QuantizedGemv, ReadsTheInt8WeightAndMatchesTheReference) {
   std::mt19937 rng(5);
   for (DType t : {DType::F32, DType::BF16}) {
-    for (auto [n, k, batch] : {std::tuple<int64_t, int64_t, int64_t>{13, 37, 1}, {64, 256, 1}, {37, 70, 3}}) {
+    // Depths: a scalar tail, whole blocks, and (53) a lone vector step after the paired ones.
+    for (auto [n, k, batch] :
+         {std::tuple<int64_t, int64_t, int64_t>{13, 37, 1}, {64, 256, 1}, {37, 70, 3}, {11, 53, 1}, {6, 24, 1}}) {
       const ir::Graph graph = quantized_linear(t, n, k, batch);
       HostTensor w = int8_weight(n, k, rng);
       HostTensor scale = random_tensor(t, {n}, rng, /*positive=*/true);
@@ -154,7 +156,8 @@ TEST(QuantizedGemv, Int8ActivationsTimesInt8WeightsSumExactlyInI32) {
   // operands; every sum is exact (the reference sums in i32), over odd depths and the full range.
   std::mt19937 rng(9);
   // One row (decode) and several (a prefill: a GEMV per row).
-  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 13, 37}, {1, 64, 4096}, {1, 5, 15}, {7, 33, 70}}) {
+  for (auto [m, n, k] :
+       {std::tuple<int64_t, int64_t, int64_t>{1, 13, 37}, {1, 64, 4096}, {1, 5, 15}, {7, 33, 70}, {1, 9, 53}}) {
     IrTestBuilder b;
     auto x = b.input("x", DType::I8, {m, k});
     auto w = b.weight("w", DType::I8, {n, k});
