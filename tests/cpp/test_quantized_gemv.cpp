@@ -99,8 +99,9 @@ TEST(QuantizedGemv, DequantizesPerGroupInRegistersAndMatchesTheReference) {
   for (DType t : {DType::F32, DType::BF16}) {
     // Groups of 32 (torchao's int4 default), whole vectors of 8, and 12 (the scalar path);
     // rows that are and are not a multiple of the tile.
+    // Group counts that the kernel's steps of four (f32) and two (bf16) groups divide and do not.
     for (auto [n, groups, group] : {std::tuple<int64_t, int64_t, int64_t>{13, 4, 32}, {64, 8, 32}, {9, 3, 8},
-                                    {7, 5, 12}}) {
+                                    {7, 5, 12}, {5, 5, 8}, {6, 6, 16}}) {
       for (bool zero_points : {true, false}) {
         const ir::Graph graph = group_quantized_linear(t, n, groups, group, zero_points);
         HostTensor q = int8_weight(n, groups * group, rng);

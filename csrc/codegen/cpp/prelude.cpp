@@ -459,9 +459,11 @@ inline bool lm_attention_head(const float* q, int64_t q_rs, int64_t q_cs, const 
   __builtin_free(scratch);
   return true;
 }
-// int8 weights: the R rows one after another, each through two accumulators. Interleaving four
-// 1 KiB int8 rows sixteen bytes at a time streamed 13-14 GB/s on two AVX2 cores; one sequential
-// stream with `a` re-read from L1 for each row streams 21-24 (docs/lessons.md, 2026-11-26).
+// int8 weights and f32 activations: the R rows one after another, each through two accumulators.
+// Interleaving four 1 KiB int8 rows sixteen bytes at a time streamed 13-14 GB/s on two AVX2 cores;
+// one sequential stream with `a` re-read from L1 for each row streams 21-24. bf16 activations
+// stay interleaved: widening `a` again for every row costs more than the stream gains
+// (docs/lessons.md, 2026-11-26).
 template <class E, int R>
 inline void lm_gemv_rows_sequential(const typename E::TA* a, const typename E::TW* w, int64_t row_stride,
                                     int64_t depth, float* sums) {
@@ -485,7 +487,7 @@ inline void lm_gemv_rows_sequential(const typename E::TA* a, const typename E::T
 template <class E, int R>
 inline void lm_gemv_rows(const typename E::TA* a, const typename E::TW* w, int64_t row_stride, int64_t depth,
                          float* sums) {
-  if constexpr (sizeof(typename E::TW) == 1) {
+  if constexpr (sizeof(typename E::TW) == 1 && sizeof(typename E::TA) == 4) {
     lm_gemv_rows_sequential<E, R>(a, w, row_stride, depth, sums);
     return;
   }
@@ -627,8 +629,8 @@ inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_
     }
     return;
   }
-  lm_f32x8 acc[R] = {};
-  if (sizeof(TS) == 2) {  // bf16 scales: bf16 weights
+  if (sizeof(TS) == 2) {  // bf16 scales: bf16 weights (and activations: interleaved, as lm_gemv_rows)
+    lm_f32x8 acc[R] = {};
     for (int64_t start = 0, g = 0; start < depth; start += group, ++g) {
       lm_f32x8 s8[R], z8[R];
       for (int r = 0; r < R; ++r) {
@@ -649,25 +651,40 @@ inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_
     for (int r = 0; r < R; ++r) sums[r] = lm_sum8(acc[r]);
     return;
   }
-  for (int64_t start = 0, g = 0; start < depth; start += group, ++g) {
-    lm_f32x8 part[R] = {};
-    lm_f32x8 a_sum = {};
-    for (int64_t k = start; k < start + group; k += 8) {
-      const lm_f32x8 x = lm_load_f32x8(a + k);
-      a_sum += x;
-      for (int r = 0; r < R; ++r) {
-        __builtin_prefetch(w + (R + r) * row_stride + k);
-        part[r] = lm_madd8(x, lm_widen_i8(w + r * row_stride + k), part[r]);
+  // f32: each row is read start to end, as lm_gemv_rows_sequential reads int8 weights. A group's
+  // sum is a short dependency chain, so four groups' are in flight at once.
+  const int64_t groups = depth / group;
+  auto broadcast = [](float v) { return lm_f32x8{v, v, v, v, v, v, v, v}; };
+  for (int r = 0; r < R; ++r) {
+    const signed char* row = w + r * row_stride;
+    auto scale_of = [&](int64_t g) { return broadcast(lm_load_f32(scale + r * scale_row + g * scale_group)); };
+    auto zero_of = [&](int64_t g) { return broadcast(zero_point(r, g)); };
+    lm_f32x8 acc = {}, acc2 = {};
+    int64_t g = 0;
+    for (; g + 4 <= groups; g += 4) {
+      lm_f32x8 part[4] = {}, a_sum[4] = {};
+      for (int64_t k = g * group; k < (g + 1) * group; k += 8)
+        for (int j = 0; j < 4; ++j) {
+          const lm_f32x8 x = lm_load_f32x8(a + k + j * group);
+          a_sum[j] += x;
+          part[j] = lm_madd8(x, lm_widen_i8(row + k + j * group), part[j]);
+        }
+      for (int j = 0; j < 4; j += 2) {
+        acc = lm_madd8(part[j] - zero_of(g + j) * a_sum[j], scale_of(g + j), acc);
+        acc2 = lm_madd8(part[j + 1] - zero_of(g + j + 1) * a_sum[j + 1], scale_of(g + j + 1), acc2);
       }
     }
-    for (int r = 0; r < R; ++r) {
-      const float s = lm_load_f32(scale + r * scale_row + g * scale_group);
-      const float z = zero_point(r, g);
-      const lm_f32x8 s8 = {s, s, s, s, s, s, s, s}, z8 = {z, z, z, z, z, z, z, z};
-      acc[r] = lm_madd8(part[r] - z8 * a_sum, s8, acc[r]);
+    for (; g < groups; ++g) {
+      lm_f32x8 part = {}, a_sum = {};
+      for (int64_t k = g * group; k < (g + 1) * group; k += 8) {
+        const lm_f32x8 x = lm_load_f32x8(a + k);
+        a_sum += x;
+        part = lm_madd8(x, lm_widen_i8(row + k), part);
+      }
+      acc = lm_madd8(part - zero_of(g) * a_sum, scale_of(g), acc);
     }
+    sums[r] = lm_sum8(acc + acc2);
   }
-  for (int r = 0; r < R; ++r) sums[r] = lm_sum8(acc[r]);
 }
 }  // namespace
 )LUMINAL";
