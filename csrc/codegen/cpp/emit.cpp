@@ -571,7 +571,24 @@ class Emitter {
                                                : "lm_f16";
       INTERNAL_CHECK((t == DType::F32 || t == DType::BF16 || t == DType::F16) && (w == t || (int8 && t != DType::F16)))
           << "gemv of " << ir::dtype_name(t) << " by a " << ir::dtype_name(w) << " weight";
-      pointers << "    const " << element << "::TA* lm_a = p0 + " << index_text(g.a, false) << ";\n";
+      if (widens_activations()) {
+        // bf16 activations times int8 weights without batch dims: `a` is widened to f32 once per
+        // call, so that the rows stream one after another as with f32 activations
+        // (lm_gemv_rows_sequential); the products are the same f32 values.
+        out << "  const int64_t lm_a_rows = " << expr_text(k_.domain[rank_ - 2]) << ", lm_a_depth = "
+            << expr_text(g.depth) << ";\n";
+        out << "  float* lm_wide = (float*)__builtin_malloc(sizeof(float) * (lm_a_rows * lm_a_depth + 1));\n";
+        out << "  if (lm_wide == nullptr) return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n";
+        out << "  for (int64_t lm_m = 0; lm_m < lm_a_rows; ++lm_m) {\n";
+        out << "    const int64_t i0 = 0, i1 = 0;  // a's index at row 0 (its stride along N is 0)\n";
+        out << "    (void)i0; (void)i1;\n";
+        out << "    lm_widen_bf16(p0 + " << index_text(g.a, false) << " + lm_m * " << expr_text(g.a.strides[rank_ - 2])
+            << ", lm_a_depth, lm_wide + lm_m * lm_a_depth);\n  }\n";
+        element = "lm_f32_i8";
+        pointers << "    const float* lm_a = lm_wide;\n";
+      } else {
+        pointers << "    const " << element << "::TA* lm_a = p0 + " << index_text(g.a, false) << ";\n";
+      }
       pointers << "    const " << element << "::TW* lm_w = p1 + " << index_text(g.w, false) << ";\n";
       call_head = std::string("lm_gemv_rows<") + element + ", ";
       call_tail = ">(lm_a_row, lm_w, lm_row_stride, lm_depth, lm_sums)";
@@ -590,7 +607,8 @@ class Emitter {
     out << "    const int lm_rows = (i" << n_axis << " + " << rows << " <= " << expr_text(k_.domain[n_axis])
         << " && lm_p + " << rows << " <= lm_end) ? " << rows << " : 1;\n";
     out << "    for (int64_t lm_m = 0; lm_m < " << expr_text(k_.domain[m_axis]) << "; ++lm_m) {\n";
-    out << "      const auto* lm_a_row = lm_a + lm_m * " << expr_text(g.a.strides[m_axis]) << ";\n";
+    out << "      const auto* lm_a_row = lm_a + lm_m * "
+        << (widens_activations() ? std::string("lm_a_depth") : expr_text(g.a.strides[m_axis])) << ";\n";
     out << "      const int64_t lm_o_row = lm_o + lm_m * " << expr_text(g.out.strides[m_axis]) << ";\n";
     out << "      if (lm_rows == " << rows << ") " << call_head << rows << call_tail << ";\n";
     out << "      else " << call_head << "1" << call_tail << ";\n";
@@ -598,7 +616,14 @@ class Emitter {
         << table_.store(t, "lm_sums[lm_u]") << ";\n";
     out << "    }\n";
     out << "    lm_p += lm_rows;\n  }\n";
+    if (widens_activations()) out << "  __builtin_free(lm_wide);\n";
     return out.str();
+  }
+
+  // Whether the row GEMV widens its bf16 activations once per call (gemv_body).
+  bool widens_activations() const {
+    return !k_.gemv.columns && k_.gemv.group == 0 && k_.params[2].dtype == DType::BF16 &&
+           k_.params[1].dtype == DType::I8 && rank_ == 2;
   }
 
   // A work item is a run of k_.column_run() output columns of one batch index, computed in one

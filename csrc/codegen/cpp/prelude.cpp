@@ -252,6 +252,15 @@ struct lm_bf16_i8 {
   static float load1(const uint16_t* p) { return lm_bf2f(*p); }
   static float load1(const signed char* p) { return *p; }
 };
+// bf16 to f32, exactly, eight at a time.
+inline void lm_widen_bf16(const uint16_t* a, int64_t n, float* out) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const lm_f32x8 v = lm_bf16::load8(a + j);
+    __builtin_memcpy(out + j, &v, sizeof v);
+  }
+  for (; j < n; ++j) out[j] = lm_bf2f(a[j]);
+}
 inline float lm_sum8(lm_f32x8 v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
 
 // The attention pattern kernel (codegen/kernel.h AttentionSpec). Generated kernels are built
