@@ -470,9 +470,10 @@ inline bool lm_attention_head(const float* q, int64_t q_rs, int64_t q_cs, const 
 }
 // int8 weights and f32 activations: the R rows one after another, each through two accumulators.
 // Interleaving four 1 KiB int8 rows sixteen bytes at a time streamed 13-14 GB/s on two AVX2 cores;
-// one sequential stream with `a` re-read from L1 for each row streams 21-24. bf16 activations
-// stay interleaved: widening `a` again for every row costs more than the stream gains
-// (docs/lessons.md, 2026-11-26).
+// one sequential stream with `a` re-read from L1 for each row streams 21-24 (docs/lessons.md,
+// 2026-11-26). bf16 activations come here widened once per call by the emitter (lm_widen_bf16);
+// a GEMV with batch dims keeps them interleaved, since widening `a` again for every row costs
+// more than the stream gains.
 template <class E, int R>
 inline void lm_gemv_rows_sequential(const typename E::TA* a, const typename E::TW* w, int64_t row_stride,
                                     int64_t depth, float* sums) {
