@@ -170,11 +170,11 @@ HostTensor window_bias(int64_t L, int64_t S) {
 
 // x [3, 1, 70] @ w.T, w [37, 70] a weight: a decode Linear over a batch of three rows, sizes that
 // defeat the GEMV's row blocks and the vector width.
-ir::Graph batched_linear_row(DType t) {
+ir::Graph batched_linear_row(DType t, int64_t depth = 70) {
   IrTestBuilder b;
-  auto x = b.input("x", t, {3, 1, 70});
-  auto w = b.weight("w", t, {37, 70});
-  b.output(b.matmul(x, viewed(w, w.view.permute({1, 0}).unsqueeze(0).expand({3, 70, 37}))));
+  auto x = b.input("x", t, {3, 1, depth});
+  auto w = b.weight("w", t, {37, depth});
+  b.output(b.matmul(x, viewed(w, w.view.permute({1, 0}).unsqueeze(0).expand({3, depth, 37}))));
   return b.graph;
 }
 
@@ -485,18 +485,21 @@ TEST(Fusion, GemvEpilogueAndIdenticalLayersShareKernels) {
 TEST(Fusion, HalfGemvReadsTheWeightInItsOwnDtype) {
   // A bf16/f16 decode Linear is one GEMV pattern kernel: no Cast kernel widening the weight into
   // an f32 copy on every call. Sizes that defeat both the 4-row blocks and the vector width.
+  // Depth 53: bf16 rows (read one after another, two 16-lane steps at a time) end with a lone step.
   std::mt19937 rng(11);
-  for (DType t : {DType::BF16, DType::F16, DType::F32}) {
-    const ir::Graph graph = batched_linear_row(t);
-    HostTensor weight = random_tensor(t, {37, 70}, rng);
-    std::map<std::string, runtime::BufferRef> weights{{"w", weight.ref()}};
-    auto exe = compile_cpu(graph, weights);
-    const auto& program = program_of(*exe);
-    ASSERT_EQ(program.steps.size(), 1u) << ir::dtype_name(t);
-    EXPECT_NE(program.steps[0].what.find("gemv"), std::string::npos) << program.steps[0].what;
-    expect_matches_reference(graph, {random_tensor(t, {3, 1, 70}, rng)}, std::string("gemv ") + ir::dtype_name(t),
-                             t == DType::F32 ? 1e-5 : 2e-2, weights);
-  }
+  for (int64_t depth : {70, 53})
+    for (DType t : {DType::BF16, DType::F16, DType::F32}) {
+      const ir::Graph graph = batched_linear_row(t, depth);
+      HostTensor weight = random_tensor(t, {37, depth}, rng);
+      std::map<std::string, runtime::BufferRef> weights{{"w", weight.ref()}};
+      auto exe = compile_cpu(graph, weights);
+      const auto& program = program_of(*exe);
+      ASSERT_EQ(program.steps.size(), 1u) << ir::dtype_name(t);
+      EXPECT_NE(program.steps[0].what.find("gemv"), std::string::npos) << program.steps[0].what;
+      expect_matches_reference(graph, {random_tensor(t, {3, 1, depth}, rng)},
+                               std::string("gemv ") + ir::dtype_name(t) + " depth " + std::to_string(depth),
+                               t == DType::F32 ? 1e-5 : 2e-2, weights);
+    }
 }
 
 TEST(Fusion, HalfColumnGemvStreamsAKByNWeight) {

@@ -132,6 +132,7 @@ struct lm_f32 {
   typedef lm_f32x8 X;
   typedef lm_f32x8 Acc;
   static constexpr int kLanes = 8;
+  static constexpr bool kSequentialRows = false;
   static X load_x(const float* p) { X v; __builtin_memcpy(&v, p, sizeof v); return v; }
   static void madd(Acc& acc, const X& x, const float* w) { acc += x * load_x(w); }
   static lm_f32x8 fold(const Acc& acc) { return acc; }
@@ -146,6 +147,7 @@ struct lm_bf16 {
   struct X { lm_f32x8 even, odd; };
   typedef X Acc;
   static constexpr int kLanes = 16;
+  static constexpr bool kSequentialRows = true;
   static X load_x(const uint16_t* p) {
     lm_u32x8 v;
     __builtin_memcpy(&v, p, sizeof v);
@@ -179,6 +181,7 @@ struct lm_f16 {
   typedef lm_f32x8 X;
   typedef lm_f32x8 Acc;
   static constexpr int kLanes = 8;
+  static constexpr bool kSequentialRows = false;
   static X load_x(const uint16_t* p) {
 #if defined(__F16C__) && defined(__AVX__)
     lm_i16x8 h;
@@ -225,6 +228,7 @@ struct lm_f32_i8 {
   struct X { lm_f32x8 lo, hi; };
   typedef X Acc;
   static constexpr int kLanes = 16;
+  static constexpr bool kSequentialRows = true;
   static X load_x(const float* p) {
     X v;
     __builtin_memcpy(&v.lo, p, sizeof v.lo);
@@ -246,6 +250,7 @@ struct lm_bf16_i8 {
   typedef lm_f32x8 X;
   typedef lm_f32x8 Acc;
   static constexpr int kLanes = 8;
+  static constexpr bool kSequentialRows = false;
   static X load_x(const uint16_t* p) { return lm_bf16::load8(p); }
   static void madd(Acc& acc, const X& x, const signed char* w) { acc += x * lm_widen_i8(w); }
   static lm_f32x8 fold(const Acc& acc) { return acc; }
@@ -468,12 +473,14 @@ inline bool lm_attention_head(const float* q, int64_t q_rs, int64_t q_cs, const 
   __builtin_free(scratch);
   return true;
 }
-// int8 weights and f32 activations: the R rows one after another, each through two accumulators.
-// Interleaving four 1 KiB int8 rows sixteen bytes at a time streamed 13-14 GB/s on two AVX2 cores;
-// one sequential stream with `a` re-read from L1 for each row streams 21-24 (docs/lessons.md,
-// 2026-11-26). bf16 activations come here widened once per call by the emitter (lm_widen_bf16);
-// a GEMV with batch dims keeps them interleaved, since widening `a` again for every row costs
-// more than the stream gains.
+// Element types with kSequentialRows read the R rows one after another, each through two
+// accumulators, `a` re-read from L1 for each row. Interleaving four 1 KiB int8 rows sixteen bytes
+// at a time streamed 13-14 GB/s on two AVX2 cores, one sequential stream 21-24; bf16 rows of 2 KiB
+// gained as much (llama-membound-bf16 decode 13.6 -> 9.5-10.3 ms), f32 rows (4 KiB, a cache
+// line per row per step) nothing (docs/lessons.md, 2026-11-26). bf16 activations times int8
+// weights come here widened once per call by the emitter (lm_widen_bf16); with batch dims they
+// stay interleaved (lm_bf16_i8), since widening `a` again for every row costs more than the
+// stream gains.
 template <class E, int R>
 inline void lm_gemv_rows_sequential(const typename E::TA* a, const typename E::TW* w, int64_t row_stride,
                                     int64_t depth, float* sums) {
@@ -497,7 +504,7 @@ inline void lm_gemv_rows_sequential(const typename E::TA* a, const typename E::T
 template <class E, int R>
 inline void lm_gemv_rows(const typename E::TA* a, const typename E::TW* w, int64_t row_stride, int64_t depth,
                          float* sums) {
-  if constexpr (sizeof(typename E::TW) == 1 && sizeof(typename E::TA) == 4) {
+  if constexpr (E::kSequentialRows) {
     lm_gemv_rows_sequential<E, R>(a, w, row_stride, depth, sums);
     return;
   }
