@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One GPU session (docs/cuda.md): build luminal with the CUDA runtime on the GPU machine, run the
 # CUDA tests, optionally a per-kernel profile (LUMINAL_CUDA_PROFILE_CONFIG), then the GPU benchmark
-# (LUMINAL_CUDA_BENCH_CONFIGS; LUMINAL_CUDA_BENCH_TIMEOUT=0 skips it); logs and results go to $1 (default: $OUT, the device tool's
-# output folder). Each stage has a time limit, so a hang still leaves the logs of what came before.
+# (LUMINAL_CUDA_BENCH_CONFIGS; LUMINAL_CUDA_BENCH_TIMEOUT=0 skips it); logs and results go to $1
+# (default: $OUT, the device tool's output folder). Each stage has a time limit, so a hang still leaves the logs of what came before.
 # Libraries the machine's image lacks come from .gpu/debs (scripts/cuda_session_debs.sh), unpacked
 # under /tmp, not over /.
 set -uo pipefail

@@ -20,13 +20,13 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT))
 
-from benchmarks.cuda.run import wrap  # noqa: E402
+from benchmarks.cuda.run import PATHS, wrap  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", required=True)
-    parser.add_argument("--paths", nargs="+", default=["luminal", "inductor"], choices=["eager", "inductor", "luminal"])
+    parser.add_argument("--paths", nargs="+", default=["luminal", "inductor"], choices=PATHS)
     parser.add_argument("--iters", type=int, default=3)
     parser.add_argument("--decode-tokens", type=int, default=8)
     parser.add_argument("--top", type=int, default=25, help="rows per table")

@@ -539,6 +539,7 @@ class Emitter {
     // The row function's call is call_head + R + call_tail.
     std::string call_head, call_tail;
     const char* sum_type = "float";
+    out << "  const int64_t lm_depth = " << expr_text(g.depth) << ";\n";
     if (t == DType::I32) {
       // int8 x int8, summed exactly in i32 (lm_gemv_rows_i8).
       INTERNAL_CHECK(w == DType::I8 && k_.params[0].dtype == DType::I8) << "i32 gemv of " << ir::dtype_name(w);
@@ -575,15 +576,15 @@ class Emitter {
         // bf16 activations times int8 weights without batch dims: `a` is widened to f32 once per
         // call, so that the rows stream one after another as with f32 activations
         // (lm_gemv_rows_sequential); the products are the same f32 values.
-        out << "  const int64_t lm_a_rows = " << expr_text(k_.domain[rank_ - 2]) << ", lm_a_depth = "
-            << expr_text(g.depth) << ";\n";
-        out << "  float* lm_wide = (float*)__builtin_malloc(sizeof(float) * (lm_a_rows * lm_a_depth + 1));\n";
+        // (+ 1: an empty `a` is not an allocation failure.)
+        out << "  const int64_t lm_a_rows = " << expr_text(k_.domain[rank_ - 2]) << ";\n";
+        out << "  float* lm_wide = (float*)__builtin_malloc(sizeof(float) * (lm_a_rows * lm_depth + 1));\n";
         out << "  if (lm_wide == nullptr) return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n";
         out << "  for (int64_t lm_m = 0; lm_m < lm_a_rows; ++lm_m) {\n";
         out << "    const int64_t i0 = 0, i1 = 0;  // a's index at row 0 (its stride along N is 0)\n";
         out << "    (void)i0; (void)i1;\n";
         out << "    lm_widen_bf16(p0 + " << index_text(g.a, false) << " + lm_m * " << expr_text(g.a.strides[rank_ - 2])
-            << ", lm_a_depth, lm_wide + lm_m * lm_a_depth);\n  }\n";
+            << ", lm_depth, lm_wide + lm_m * lm_depth);\n  }\n";
         element = "lm_f32_i8";
         pointers << "    const float* lm_a = lm_wide;\n";
       } else {
@@ -593,7 +594,6 @@ class Emitter {
       call_head = std::string("lm_gemv_rows<") + element + ", ";
       call_tail = ">(lm_a_row, lm_w, lm_row_stride, lm_depth, lm_sums)";
     }
-    out << "  const int64_t lm_depth = " << expr_text(g.depth) << ";\n";
     out << "  const int64_t lm_row_stride = " << expr_text(g.w.strides[n_axis]) << ";\n";
     out << "  const int64_t lm_out_stride = " << expr_text(g.out.strides[n_axis]) << ";\n";
     out << "  " << sum_type << " lm_sums[" << rows << "];\n";
@@ -608,7 +608,7 @@ class Emitter {
         << " && lm_p + " << rows << " <= lm_end) ? " << rows << " : 1;\n";
     out << "    for (int64_t lm_m = 0; lm_m < " << expr_text(k_.domain[m_axis]) << "; ++lm_m) {\n";
     out << "      const auto* lm_a_row = lm_a + lm_m * "
-        << (widens_activations() ? std::string("lm_a_depth") : expr_text(g.a.strides[m_axis])) << ";\n";
+        << (widens_activations() ? std::string("lm_depth") : expr_text(g.a.strides[m_axis])) << ";\n";
     out << "      const int64_t lm_o_row = lm_o + lm_m * " << expr_text(g.out.strides[m_axis]) << ";\n";
     out << "      if (lm_rows == " << rows << ") " << call_head << rows << call_tail << ";\n";
     out << "      else " << call_head << "1" << call_tail << ";\n";
