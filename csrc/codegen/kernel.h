@@ -79,7 +79,7 @@ enum class KernelKind {
 };
 
 // out[b.., m, n] = sum_k a[b.., m, k] * w[b.., n, k] over the domain [batch.., M, N], k < `depth`:
-// a Matmul with M = 1 (or a few f16/bf16 rows, or an int8 x int8 product of any M: a work item's
+// a Matmul with M = 1 (or a few f32/f16/bf16 rows, or an int8 x int8 product of any M: a work item's
 // block of weight rows stays in cache while every row of a goes through it) whose operands both
 // read K with unit stride. A pattern kernel rather
 // than a row kernel because streaming the weight at copy bandwidth needs several rows'
@@ -152,6 +152,14 @@ inline constexpr int64_t kGemvRows = 4;
 // runtime's GEMV, a row at a time while a block of weight rows stays in cache: up to here that
 // beats widening the weight to f32 for sgemm (at 8 x 2048 x 8192, 4.8 ms against 13.5 ms).
 inline constexpr int64_t kHalfGemvRows = 8;
+// The most rows of `a` an f32 Matmul may have to run as the cpu runtime's GEMV, three rows at a
+// time against each block of weight rows (lm_gemv_tile_f32). sgemm packs the whole weight first,
+// another pass over it: with weights cold in memory, 2 threads, at 8 x 2048 x 8192 the tile ran
+// 5.4 ms against sgemm's 13.3, at 16 rows 1.0-1.6x sgemm, at 32 rows level or behind.
+inline constexpr int64_t kF32GemvRows = 16;
+// Rows of `a` lm_gemv_tile_f32 multiplies at once: 3 x kGemvRows accumulators of 8 floats fill
+// 12 of AVX2's 16 registers.
+inline constexpr int64_t kGemvTileRows = 3;
 // Outputs a column Gemv accumulates per pass over the weight's rows, at most: their f32 sums
 // (16 KiB) stay in L1 while each row's run of them streams through. Long runs are what stream
 // at read bandwidth (a 1 KiB run per row reaches half of it), so the cpu runtime sets a

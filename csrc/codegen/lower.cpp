@@ -234,7 +234,7 @@ LoweredKernel lower_gemv(const ir::Graph& graph, NodeId id) {
   LoweredKernel out;
   Kernel& kernel = out.kernel;
   kernel.kind = KernelKind::Gemv;
-  kernel.domain = node.shape;  // [batch.., M, N]: M = 1 but for an int8 product or a few half rows
+  kernel.domain = node.shape;  // [batch.., M, N]: M = 1 but for an int8 product or a few f32/half rows
   kernel.label = is_one(node.shape[rank - 2]) ? "gemv (M = 1 matmul, weight streamed once)"
                                               : "gemv per row (a block of weight rows in cache across the rows)";
   // The operands in their own dtypes: the output's, or int8 ones the kernel widens.

@@ -4,7 +4,7 @@
 
 namespace luminal::passes {
 
-bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows) {
+bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows, int64_t f32_rows) {
   if (matmul.op != ir::Op::Matmul) return false;
   const bool int8_product = matmul.dtype == ir::DType::I32 && graph.node(matmul.inputs[0].node).dtype == ir::DType::I8 &&
                             graph.node(matmul.inputs[1].node).dtype == ir::DType::I8;
@@ -17,10 +17,17 @@ bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows) 
   const ir::Expr& k = a.shape()[rank - 1];
   // An int8 product of any M: one GEMV per row of `a` (BLAS has no exact int8 product; the
   // weight stays in cache between rows at a prefill's sizes). So are a few half-precision rows
-  // where the caller allows them: no widened copy of the weight.
+  // where the caller allows them (no widened copy of the weight), and a few f32 rows (sgemm
+  // would first pack the whole weight, another pass over it).
   const ir::Expr& m = matmul.shape[rank - 2];
-  const bool few_half_rows = ir::is_half(matmul.dtype) && m.is_constant() && m.constant_value() <= half_rows;
-  return (is_one(m) || int8_product || few_half_rows) &&
+  const int64_t few_rows = ir::is_half(matmul.dtype) ? half_rows : matmul.dtype == ir::DType::F32 ? f32_rows : 1;
+  bool few = m.is_constant() && m.constant_value() <= few_rows;
+  // f32: unless the weight repeats over a batch dim (the GEMV would stream it once per index,
+  // where sgemm folds that dim into M).
+  if (matmul.dtype == ir::DType::F32)
+    for (size_t d = 0; d + 2 < rank; ++d)
+      if (is_zero(b.strides()[d]) && !is_one(b.shape()[d])) few = false;
+  return (is_one(m) || int8_product || few) &&
          (is_one(k) || (is_one(a.strides()[rank - 1]) && is_one(b.strides()[rank - 2])));
 }
 

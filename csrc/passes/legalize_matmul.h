@@ -15,10 +15,10 @@
 namespace luminal::passes {
 
 // A Matmul of `graph` the GEMV pattern kernel computes (codegen/kernel.h GemvSpec): f32, f16 or
-// bf16 with M = 1, f16/bf16 with a constant M <= `half_rows`, or i32 reading two int8 operands
-// (passes/quantized_weights.h) with any M (a GEMV per row), and both operands read K with unit
-// stride (a Linear's weight is [N, K] row-major).
-bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows = 1);
+// bf16 with M = 1, f16/bf16 with a constant M <= `half_rows`, f32 with a constant M <= `f32_rows`,
+// or i32 reading two int8 operands (passes/quantized_weights.h) with any M (a GEMV per row), and
+// both operands read K with unit stride (a Linear's weight is [N, K] row-major).
+bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows = 1, int64_t f32_rows = 1);
 
 // An f16/bf16 Matmul with M = 1 whose weight b is [K, N] with N contiguous (x @ W, GPT-2's
 // Conv1D): the GEMV pattern kernel's column form (codegen/kernel.h GemvSpec::columns).

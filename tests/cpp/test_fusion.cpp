@@ -552,6 +552,48 @@ TEST(Fusion, HalfGemvComputesAFewRowsInTheWeightsDtype) {
   }
 }
 
+TEST(Fusion, F32GemvComputesAFewRowsThreeAtATime) {
+  // A short f32 prompt through a Linear (M <= kF32GemvRows) is the GEMV kernel, three rows of x
+  // against each block of four weight rows in registers (lm_gemv_tile_f32), reading the weight in
+  // place; more rows go to BLAS. Row counts that reach the tile and both tails (1 and 2 rows
+  // left), 37 outputs (a 1-row block), depth 70 (a 6-element tail), x's rows 75 apart (a view),
+  // and a batch dim with a weight per index; on four threads. A weight repeated over the batch
+  // goes to BLAS, which folds the batch into M.
+  std::mt19937 rng(15);
+  for (int64_t rows : {int64_t{2}, int64_t{3}, int64_t{7}, int64_t{8}, codegen::kF32GemvRows, codegen::kF32GemvRows + 1}) {
+    IrTestBuilder b;
+    auto x = b.input("x", DType::F32, {2, rows, 75});
+    auto w = b.weight("w", DType::F32, {2, 37, 70});
+    auto x_rows = viewed(x, x.view.slice(2, Expr(int64_t{0}), Expr(int64_t{70}), 1));
+    const TensorRef product = b.matmul(x_rows, viewed(w, w.view.permute({0, 2, 1})));
+    b.output(product);
+    HostTensor weight = random_tensor(DType::F32, {2, 37, 70}, rng);
+    std::map<std::string, runtime::BufferRef> weights{{"w", weight.ref()}};
+    runtime::CompileOptions options;
+    options.num_threads = 4;
+    auto exe = compile_cpu(b.graph, weights, options);
+    const auto& program = program_of(*exe);
+    ASSERT_EQ(program.steps.size(), 1u) << rows;
+    const bool gemv = rows <= codegen::kF32GemvRows;
+    EXPECT_EQ(program.steps[0].what.find(gemv ? "gemv per row" : "BLAS") != std::string::npos, true)
+        << rows << ": " << program.steps[0].what;
+    if (gemv)
+      EXPECT_NE(codegen::cpp::emit_kernel(codegen::lower_gemv(b.graph, product.node).kernel, "k").find("lm_gemv_tile_f32<"),
+                std::string::npos);
+    expect_matches_reference(b.graph, {random_tensor(DType::F32, {2, rows, 75}, rng)},
+                             "f32 few-row gemv, rows " + std::to_string(rows), 1e-5, weights);
+  }
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {2, 3, 70});
+  auto w = b.weight("w", DType::F32, {37, 70});
+  const TensorRef repeated = b.matmul(x, viewed(w, w.view.permute({1, 0}).unsqueeze(0).expand({2, 70, 37})));
+  b.output(repeated);
+  EXPECT_FALSE(passes::is_gemv(b.graph, b.graph.node(repeated.node), 1, codegen::kF32GemvRows));
+  const TensorRef one = b.matmul(viewed(x, x.view.slice(0, Expr(int64_t{0}), Expr(int64_t{1}), 1)),
+                                 viewed(w, w.view.permute({1, 0}).unsqueeze(0)));
+  EXPECT_TRUE(passes::is_gemv(b.graph, b.graph.node(one.node), 1, codegen::kF32GemvRows));
+}
+
 TEST(Fusion, HalfGemmWidensTheWeightInStorageOrder) {
   // A bf16 prefill Linear of more rows than the GEMV takes goes through f32 BLAS; the weight is
   // widened in its own row-major order and read transposed by BLAS, not transposed by a strided

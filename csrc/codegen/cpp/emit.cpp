@@ -597,8 +597,13 @@ class Emitter {
     out << "  const int64_t lm_row_stride = " << expr_text(g.w.strides[n_axis]) << ";\n";
     out << "  const int64_t lm_out_stride = " << expr_text(g.out.strides[n_axis]) << ";\n";
     out << "  " << sum_type << " lm_sums[" << rows << "];\n";
-    out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end;) {\n";
     const int m_axis = rank_ - 2;
+    // f32 with several rows of `a`: kGemvTileRows of them at a time against a whole block of
+    // weight rows (lm_gemv_tile_f32), the rest one at a time.
+    const bool tiled = t == DType::F32 && w == DType::F32 && !is_one(k_.domain[m_axis]);
+    const std::string tile_rows = std::to_string(kGemvTileRows);
+    if (tiled) out << "  float lm_tile[" << tile_rows << " * " << rows << "];\n";
+    out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end;) {\n";
     std::vector<int> dims;
     for (int d = 0; d < rank_; ++d)
       if (d != m_axis) dims.push_back(d);
@@ -606,7 +611,21 @@ class Emitter {
     out << "    const int64_t lm_o = " << index_text(g.out, false) << ";\n";
     out << "    const int lm_rows = (i" << n_axis << " + " << rows << " <= " << expr_text(k_.domain[n_axis])
         << " && lm_p + " << rows << " <= lm_end) ? " << rows << " : 1;\n";
-    out << "    for (int64_t lm_m = 0; lm_m < " << expr_text(k_.domain[m_axis]) << "; ++lm_m) {\n";
+    const std::string m_count = expr_text(k_.domain[m_axis]);
+    out << "    int64_t lm_m = 0;\n";
+    if (tiled) {
+      const std::string a_stride = expr_text(g.a.strides[m_axis]), out_stride = expr_text(g.out.strides[m_axis]);
+      out << "    if (lm_rows == " << rows << ")\n";
+      out << "      for (; lm_m + " << tile_rows << " <= " << m_count << "; lm_m += " << tile_rows << ") {\n";
+      out << "        lm_gemv_tile_f32<" << rows << ", " << tile_rows << ">(lm_a + lm_m * " << a_stride << ", " << a_stride
+          << ", lm_w, lm_row_stride, lm_depth, lm_tile);\n";
+      out << "        for (int lm_t = 0; lm_t < " << tile_rows << "; ++lm_t)\n";
+      out << "          for (int lm_u = 0; lm_u < " << rows << "; ++lm_u)\n";
+      out << "            p2[lm_o + (lm_m + lm_t) * " << out_stride << " + lm_u * lm_out_stride] = lm_tile[lm_t * " << rows
+          << " + lm_u];\n";
+      out << "      }\n";
+    }
+    out << "    for (; lm_m < " << m_count << "; ++lm_m) {\n";
     out << "      const auto* lm_a_row = lm_a + lm_m * "
         << (widens_activations() ? std::string("lm_depth") : expr_text(g.a.strides[m_axis])) << ";\n";
     out << "      const int64_t lm_o_row = lm_o + lm_m * " << expr_text(g.out.strides[m_axis]) << ";\n";

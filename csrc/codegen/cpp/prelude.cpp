@@ -525,6 +525,35 @@ inline void lm_gemv_rows(const typename E::TA* a, const typename E::TW* w, int64
     sums[r] = t;
   }
 }
+// An f32 GEMV with a few rows of `a` (a short prompt): MR rows of `a` times R weight rows per
+// step, MR x R sums in registers, so that each weight vector loaded feeds MR multiply-adds and
+// the weight is read in place (sgemm packs it first). Explicit FMA, as a GEMM's products are.
+// sums[m * R + r] = sum_k a[m * a_stride + k] * w[r * row_stride + k].
+template <int R, int MR>
+inline void lm_gemv_tile_f32(const float* a, int64_t a_stride, const float* w, int64_t row_stride, int64_t depth,
+                             float* sums) {
+  lm_f32x8 acc[MR][R] = {};
+  int64_t k = 0;
+  for (; k + 8 <= depth; k += 8) {
+    lm_f32x8 x[MR];
+#pragma GCC unroll 8
+    for (int m = 0; m < MR; ++m) x[m] = lm_f32::load_x(a + m * a_stride + k);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const lm_f32x8 v = lm_f32::load_x(w + r * row_stride + k);
+#pragma GCC unroll 8
+      for (int m = 0; m < MR; ++m) acc[m][r] = lm_madd8(x[m], v, acc[m][r]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      float t = lm_sum8(acc[m][r]);
+      for (int64_t j = k; j < depth; ++j) t += a[m * a_stride + j] * w[r * row_stride + j];
+      sums[m * R + r] = t;
+    }
+}
 // The GEMV pattern kernel's column form (GemvSpec::columns): the weight is [K, N] with N
 // contiguous (x @ W, GPT-2's Conv1D), so a dot product would read one element per row. Instead
 // `cols` outputs accumulate in `sums` (f32, in L1) while eight weight rows at a time stream

@@ -30,9 +30,9 @@ using passes::GroupKind;
 // read K with unit stride get the pattern kernel (passes::is_gemv), and so do f16/bf16 ones
 // whose weight reads N with unit stride (passes::is_column_gemv: BLAS would need the weight
 // widened to f32 first); the rest a row kernel.
-bool matmul_as_loop(const ir::Graph& graph, NodeId id, int64_t half_gemv_rows) {
+bool matmul_as_loop(const ir::Graph& graph, NodeId id, const passes::PassContext& cx) {
   const ir::Node& node = graph.node(id);
-  if (!ir::is_floating(node.dtype) || passes::is_gemv(graph, node, half_gemv_rows) ||
+  if (!ir::is_floating(node.dtype) || passes::is_gemv(graph, node, cx.half_gemv_rows, cx.f32_gemv_rows) ||
       passes::is_column_gemv(graph, node))
     return true;
   const size_t rank = node.shape.size();
@@ -123,6 +123,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   // A few half-precision rows run as the GEMV, unless ATen multiplies a half dtype natively
   // (oneDNN with bf16/f16 dot products streams the weight as well and keeps its own blocking).
   cx.half_gemv_rows = cx.native_half_matmuls.empty() ? codegen::kHalfGemvRows : 1;
+  cx.f32_gemv_rows = codegen::kF32GemvRows;
   passes::KernelPlan plan = passes::plan_kernels(input_graph, cx);
   Program program;
   program.graph = std::move(plan.graph);
@@ -177,7 +178,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       ++program.collectives;
       continue;
     }
-    if (group.kind == GroupKind::Matmul && !matmul_as_loop(graph, group.nodes[0], cx.half_gemv_rows)) {
+    if (group.kind == GroupKind::Matmul && !matmul_as_loop(graph, group.nodes[0], cx)) {
       const ir::Node& node = graph.node(group.nodes[0]);
       step.kind = Step::Kind::Gemm;
       step.dtype = node.dtype;
@@ -206,7 +207,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     codegen::LoweredKernel lowered;
     if (group.kind == GroupKind::Matmul) {
       const ir::Node& matmul = graph.node(group.nodes[0]);
-      lowered = passes::is_gemv(graph, matmul, cx.half_gemv_rows) || passes::is_column_gemv(graph, matmul)
+      lowered = passes::is_gemv(graph, matmul, cx.half_gemv_rows, cx.f32_gemv_rows) || passes::is_column_gemv(graph, matmul)
                     ? codegen::lower_gemv(graph, group.nodes[0])
                     : codegen::lower_matmul_loop(graph, group.nodes[0]);
       if (lowered.kernel.gemv.columns) lowered.kernel.tile = column_run(lowered.kernel, program_threads(options));
