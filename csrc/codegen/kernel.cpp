@@ -101,10 +101,17 @@ ir::Expr Kernel::inner_extent() const {
   return domain[inner] * ir::Expr(static_cast<int64_t>(std::max<size_t>(1, reductions.size() + 1)));
 }
 
+bool Kernel::gemv_strips() const {
+  return kind == KernelKind::Gemv && !gemv.columns && gemv.group == 0 && params.size() == 3 &&
+         params[0].dtype == ir::DType::F32 && params[1].dtype == ir::DType::F32 && domain.size() >= 2 &&
+         !is_one(domain[domain.size() - 2]);
+}
+
 std::vector<int64_t> tile_candidates(const Kernel& kernel) {
   // Both neighbours of the default: half and twice the rows.
   if (kernel.kind == KernelKind::Gemv) {
-    if (kernel.gemv.columns) return {};
+    // The strips' six weight rows fill the registers; fewer spill (lm_tile_x16).
+    if (kernel.gemv.columns || kernel.gemv_strips()) return {};
     const ir::Expr& rows = kernel.domain.back();
     if (rows.is_constant() && rows.constant_value() <= kGemvRows / 2) return {};
     return {kGemvRows / 2, kGemvRows * 2};

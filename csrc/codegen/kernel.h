@@ -152,14 +152,14 @@ inline constexpr int64_t kGemvRows = 4;
 // runtime's GEMV, a row at a time while a block of weight rows stays in cache: up to here that
 // beats widening the weight to f32 for sgemm (at 8 x 2048 x 8192, 4.8 ms against 13.5 ms).
 inline constexpr int64_t kHalfGemvRows = 8;
-// The most rows of `a` an f32 Matmul may have to run as the cpu runtime's GEMV, three rows at a
-// time against each block of weight rows (lm_gemv_tile_f32). sgemm packs the whole weight first,
-// another pass over it: with weights cold in memory, 2 threads, at 8 x 2048 x 8192 the tile ran
-// 5.4 ms against sgemm's 13.3, at 16 rows 1.0-1.6x sgemm, at 32 rows level or behind.
-inline constexpr int64_t kF32GemvRows = 16;
-// Rows of `a` lm_gemv_tile_f32 multiplies at once: 3 x kGemvRows accumulators of 8 floats fill
-// 12 of AVX2's 16 registers.
-inline constexpr int64_t kGemvTileRows = 3;
+// The most rows of `a` an f32 Matmul may have to run as the cpu runtime's GEMV, its rows packed
+// into strips that each block of weight rows multiplies in registers (lm_gemv_strips). sgemm packs
+// the whole weight first, another pass over it: with weights cold in memory, 2 threads, the strips
+// ran 1.3-2.8x sgemm's rate from 8 to 32 rows (8 x 2048 x 8184: 3.9 ms against 10.9; 32 x 1024 x
+// 2808: 1.35 against 1.77) and 1.16x at 64.
+inline constexpr int64_t kF32GemvRows = 64;
+// Weight rows per block of such a GEMV by default (lm_tile_x16's six rows of accumulators).
+inline constexpr int64_t kGemvStripRows = 6;
 // Outputs a column Gemv accumulates per pass over the weight's rows, at most: their f32 sums
 // (16 KiB) stay in L1 while each row's run of them streams through. Long runs are what stream
 // at read bandwidth (a 1 KiB run per row reaches half of it), so the cpu runtime sets a
@@ -185,7 +185,8 @@ struct Kernel {
   AttentionSpec attention;
   ScanSpec scan;
   std::string label;  // what it computes, for comments and debug dumps ("softmax row", ...)
-  // The schedule's tile, 0 for the kind's default: a Gemv's rows per pass (kGemvRows) or a
+  // The schedule's tile, 0 for the kind's default: a Gemv's rows per pass (kGemvRows, or
+  // kGemvStripRows for gemv_strips()) or a
   // column Gemv's columns per work item (kGemvColumns), an Attention's query rows per block
   // (kAttentionRows). The schedule search times the others tile_candidates offers.
   int64_t tile = 0;
@@ -206,6 +207,9 @@ struct Kernel {
   ir::Expr inner_extent() const;
   // A column Gemv's columns per work item.
   int64_t column_run() const { return tile > 0 ? tile : kGemvColumns; }
+  // Whether this Gemv is an f32 one with several rows of `a`, which it packs into strips
+  // (lm_gemv_strips), kGemvStripRows weight rows per block unless `tile` says otherwise.
+  bool gemv_strips() const;
 };
 
 // Tiles worth timing besides the default (Kernel::tile), for the kinds that have one: they

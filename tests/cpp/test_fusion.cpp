@@ -329,10 +329,15 @@ TEST(FusionSearch, TimesAttentionFusedAndUnfusedAndCachesTheChoice) {
     ASSERT_NE(searched, nullptr) << "a graph with attention gets the fusion search";
     EXPECT_EQ(searched->alternative(0).program().attention_kernels, 1u);
     EXPECT_EQ(searched->alternative(1).program().attention_kernels, 0u);
-    int gemms = 0;
-    for (const runtime::cpu::Step& step : searched->alternative(1).program().steps)
+    int gemms = 0, gemvs = 0;
+    for (const runtime::cpu::Step& step : searched->alternative(1).program().steps) {
       gemms += step.kind == runtime::cpu::Step::Kind::Gemm;
-    EXPECT_EQ(gemms, 2) << "q kT and p v through BLAS";
+      gemvs += step.what.find("gemv per row") != std::string::npos;
+    }
+    // q kT reads both operands along the head dim and has 41 <= kF32GemvRows rows: the GEMV
+    // kernel; p v reads v across its rows: BLAS.
+    EXPECT_EQ(gemms, 1) << "p v through BLAS";
+    EXPECT_EQ(gemvs, 1) << "q kT as the few-row GEMV";
     std::vector<const runtime::Executable*> runs = {executable.get(), &searched->alternative(0), &searched->alternative(1)};
     for (size_t r = 0; r < runs.size(); ++r) {
       std::vector<HostTensor> call_inputs = inputs;
@@ -552,37 +557,42 @@ TEST(Fusion, HalfGemvComputesAFewRowsInTheWeightsDtype) {
   }
 }
 
-TEST(Fusion, F32GemvComputesAFewRowsThreeAtATime) {
-  // A short f32 prompt through a Linear (M <= kF32GemvRows) is the GEMV kernel, three rows of x
-  // against each block of four weight rows in registers (lm_gemv_tile_f32), reading the weight in
-  // place; more rows go to BLAS. Row counts that reach the tile and both tails (1 and 2 rows
-  // left), 37 outputs (a 1-row block), depth 70 (a 6-element tail), x's rows 75 apart (a view),
-  // and a batch dim with a weight per index; on four threads. A weight repeated over the batch
-  // goes to BLAS, which folds the batch into M.
+TEST(Fusion, F32GemvMultipliesAFewRowsPackedIntoStrips) {
+  // A short f32 prompt through a Linear (M <= kF32GemvRows) is the GEMV kernel: x's rows packed
+  // into strips of 16 that each block of six weight rows multiplies in registers
+  // (lm_gemv_strips), the weight read in place; more rows go to BLAS. Row counts below, at and
+  // past a strip (a zero-padded one), 37 outputs (a 1-row block after six of six), depth 70 and
+  // 300 (a chunk of 256 and a tail), x's rows 75 or 310 apart (a view), and a batch dim with a
+  // weight per index (x packed again per index); on four threads. A weight repeated over the
+  // batch goes to BLAS, which folds the batch into M.
   std::mt19937 rng(15);
-  for (int64_t rows : {int64_t{2}, int64_t{3}, int64_t{7}, int64_t{8}, codegen::kF32GemvRows, codegen::kF32GemvRows + 1}) {
-    IrTestBuilder b;
-    auto x = b.input("x", DType::F32, {2, rows, 75});
-    auto w = b.weight("w", DType::F32, {2, 37, 70});
-    auto x_rows = viewed(x, x.view.slice(2, Expr(int64_t{0}), Expr(int64_t{70}), 1));
-    const TensorRef product = b.matmul(x_rows, viewed(w, w.view.permute({0, 2, 1})));
-    b.output(product);
-    HostTensor weight = random_tensor(DType::F32, {2, 37, 70}, rng);
-    std::map<std::string, runtime::BufferRef> weights{{"w", weight.ref()}};
-    runtime::CompileOptions options;
-    options.num_threads = 4;
-    auto exe = compile_cpu(b.graph, weights, options);
-    const auto& program = program_of(*exe);
-    ASSERT_EQ(program.steps.size(), 1u) << rows;
-    const bool gemv = rows <= codegen::kF32GemvRows;
-    EXPECT_EQ(program.steps[0].what.find(gemv ? "gemv per row" : "BLAS") != std::string::npos, true)
-        << rows << ": " << program.steps[0].what;
-    if (gemv)
-      EXPECT_NE(codegen::cpp::emit_kernel(codegen::lower_gemv(b.graph, product.node).kernel, "k").find("lm_gemv_tile_f32<"),
-                std::string::npos);
-    expect_matches_reference(b.graph, {random_tensor(DType::F32, {2, rows, 75}, rng)},
-                             "f32 few-row gemv, rows " + std::to_string(rows), 1e-5, weights);
-  }
+  for (int64_t depth : {int64_t{70}, int64_t{300}})
+    for (int64_t rows : {int64_t{2}, int64_t{7}, int64_t{16}, int64_t{17}, codegen::kF32GemvRows,
+                         codegen::kF32GemvRows + 1}) {
+      const int64_t stride = depth + 5 + depth / 30;
+      IrTestBuilder b;
+      auto x = b.input("x", DType::F32, {2, rows, stride});
+      auto w = b.weight("w", DType::F32, {2, 37, depth});
+      auto x_rows = viewed(x, x.view.slice(2, Expr(int64_t{0}), Expr(depth), 1));
+      const TensorRef product = b.matmul(x_rows, viewed(w, w.view.permute({0, 2, 1})));
+      b.output(product);
+      HostTensor weight = random_tensor(DType::F32, {2, 37, depth}, rng);
+      std::map<std::string, runtime::BufferRef> weights{{"w", weight.ref()}};
+      runtime::CompileOptions options;
+      options.num_threads = 4;
+      auto exe = compile_cpu(b.graph, weights, options);
+      const auto& program = program_of(*exe);
+      ASSERT_EQ(program.steps.size(), 1u) << rows;
+      const bool gemv = rows <= codegen::kF32GemvRows;
+      EXPECT_EQ(program.steps[0].what.find(gemv ? "gemv per row" : "BLAS") != std::string::npos, true)
+          << rows << ": " << program.steps[0].what;
+      if (gemv)
+        EXPECT_NE(codegen::cpp::emit_kernel(codegen::lower_gemv(b.graph, product.node).kernel, "k").find("lm_gemv_strips<6>"),
+                  std::string::npos);
+      expect_matches_reference(b.graph, {random_tensor(DType::F32, {2, rows, stride}, rng)},
+                               "f32 few-row gemv, rows " + std::to_string(rows) + ", depth " + std::to_string(depth),
+                               3e-7 * static_cast<double>(depth), weights);  // f32 rounding of `depth` products
+    }
   IrTestBuilder b;
   auto x = b.input("x", DType::F32, {2, 3, 70});
   auto w = b.weight("w", DType::F32, {37, 70});

@@ -69,7 +69,7 @@ def test_half_gemm_stays_half_where_the_cpu_has_half_dot_products(tmp_path, dtyp
     cpu = torch._C._cpu._get_cpu_capability()
     native = bool(cpu.get(f"avx512_{feature}") or cpu.get(f"amx_{feature}"))
     linear = torch.nn.Linear(64, 48).to(dtype)
-    x = torch.randn(24, 64, dtype=dtype)  # more rows than the cpu runtime's GEMVs take (half or widened f32)
+    x = torch.randn(96, 64, dtype=dtype)  # more rows than the cpu runtime's GEMVs take (half: 8, widened f32: 64)
     compiled = torch.compile(linear, backend="luminal", options={"debug_dir": str(tmp_path)})
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), linear(x), atol=2e-2, rtol=2e-2)

@@ -534,7 +534,8 @@ class Emitter {
     const DType t = k_.params[2].dtype;
     const DType w = k_.params[1].dtype;
     const int n_axis = rank_ - 1;
-    const std::string rows = std::to_string(k_.tile > 0 ? k_.tile : kGemvRows);
+    const bool strips = k_.gemv_strips();
+    const std::string rows = std::to_string(k_.tile > 0 ? k_.tile : strips ? kGemvStripRows : kGemvRows);
     std::ostringstream out, pointers;
     // The row function's call is call_head + R + call_tail.
     std::string call_head, call_tail;
@@ -598,11 +599,19 @@ class Emitter {
     out << "  const int64_t lm_out_stride = " << expr_text(g.out.strides[n_axis]) << ";\n";
     out << "  " << sum_type << " lm_sums[" << rows << "];\n";
     const int m_axis = rank_ - 2;
-    // f32 with several rows of `a`: kGemvTileRows of them at a time against a whole block of
-    // weight rows (lm_gemv_tile_f32), the rest one at a time.
-    const bool tiled = t == DType::F32 && w == DType::F32 && !is_one(k_.domain[m_axis]);
-    const std::string tile_rows = std::to_string(kGemvTileRows);
-    if (tiled) out << "  float lm_tile[" << tile_rows << " * " << rows << "];\n";
+    const std::string m_count = expr_text(k_.domain[m_axis]);
+    if (strips) {
+      // f32 with several rows of `a` (lm_gemv_strips): `a` packed into strips of 16 rows by the
+      // first item of each batch index this call computes, the sums of a block [rows x strips * 16].
+      // (+ 1: an empty `a` is not an allocation failure.)
+      out << "  const int64_t lm_strip_count = (" << m_count << " + 15) / 16;\n";
+      out << "  float* lm_strips = (float*)__builtin_malloc(sizeof(float) * (lm_strip_count * 16 * lm_depth + 1));\n";
+      out << "  float* lm_block = (float*)__builtin_malloc(sizeof(float) * " << rows << " * lm_strip_count * 16);\n";
+      out << "  if (lm_strips == nullptr || lm_block == nullptr) {\n";
+      out << "    __builtin_free(lm_strips);\n    __builtin_free(lm_block);\n";
+      out << "    return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n  }\n";
+      out << "  const void* lm_packed = nullptr;  // the `a` lm_strips holds\n";
+    }
     out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end;) {\n";
     std::vector<int> dims;
     for (int d = 0; d < rank_; ++d)
@@ -611,21 +620,23 @@ class Emitter {
     out << "    const int64_t lm_o = " << index_text(g.out, false) << ";\n";
     out << "    const int lm_rows = (i" << n_axis << " + " << rows << " <= " << expr_text(k_.domain[n_axis])
         << " && lm_p + " << rows << " <= lm_end) ? " << rows << " : 1;\n";
-    const std::string m_count = expr_text(k_.domain[m_axis]);
-    out << "    int64_t lm_m = 0;\n";
-    if (tiled) {
-      const std::string a_stride = expr_text(g.a.strides[m_axis]), out_stride = expr_text(g.out.strides[m_axis]);
-      out << "    if (lm_rows == " << rows << ")\n";
-      out << "      for (; lm_m + " << tile_rows << " <= " << m_count << "; lm_m += " << tile_rows << ") {\n";
-      out << "        lm_gemv_tile_f32<" << rows << ", " << tile_rows << ">(lm_a + lm_m * " << a_stride << ", " << a_stride
-          << ", lm_w, lm_row_stride, lm_depth, lm_tile);\n";
-      out << "        for (int lm_t = 0; lm_t < " << tile_rows << "; ++lm_t)\n";
-      out << "          for (int lm_u = 0; lm_u < " << rows << "; ++lm_u)\n";
-      out << "            p2[lm_o + (lm_m + lm_t) * " << out_stride << " + lm_u * lm_out_stride] = lm_tile[lm_t * " << rows
-          << " + lm_u];\n";
-      out << "      }\n";
+    if (strips) {
+      out << "    if (lm_packed != lm_a) {\n";
+      out << "      lm_pack_strips(lm_a, " << expr_text(g.a.strides[m_axis]) << ", " << m_count
+          << ", lm_depth, lm_strips);\n";
+      out << "      lm_packed = lm_a;\n    }\n";
+      out << "    if (lm_rows == " << rows << ") lm_gemv_strips<" << rows
+          << ">(lm_strips, lm_strip_count, lm_w, lm_row_stride, lm_depth, lm_block);\n";
+      out << "    else lm_gemv_strips<1>(lm_strips, lm_strip_count, lm_w, lm_row_stride, lm_depth, lm_block);\n";
+      out << "    for (int lm_u = 0; lm_u < lm_rows; ++lm_u)\n";
+      out << "      for (int64_t lm_m = 0; lm_m < " << m_count << "; ++lm_m)\n";
+      out << "        p2[lm_o + lm_m * " << expr_text(g.out.strides[m_axis])
+          << " + lm_u * lm_out_stride] = lm_block[lm_u * lm_strip_count * 16 + lm_m];\n";
+      out << "    lm_p += lm_rows;\n  }\n";
+      out << "  __builtin_free(lm_strips);\n  __builtin_free(lm_block);\n";
+      return out.str();
     }
-    out << "    for (; lm_m < " << m_count << "; ++lm_m) {\n";
+    out << "    for (int64_t lm_m = 0; lm_m < " << m_count << "; ++lm_m) {\n";
     out << "      const auto* lm_a_row = lm_a + lm_m * "
         << (widens_activations() ? std::string("lm_depth") : expr_text(g.a.strides[m_axis])) << ";\n";
     out << "      const int64_t lm_o_row = lm_o + lm_m * " << expr_text(g.out.strides[m_axis]) << ";\n";

@@ -278,12 +278,13 @@ inline lm_f32x8 lm_madd8(lm_f32x8 a, lm_f32x8 b, lm_f32x8 c) {
   return a * b + c;
 #endif
 }
-// c[6 x 16] (+)= a[6 x depth] (row stride lda) x b[depth x 16] (row stride ldb): six rows of
-// accumulators in registers (12 of AVX2's 16; GCC spills smaller tiles' to the stack), one
-// broadcast of `a` per row and two loads of `b` per step.
-inline void lm_tile6x16(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t depth, float* c, int64_t ldc,
+// c[R x 16] (+)= a[R x depth] (row stride lda) x b[depth x 16] (row stride ldb): R rows of
+// accumulators in registers (six fill 12 of AVX2's 16; GCC spills smaller tiles' to the stack:
+// four rows ran at half the rate of six), one broadcast of `a` per row and two loads of `b` per
+// step.
+template <int R>
+inline void lm_tile_x16(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t depth, float* c, int64_t ldc,
                         bool accumulate) {
-  constexpr int R = 6;
   lm_f32x8 acc[R][2] = {};
   if (accumulate)
     for (int r = 0; r < R; ++r) {
@@ -320,7 +321,7 @@ inline void lm_panel_product(const float* a, int64_t lda, const float* b, int64_
     for (int64_t d = 0; d < depth || d == 0; d += kChunk) {
       const int64_t chunk = depth - d < kChunk ? depth - d : kChunk;
       for (int64_t r = 0; r < rows; r += 6)
-        lm_tile6x16(a + r * lda + d, lda, strip + d * 16, 16, chunk, c + r * ldc + j, ldc, d > 0);
+        lm_tile_x16<6>(a + r * lda + d, lda, strip + d * 16, 16, chunk, c + r * ldc + j, ldc, d > 0);
     }
   }
 }
@@ -525,34 +526,35 @@ inline void lm_gemv_rows(const typename E::TA* a, const typename E::TW* w, int64
     sums[r] = t;
   }
 }
-// An f32 GEMV with a few rows of `a` (a short prompt): MR rows of `a` times R weight rows per
-// step, MR x R sums in registers, so that each weight vector loaded feeds MR multiply-adds and
-// the weight is read in place (sgemm packs it first). Explicit FMA, as a GEMM's products are.
-// sums[m * R + r] = sum_k a[m * a_stride + k] * w[r * row_stride + k].
-template <int R, int MR>
-inline void lm_gemv_tile_f32(const float* a, int64_t a_stride, const float* w, int64_t row_stride, int64_t depth,
-                             float* sums) {
-  lm_f32x8 acc[MR][R] = {};
-  int64_t k = 0;
-  for (; k + 8 <= depth; k += 8) {
-    lm_f32x8 x[MR];
-#pragma GCC unroll 8
-    for (int m = 0; m < MR; ++m) x[m] = lm_f32::load_x(a + m * a_stride + k);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const lm_f32x8 v = lm_f32::load_x(w + r * row_stride + k);
-#pragma GCC unroll 8
-      for (int m = 0; m < MR; ++m) acc[m][r] = lm_madd8(x[m], v, acc[m][r]);
+// An f32 GEMV with a few rows of `a` (a prompt's): sgemm would pack the whole weight first, a
+// pass over it that dominates at a few rows. Instead `a`, small, is packed once per call,
+// transposed into strips of 16 rows ([depth x 16] each, zero past its last row), and each block
+// of R weight rows multiplies every strip with R x 16 sums in registers, one weight element
+// broadcast per row and step (lm_tile_x16 with the weight on the left), the weight read in place.
+// The depth goes in chunks of 256 so that the block's piece of the weight stays in L1 across the
+// strips. sums[r * count * 16 + m] = sum_k w[r * row_stride + k] * a[m][k], for the count strips.
+inline void lm_pack_strips(const float* a, int64_t a_stride, int64_t rows, int64_t depth, float* strips) {
+  for (int64_t s = 0; s < (rows + 15) / 16; ++s)
+    for (int64_t j = 0; j < 16; ++j) {
+      const int64_t m = s * 16 + j;
+      float* column = strips + s * depth * 16 + j;
+      for (int64_t k = 0; k < depth; ++k) column[k * 16] = m < rows ? a[m * a_stride + k] : 0.0f;
+    }
+}
+template <int R>
+inline void lm_gemv_strips(const float* strips, int64_t count, const float* w, int64_t row_stride, int64_t depth,
+                           float* sums) {
+  if constexpr (R > 6) {  // 6 x 2 accumulators and two strip vectors fill AVX2's registers
+    lm_gemv_strips<R / 2>(strips, count, w, row_stride, depth, sums);
+    lm_gemv_strips<R - R / 2>(strips, count, w + R / 2 * row_stride, row_stride, depth, sums + R / 2 * count * 16);
+  } else {
+    constexpr int64_t kChunk = 256;
+    for (int64_t d = 0; d < depth || d == 0; d += kChunk) {  // depth 0: the sums are zeros
+      const int64_t chunk = depth - d < kChunk ? depth - d : kChunk;
+      for (int64_t s = 0; s < count; ++s)
+        lm_tile_x16<R>(w + d, row_stride, strips + s * depth * 16 + d * 16, 16, chunk, sums + s * 16, count * 16, d > 0);
     }
   }
-#pragma GCC unroll 8
-  for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      float t = lm_sum8(acc[m][r]);
-      for (int64_t j = k; j < depth; ++j) t += a[m * a_stride + j] * w[r * row_stride + j];
-      sums[m * R + r] = t;
-    }
 }
 // The GEMV pattern kernel's column form (GemvSpec::columns): the weight is [K, N] with N
 // contiguous (x @ W, GPT-2's Conv1D), so a dot product would read one element per row. Instead
