@@ -208,7 +208,7 @@ struct Kernel {
   // A column Gemv's columns per work item.
   int64_t column_run() const { return tile > 0 ? tile : kGemvColumns; }
   // Whether this Gemv is an f32 one with several rows of `a`, which it packs into strips
-  // (lm_gemv_strips), kGemvStripRows weight rows per block unless `tile` says otherwise.
+  // (lm_gemv_strips), kGemvStripRows weight rows per block (tile_candidates offers no others).
   bool gemv_strips() const;
 };
 

@@ -584,7 +584,7 @@ TEST(Fusion, F32GemvMultipliesAFewRowsPackedIntoStrips) {
       const auto& program = program_of(*exe);
       ASSERT_EQ(program.steps.size(), 1u) << rows;
       const bool gemv = rows <= codegen::kF32GemvRows;
-      EXPECT_EQ(program.steps[0].what.find(gemv ? "gemv per row" : "BLAS") != std::string::npos, true)
+      EXPECT_NE(program.steps[0].what.find(gemv ? "gemv per row" : "BLAS"), std::string::npos)
           << rows << ": " << program.steps[0].what;
       if (gemv)
         EXPECT_NE(codegen::cpp::emit_kernel(codegen::lower_gemv(b.graph, product.node).kernel, "k").find("lm_gemv_strips<6>"),

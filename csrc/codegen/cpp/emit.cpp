@@ -597,19 +597,20 @@ class Emitter {
     }
     out << "  const int64_t lm_row_stride = " << expr_text(g.w.strides[n_axis]) << ";\n";
     out << "  const int64_t lm_out_stride = " << expr_text(g.out.strides[n_axis]) << ";\n";
-    out << "  " << sum_type << " lm_sums[" << rows << "];\n";
+    if (!strips) out << "  " << sum_type << " lm_sums[" << rows << "];\n";
     const int m_axis = rank_ - 2;
     const std::string m_count = expr_text(k_.domain[m_axis]);
     if (strips) {
-      // f32 with several rows of `a` (lm_gemv_strips): `a` packed into strips of 16 rows by the
-      // first item of each batch index this call computes, the sums of a block [rows x strips * 16].
+      // f32 with a few rows of `a` (lm_gemv_strips; passes::is_gemv makes their count a
+      // constant): `a` packed into strips of 16 rows by the first item of each batch index this
+      // call computes, the sums of a block [rows x strips * 16] on the stack.
       // (+ 1: an empty `a` is not an allocation failure.)
-      out << "  const int64_t lm_strip_count = (" << m_count << " + 15) / 16;\n";
+      INTERNAL_CHECK(k_.domain[m_axis].is_constant()) << "strip gemv of " << m_count << " rows";
+      const std::string strip_count = std::to_string((k_.domain[m_axis].constant_value() + 15) / 16);
+      out << "  const int64_t lm_strip_count = " << strip_count << ";\n";
+      out << "  float lm_block[" << rows << " * " << strip_count << " * 16];\n";
       out << "  float* lm_strips = (float*)__builtin_malloc(sizeof(float) * (lm_strip_count * 16 * lm_depth + 1));\n";
-      out << "  float* lm_block = (float*)__builtin_malloc(sizeof(float) * " << rows << " * lm_strip_count * 16);\n";
-      out << "  if (lm_strips == nullptr || lm_block == nullptr) {\n";
-      out << "    __builtin_free(lm_strips);\n    __builtin_free(lm_block);\n";
-      out << "    return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n  }\n";
+      out << "  if (lm_strips == nullptr) return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n";
       out << "  const void* lm_packed = nullptr;  // the `a` lm_strips holds\n";
     }
     out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end;) {\n";
@@ -631,9 +632,9 @@ class Emitter {
       out << "    for (int lm_u = 0; lm_u < lm_rows; ++lm_u)\n";
       out << "      for (int64_t lm_m = 0; lm_m < " << m_count << "; ++lm_m)\n";
       out << "        p2[lm_o + lm_m * " << expr_text(g.out.strides[m_axis])
-          << " + lm_u * lm_out_stride] = lm_block[lm_u * lm_strip_count * 16 + lm_m];\n";
+          << " + lm_u * lm_out_stride] = " << table_.store(t, "lm_block[lm_u * lm_strip_count * 16 + lm_m]") << ";\n";
       out << "    lm_p += lm_rows;\n  }\n";
-      out << "  __builtin_free(lm_strips);\n  __builtin_free(lm_block);\n";
+      out << "  __builtin_free(lm_strips);\n";
       return out.str();
     }
     out << "    for (int64_t lm_m = 0; lm_m < " << m_count << "; ++lm_m) {\n";

@@ -544,16 +544,11 @@ inline void lm_pack_strips(const float* a, int64_t a_stride, int64_t rows, int64
 template <int R>
 inline void lm_gemv_strips(const float* strips, int64_t count, const float* w, int64_t row_stride, int64_t depth,
                            float* sums) {
-  if constexpr (R > 6) {  // 6 x 2 accumulators and two strip vectors fill AVX2's registers
-    lm_gemv_strips<R / 2>(strips, count, w, row_stride, depth, sums);
-    lm_gemv_strips<R - R / 2>(strips, count, w + R / 2 * row_stride, row_stride, depth, sums + R / 2 * count * 16);
-  } else {
-    constexpr int64_t kChunk = 256;
-    for (int64_t d = 0; d < depth || d == 0; d += kChunk) {  // depth 0: the sums are zeros
-      const int64_t chunk = depth - d < kChunk ? depth - d : kChunk;
-      for (int64_t s = 0; s < count; ++s)
-        lm_tile_x16<R>(w + d, row_stride, strips + s * depth * 16 + d * 16, 16, chunk, sums + s * 16, count * 16, d > 0);
-    }
+  constexpr int64_t kChunk = 256;
+  for (int64_t d = 0; d < depth || d == 0; d += kChunk) {  // depth 0: the sums are zeros
+    const int64_t chunk = depth - d < kChunk ? depth - d : kChunk;
+    for (int64_t s = 0; s < count; ++s)
+      lm_tile_x16<R>(w + d, row_stride, strips + s * depth * 16 + d * 16, 16, chunk, sums + s * 16, count * 16, d > 0);
   }
 }
 // The GEMV pattern kernel's column form (GemvSpec::columns): the weight is [K, N] with N
