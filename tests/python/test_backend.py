@@ -207,6 +207,52 @@ def test_unknown_runtime_lists_the_valid_ones():
         luminal.compile(torch.export.export(model, (torch.randn(2, 16),)), options={"runtime": "interpreter"})
 
 
+@pytest.mark.parametrize(
+    "vendor, flags, expected",
+    [
+        ("GenuineIntel", "fma avx2 avx512f avx512bw avx512vl avx512dq avx512cd avx512_bf16", "Cooperlake"),
+        ("AuthenticAMD", "fma avx2 avx512f avx512bw avx512vl avx512dq avx512cd", "SkylakeX"),
+        ("GenuineIntel", "fma avx avx2", "Haswell"),
+        ("AuthenticAMD", "fma avx avx2", "Zen"),
+        ("GenuineIntel", "sse4_2 avx", None),
+    ],
+)
+def test_openblas_kernels_follow_the_cpu_features(vendor, flags, expected):
+    """OpenBLAS 0.3.21 falls back to SSE3 kernels on a CPU model it does not know (4x slower
+    sgemm on an Emerald Rapids Xeon); the features name the kernels instead."""
+    from luminal.openblas_env import openblas_core_for
+
+    assert openblas_core_for(vendor, set(flags.split())) == expected
+
+
+@pytest.mark.parametrize("given", [None, "Haswell"])
+def test_loaded_openblas_runs_the_kernels_of_this_cpu_unless_the_user_says(given):
+    """Importing luminal sets OPENBLAS_CORETYPE before its OpenBLAS loads; the loaded library
+    reports that core (on this machine, whatever its model number), and a user's choice stands."""
+    script = textwrap.dedent(
+        """
+        import ctypes, os
+        import luminal
+        from luminal.openblas_env import _cpu_flags, openblas_core_for
+
+        path = next(line.split()[-1] for line in open("/proc/self/maps") if "/libopenblas" in line)
+        openblas = ctypes.CDLL(path)
+        openblas.openblas_get_corename.restype = ctypes.c_char_p
+        print(openblas.openblas_get_corename().decode(), openblas_core_for(*_cpu_flags()))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    if given is not None:
+        env["OPENBLAS_CORETYPE"] = given
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    loaded, for_this_cpu = run.stdout.strip().splitlines()[-1].split()
+    expected = given or for_this_cpu
+    if expected == "None":
+        pytest.skip("this CPU has neither AVX2 nor AVX-512: OpenBLAS keeps its own detection")
+    assert loaded.lower() == expected.lower()
+
+
 @pytest.mark.parametrize("given, expected", [(None, "4"), ("12", "12")])
 def test_openblas_workers_sleep_after_each_gemm_unless_the_user_says(given, expected):
     """Importing luminal sets OPENBLAS_THREAD_TIMEOUT before its OpenBLAS loads (which reads it
