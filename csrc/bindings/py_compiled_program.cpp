@@ -36,6 +36,8 @@ CompileOptions parse_options(const py::dict& options) {
       parsed.debug_dir = value.cast<std::string>();
     } else if (key == "cache_dir") {
       parsed.cache_dir = value.cast<std::string>();
+    } else if (key == "cpu_isa") {
+      parsed.cpu_isa = value.cast<std::string>();
     } else {
       // luminal/options.py validates names first; reaching here means the two lists diverged.
       INTERNAL_ERROR() << "option '" << key << "' passed validation but is unknown to the C++ core";

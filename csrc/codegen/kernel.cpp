@@ -110,7 +110,7 @@ bool Kernel::gemv_strips() const {
 std::vector<int64_t> tile_candidates(const Kernel& kernel) {
   // Both neighbours of the default: half and twice the rows.
   if (kernel.kind == KernelKind::Gemv) {
-    // The strips' six weight rows fill the registers; fewer spill (lm_tile_x16).
+    // The strips' six weight rows fill the registers; fewer spill (lm_tile_strips).
     if (kernel.gemv.columns || kernel.gemv_strips()) return {};
     const ir::Expr& rows = kernel.domain.back();
     if (rows.is_constant() && rows.constant_value() <= kGemvRows / 2) return {};

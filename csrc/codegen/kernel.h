@@ -158,7 +158,7 @@ inline constexpr int64_t kHalfGemvRows = 8;
 // ran 1.3-2.8x sgemm's rate from 8 to 32 rows (8 x 2048 x 8184: 3.9 ms against 10.9; 32 x 1024 x
 // 2808: 1.35 against 1.77) and 1.16x at 64.
 inline constexpr int64_t kF32GemvRows = 64;
-// Weight rows per block of such a GEMV by default (lm_tile_x16's six rows of accumulators).
+// Weight rows per block of such a GEMV by default (lm_tile_strips' six rows of accumulators).
 inline constexpr int64_t kGemvStripRows = 6;
 // Outputs a column Gemv accumulates per pass over the weight's rows, at most: their f32 sums
 // (16 KiB) stay in L1 while each row's run of them streams through. Long runs are what stream

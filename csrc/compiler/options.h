@@ -11,6 +11,7 @@ struct CompileOptions {
   std::string fallback = "aten";  // an op with no native translation: "aten" runs it through ATen, "error" raises
   std::string debug_dir;     // when set: IR text and stats are written here
   std::string cache_dir;     // kernel cache (used by generating runtimes)
+  std::string cpu_isa = "native";  // the cpu runtime's kernels: every extension of this CPU, or "avx2"
 };
 
 }  // namespace luminal

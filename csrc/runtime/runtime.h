@@ -31,6 +31,7 @@ struct CompileOptions {
   int search_iterations = 0;  // bound on schedule search; 0: heuristics only
   std::string cache_dir;      // generated-kernel cache; empty: the runtime's default
   std::string debug_dir;      // when set: IR after each pass, kernel sources, stats
+  std::string cpu_isa = "native";  // the cpu runtime's generated kernels: "native" or "avx2" (no AVX-512)
 };
 
 // What the most recent run() did, for tests and benchmarks that must prove a property of a

@@ -13,6 +13,7 @@ KNOWN_OPTIONS: dict[str, tuple[type, str]] = {
     "fallback": (str, "an op with no native translation: 'aten' (run it through ATen, logged) or 'error'"),
     "debug_dir": (str, "write the IR and compile stats to this directory"),
     "cache_dir": (str, "where generated kernels are cached"),
+    "cpu_isa": (str, "the cpu runtime's kernels: 'native' (every extension of this CPU) or 'avx2' (no AVX-512)"),
     "runtime": (str, "'cpu' (default for CPU tensors: generated kernels) or 'reference' (the interpreter)"),
     "payload_size_ratio": (float, "luminal.compile(path): how many times its tensor's bytes a weight entry may hold"),
 }
@@ -22,6 +23,8 @@ _PYTHON_ONLY = ("runtime", "payload_size_ratio")
 # 'aten' (the default) runs an op luminal does not translate through torch's own kernel, at a
 # partition boundary, and logs it; 'error' raises UnsupportedError naming the op instead.
 FALLBACK_POLICIES = ("aten", "error")
+# The instruction sets the cpu runtime's generated kernels may use (csrc/runtime/cpu/jit.h).
+CPU_ISAS = ("native", "avx2")
 # The built-in runtimes for CPU tensors: the optimising one (the default) and the interpreter
 # the tests compare against, which is also how to bisect a wrong answer to the generated kernels.
 RUNTIMES = ("cpu", "reference")
@@ -46,6 +49,8 @@ def validate_options(options: dict[str, Any] | None) -> dict[str, Any]:
             raise UserError(f"luminal option {name!r} must be {expected.__name__}, got {type(value).__name__}")
     if options.get("fallback", "aten") not in FALLBACK_POLICIES:
         raise UserError(f"luminal option 'fallback' must be one of {FALLBACK_POLICIES}, got {options['fallback']!r}")
+    if options.get("cpu_isa", "native") not in CPU_ISAS:
+        raise UserError(f"luminal option 'cpu_isa' must be one of {CPU_ISAS}, got {options['cpu_isa']!r}")
     check_runtime(options.get("runtime"))
     if options.get("num_threads", 0) < 0 or options.get("search_iterations", 0) < 0:
         raise UserError("luminal options 'num_threads' and 'search_iterations' must be >= 0")

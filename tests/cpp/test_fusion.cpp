@@ -12,6 +12,7 @@
 
 #include "codegen/cpp/emit.h"
 #include "codegen/lower.h"
+#include "common/error.h"
 #include "cpu_test_util.h"
 #include "passes/fusion/fuse.h"
 #include "passes/fusion/legal.h"
@@ -19,6 +20,7 @@
 #include "runtime/cpu/build_program.h"
 #include "runtime/cpu/cpu_executable.h"
 #include "runtime/cpu/fusion_search.h"
+#include "runtime/cpu/jit.h"
 
 extern char** environ;
 
@@ -193,10 +195,11 @@ TEST(Fusion, AttentionIsOnePatternKernel) {
   EXPECT_EQ(attention, 1);
   EXPECT_EQ(others, 0) << "no scores buffer: nothing but the attention kernel runs";
   std::mt19937 rng(7);
-  expect_matches_reference(graph,
-                           {random_tensor(DType::F32, {3, 41, 20}, rng), random_tensor(DType::F32, {3, 43, 20}, rng),
-                            random_tensor(DType::F32, {3, 43, 20}, rng), band_bias(41, 43)},
-                           "attention", 1e-5);
+  expect_both_isas_match_the_reference(
+      graph,
+      {random_tensor(DType::F32, {3, 41, 20}, rng), random_tensor(DType::F32, {3, 43, 20}, rng),
+       random_tensor(DType::F32, {3, 43, 20}, rng), band_bias(41, 43)},
+      "attention", 1e-5, {}, /*same_bits=*/false);  // the softmax's sums and exp follow the vector width
 }
 
 TEST(Fusion, AttentionWindowsStartingInsideAKeyStripMatchTheReference) {
@@ -206,10 +209,11 @@ TEST(Fusion, AttentionWindowsStartingInsideAKeyStripMatchTheReference) {
   const int64_t L = 80, S = 120;
   const ir::Graph graph = attention_graph(2, L, S, 24, /*scores_out=*/false);
   std::mt19937 rng(9);
-  expect_matches_reference(graph,
-                           {random_tensor(DType::F32, {2, L, 24}, rng), random_tensor(DType::F32, {2, S, 24}, rng),
-                            random_tensor(DType::F32, {2, S, 24}, rng), window_bias(L, S)},
-                           "attention windows", 1e-5);
+  expect_both_isas_match_the_reference(
+      graph,
+      {random_tensor(DType::F32, {2, L, 24}, rng), random_tensor(DType::F32, {2, S, 24}, rng),
+       random_tensor(DType::F32, {2, S, 24}, rng), window_bias(L, S)},
+      "attention windows", 1e-5, {}, /*same_bits=*/false);
 }
 
 TEST(Fusion, AttentionWhoseScoresAreReadElsewhereIsNotGrouped) {
@@ -563,11 +567,12 @@ TEST(Fusion, F32GemvMultipliesAFewRowsPackedIntoStrips) {
   // (lm_gemv_strips), the weight read in place; more rows go to BLAS. Row counts below, at and
   // past a strip (a zero-padded one), 37 outputs (a 1-row block after six of six), depth 70 and
   // 300 (a chunk of 256 and a tail), x's rows 75 or 310 apart (a view), and a batch dim with a
-  // weight per index (x packed again per index); on four threads. A weight repeated over the
-  // batch goes to BLAS, which folds the batch into M.
+  // weight per index (x packed again per index); on four threads. 40 rows are three strips: one
+  // AVX-512 tile of two strips and one of a single strip. A weight repeated over the batch goes
+  // to BLAS, which folds the batch into M.
   std::mt19937 rng(15);
   for (int64_t depth : {int64_t{70}, int64_t{300}})
-    for (int64_t rows : {int64_t{2}, int64_t{7}, int64_t{16}, int64_t{17}, codegen::kF32GemvRows,
+    for (int64_t rows : {int64_t{2}, int64_t{7}, int64_t{16}, int64_t{17}, int64_t{40}, codegen::kF32GemvRows,
                          codegen::kF32GemvRows + 1}) {
       const int64_t stride = depth + 5 + depth / 30;
       IrTestBuilder b;
@@ -589,9 +594,10 @@ TEST(Fusion, F32GemvMultipliesAFewRowsPackedIntoStrips) {
       if (gemv)
         EXPECT_NE(codegen::cpp::emit_kernel(codegen::lower_gemv(b.graph, product.node).kernel, "k").find("lm_gemv_strips<6>"),
                   std::string::npos);
-      expect_matches_reference(b.graph, {random_tensor(DType::F32, {2, rows, stride}, rng)},
-                               "f32 few-row gemv, rows " + std::to_string(rows) + ", depth " + std::to_string(depth),
-                               3e-7 * static_cast<double>(depth), weights);  // f32 rounding of `depth` products
+      expect_both_isas_match_the_reference(
+          b.graph, {random_tensor(DType::F32, {2, rows, stride}, rng)},
+          "f32 few-row gemv, rows " + std::to_string(rows) + ", depth " + std::to_string(depth),
+          3e-7 * static_cast<double>(depth), weights);  // f32 rounding of `depth` products
     }
   IrTestBuilder b;
   auto x = b.input("x", DType::F32, {2, 3, 70});
@@ -783,6 +789,25 @@ TEST(CpuCache, SecondProcessCompilesNothing) {
   std::vector<HostTensor> ref_in = in;
   expect_same(run_executable(*exe, cache_test_graph(), in)[0], run_reference(cache_test_graph(), ref_in)[0], 1e-5, "cached");
   std::filesystem::remove_all(dir);
+}
+
+TEST(CpuIsa, Avx2BuildsKernelsWithoutAvx512AndCachesThemApart) {
+  // The kernels see __AVX512F__ where the CPU has it, unless cpu_isa is "avx2"; the two builds
+  // are distinct cache entries. An unknown name is the user's error, naming the valid ones.
+  const std::string source =
+      "extern \"C\" int64_t lm_isa(void* const*, const int64_t*, int64_t, int64_t, int64_t*) {\n"
+      "#if defined(__AVX512F__)\n  return 512;\n#else\n  return 256;\n#endif\n}\n";
+  const int64_t native_width = __builtin_cpu_supports("avx512f") ? 512 : 256;
+  for (const auto& [isa, width] : {std::pair{runtime::cpu::CpuIsa::Native, native_width},
+                                   std::pair{runtime::cpu::CpuIsa::Avx2, int64_t{256}}}) {
+    runtime::cpu::JitOptions options;
+    options.cache_dir = test_cache_dir();
+    options.isa = isa;
+    runtime::cpu::JitStats stats;
+    const auto library = runtime::cpu::build_kernels({"lm_isa"}, {source}, options, stats);
+    EXPECT_EQ(library->function("lm_isa")(nullptr, nullptr, 0, 0, nullptr), width);
+  }
+  EXPECT_THROW(runtime::cpu::parse_cpu_isa("avx512"), UserError);
 }
 
 TEST(CpuDebug, DebugDirHasPassesKernelsAndStats) {

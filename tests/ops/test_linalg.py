@@ -60,6 +60,22 @@ def test_linalg(case):
     run_case(case)
 
 
+@pytest.mark.parametrize("rows", [5, 16, 40, 64])
+def test_few_row_f32_linear_is_the_same_in_both_instruction_sets(rows):
+    """A prompt's f32 Linear (at most 64 rows) is the strip GEMV, whose tiles are AVX-512 where the
+    CPU has it; forced to AVX2 it gives eager's values and the same bits. Non-contiguous rows."""
+    linear = torch.nn.Linear(300, 70)
+    x = torch.randn(rows, 310)[:, 5:305]
+    results = {}
+    with torch.no_grad():
+        expected = linear(x)
+        for isa in ("native", "avx2"):
+            torch._dynamo.reset()  # a fresh compile per option
+            results[isa] = torch.compile(linear, backend="luminal", options={"cpu_isa": isa})(x)
+    torch.testing.assert_close(results["native"], expected, atol=1e-5, rtol=1e-5)
+    assert torch.equal(results["native"], results["avx2"])
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 def test_half_gemm_stays_half_where_the_cpu_has_half_dot_products(tmp_path, dtype):
     """On a CPU with bf16 (f16) dot products, ATen's oneDNN GEMM is several times faster than

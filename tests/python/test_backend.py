@@ -67,6 +67,14 @@ def test_unknown_option_lists_valid_ones():
     assert "num_threads" in str(info.value)
 
 
+def test_cpu_isa_option_names_its_values():
+    compiled = torch.compile(MLP().eval(), backend="luminal", options={"cpu_isa": "avx512"})
+    with pytest.raises(Exception) as info:
+        compiled(torch.randn(2, 16))
+    assert isinstance(_inner(info.value), luminal.UserError)
+    assert "'cpu_isa' must be one of ('native', 'avx2'), got 'avx512'" in str(info.value)
+
+
 @pytest.mark.parametrize("grad_enabled", [False, True], ids=["inference", "training"])
 def test_weights_are_bound_not_copied(grad_enabled):
     model = torch.nn.Sequential(torch.nn.Linear(16, 512), torch.nn.Linear(512, 256)).eval()

@@ -278,34 +278,72 @@ inline lm_f32x8 lm_madd8(lm_f32x8 a, lm_f32x8 b, lm_f32x8 c) {
   return a * b + c;
 #endif
 }
-// c[R x 16] (+)= a[R x depth] (row stride lda) x b[depth x 16] (row stride ldb): R rows of
-// accumulators in registers (six fill 12 of AVX2's 16; GCC spills smaller tiles' to the stack:
-// four rows ran at half the rate of six), one broadcast of `a` per row and two loads of `b` per
-// step.
-template <int R>
-inline void lm_tile_x16(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t depth, float* c, int64_t ldc,
-                        bool accumulate) {
-  lm_f32x8 acc[R][2] = {};
+// c[R x 16S] (+)= a[R x depth] (row stride lda) x S strips of b, strip s at b + s * strip_stride,
+// each [depth x 16] with row stride 16: R x S accumulators of 16 floats in registers, one
+// broadcast of `a` per row and step and one load per strip. AVX2 holds a strip's 16 columns in
+// two registers, and six rows of one strip fill 12 of its 16 (GCC spills smaller tiles' to the
+// stack: four rows ran at half the rate of six). AVX-512 holds them in one, so a tile takes two
+// strips (lm_tile_strip_count) and its six rows fill 12 of 32: twice the work per step, 1.6-1.8x
+// the AVX2 tile's rate on an Emerald Rapids core (docs/lessons.md, 2026-11-26). Both sum each
+// output in the same order, so the two ISAs give the same bits.
+#if defined(__AVX512F__)
+typedef float lm_f32x16 __attribute__((vector_size(64)));
+inline lm_f32x16 lm_madd16(lm_f32x16 a, lm_f32x16 b, lm_f32x16 c) {
+  return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)-1, 4 /* current rounding */);
+}
+constexpr int64_t lm_tile_strip_count = 2;
+template <int R, int S>
+inline void lm_tile_strips(const float* a, int64_t lda, const float* b, int64_t strip_stride, int64_t depth, float* c,
+                           int64_t ldc, bool accumulate) {
+  lm_f32x16 acc[R][S] = {};
   if (accumulate)
-    for (int r = 0; r < R; ++r) {
-      __builtin_memcpy(&acc[r][0], c + r * ldc, sizeof acc[r][0]);
-      __builtin_memcpy(&acc[r][1], c + r * ldc + 8, sizeof acc[r][1]);
-    }
+    for (int r = 0; r < R; ++r)
+      for (int s = 0; s < S; ++s) __builtin_memcpy(&acc[r][s], c + r * ldc + s * 16, sizeof acc[r][s]);
   for (int64_t e = 0; e < depth; ++e) {
-    lm_f32x8 b0, b1;
-    __builtin_memcpy(&b0, b + e * ldb, sizeof b0);
-    __builtin_memcpy(&b1, b + e * ldb + 8, sizeof b1);
+    lm_f32x16 strip[S];
+    for (int s = 0; s < S; ++s) __builtin_memcpy(&strip[s], b + s * strip_stride + e * 16, sizeof strip[s]);
+    for (int r = 0; r < R; ++r) {
+      const float y = a[r * lda + e];
+      const lm_f32x16 x = {y, y, y, y, y, y, y, y, y, y, y, y, y, y, y, y};
+      for (int s = 0; s < S; ++s) acc[r][s] = lm_madd16(x, strip[s], acc[r][s]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int s = 0; s < S; ++s) __builtin_memcpy(c + r * ldc + s * 16, &acc[r][s], sizeof acc[r][s]);
+}
+#else
+constexpr int64_t lm_tile_strip_count = 1;
+template <int R, int S>
+inline void lm_tile_strips(const float* a, int64_t lda, const float* b, int64_t strip_stride, int64_t depth, float* c,
+                           int64_t ldc, bool accumulate) {
+  lm_f32x8 acc[R][2 * S] = {};
+  if (accumulate)
+    for (int r = 0; r < R; ++r)
+      for (int h = 0; h < 2 * S; ++h) __builtin_memcpy(&acc[r][h], c + r * ldc + h * 8, sizeof acc[r][h]);
+  for (int64_t e = 0; e < depth; ++e) {
+    lm_f32x8 strip[2 * S];
+    for (int h = 0; h < 2 * S; ++h)
+      __builtin_memcpy(&strip[h], b + h / 2 * strip_stride + e * 16 + h % 2 * 8, sizeof strip[h]);
     for (int r = 0; r < R; ++r) {
       const float y = a[r * lda + e];
       const lm_f32x8 x = {y, y, y, y, y, y, y, y};
-      acc[r][0] = lm_madd8(x, b0, acc[r][0]);
-      acc[r][1] = lm_madd8(x, b1, acc[r][1]);
+      for (int h = 0; h < 2 * S; ++h) acc[r][h] = lm_madd8(x, strip[h], acc[r][h]);
     }
   }
-  for (int r = 0; r < R; ++r) {
-    __builtin_memcpy(c + r * ldc, &acc[r][0], sizeof acc[r][0]);
-    __builtin_memcpy(c + r * ldc + 8, &acc[r][1], sizeof acc[r][1]);
-  }
+  for (int r = 0; r < R; ++r)
+    for (int h = 0; h < 2 * S; ++h) __builtin_memcpy(c + r * ldc + h * 8, &acc[r][h], sizeof acc[r][h]);
+}
+#endif
+// c[R x 16 count] (+)= a[R x depth] x `count` strips, as many tiles of lm_tile_strip_count strips
+// as fit, then one strip at a time.
+template <int R>
+inline void lm_tile_strip_run(const float* a, int64_t lda, const float* b, int64_t strip_stride, int64_t count,
+                              int64_t depth, float* c, int64_t ldc, bool accumulate) {
+  int64_t s = 0;
+  for (; s + lm_tile_strip_count <= count; s += lm_tile_strip_count)
+    lm_tile_strips<R, lm_tile_strip_count>(a, lda, b + s * strip_stride, strip_stride, depth, c + s * 16, ldc,
+                                           accumulate);
+  for (; s < count; ++s) lm_tile_strips<R, 1>(a, lda, b + s * strip_stride, strip_stride, depth, c + s * 16, ldc, accumulate);
 }
 // c[rows x cols] = a[rows x depth] x b[depth x cols], rows a multiple of 6 and cols of 16: the
 // callers pad their panels to whole tiles. b is stored as 16-column strips, each [depth x 16]
@@ -316,12 +354,14 @@ inline void lm_tile_x16(const float* a, int64_t lda, const float* b, int64_t ldb
 inline void lm_panel_product(const float* a, int64_t lda, const float* b, int64_t strip_stride, int64_t depth,
                              float* c, int64_t ldc, int64_t rows, int64_t cols) {
   constexpr int64_t kChunk = 256;
-  for (int64_t j = 0; j < cols; j += 16) {
+  for (int64_t j = 0; j < cols; j += 16 * lm_tile_strip_count) {
+    const int64_t strips = (cols - j) / 16 < lm_tile_strip_count ? (cols - j) / 16 : lm_tile_strip_count;
     const float* strip = b + j / 16 * strip_stride;
     for (int64_t d = 0; d < depth || d == 0; d += kChunk) {
       const int64_t chunk = depth - d < kChunk ? depth - d : kChunk;
       for (int64_t r = 0; r < rows; r += 6)
-        lm_tile_x16<6>(a + r * lda + d, lda, strip + d * 16, 16, chunk, c + r * ldc + j, ldc, d > 0);
+        lm_tile_strip_run<6>(a + r * lda + d, lda, strip + d * 16, strip_stride, strips, chunk, c + r * ldc + j, ldc,
+                             d > 0);
     }
   }
 }
@@ -530,7 +570,7 @@ inline void lm_gemv_rows(const typename E::TA* a, const typename E::TW* w, int64
 // pass over it that dominates at a few rows. Instead `a`, small, is packed once per call,
 // transposed into strips of 16 rows ([depth x 16] each, zero past its last row), and each block
 // of R weight rows multiplies every strip with R x 16 sums in registers, one weight element
-// broadcast per row and step (lm_tile_x16 with the weight on the left), the weight read in place.
+// broadcast per row and step (lm_tile_strips with the weight on the left), the weight read in place.
 // The depth goes in chunks of 256 so that the block's piece of the weight stays in L1 across the
 // strips. sums[r * count * 16 + m] = sum_k w[r * row_stride + k] * a[m][k], for the count strips.
 inline void lm_pack_strips(const float* a, int64_t a_stride, int64_t rows, int64_t depth, float* strips) {
@@ -547,8 +587,7 @@ inline void lm_gemv_strips(const float* strips, int64_t count, const float* w, i
   constexpr int64_t kChunk = 256;
   for (int64_t d = 0; d < depth || d == 0; d += kChunk) {  // depth 0: the sums are zeros
     const int64_t chunk = depth - d < kChunk ? depth - d : kChunk;
-    for (int64_t s = 0; s < count; ++s)
-      lm_tile_x16<R>(w + d, row_stride, strips + s * depth * 16 + d * 16, 16, chunk, sums + s * 16, count * 16, d > 0);
+    lm_tile_strip_run<R>(w + d, row_stride, strips + d * 16, depth * 16, count, chunk, sums, count * 16, d > 0);
   }
 }
 // The GEMV pattern kernel's column form (GemvSpec::columns): the weight is [K, N] with N

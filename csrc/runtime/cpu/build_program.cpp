@@ -293,6 +293,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   JitOptions jit;
   jit.cache_dir = options.cache_dir;
   jit.debug_dir = options.debug_dir;
+  jit.isa = parse_cpu_isa(options.cpu_isa);
   program.library = build_kernels(names, sources, jit, program.jit);
   for (Step& step : program.steps) {
     if (step.kind != Step::Kind::Kernel) continue;

@@ -283,7 +283,7 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::searched_plan(std:
   SearchSpace space{std::vector<bool>(steps, false), std::vector<bool>(steps, false), std::vector<int>(steps, 0)};
   // What the result depends on: the machine and its threads, the program's steps, the shapes.
   std::ostringstream identity;
-  identity << "schedule search 2\n" << toolchain_identity() << "\nthreads " << threads_ << " aten "
+  identity << "schedule search 2\n" << toolchain_identity(search_.isa) << "\nthreads " << threads_ << " aten "
            << has_aten_call_executor() << "\n";
   for (size_t s = 0; s < steps; ++s) {
     const Step& step = program_.steps[s];

@@ -35,6 +35,7 @@ struct SearchOptions {
   int calls = 0;  // timed calls the search may make per distinct set of input shapes; 0: heuristics
   std::string cache_dir;  // results under cache_dir/search, keyed by program, shapes and machine
   std::string debug_dir;  // when set: search_log.txt, what the search timed and chose
+  CpuIsa isa = CpuIsa::Native;  // the kernels' instruction sets, part of what a timing is valid for
 };
 
 class CpuExecutable final : public Executable {

@@ -17,7 +17,7 @@ std::unique_ptr<Executable> CpuRuntime::compile(const ir::Graph& graph, const st
   Program program = build_program(graph, options);
   // BLAS runs between our kernels, never beside them: it may use every thread we would.
   openblas_set_num_threads(threads);
-  SearchOptions search{options.search_iterations, options.cache_dir, options.debug_dir};
+  SearchOptions search{options.search_iterations, options.cache_dir, options.debug_dir, parse_cpu_isa(options.cpu_isa)};
   if (options.search_iterations == 0 || program.attention_kernels == 0)
     return std::make_unique<CpuExecutable>(std::move(program), weights, threads, std::move(search));
   // The fusion choice that changes this program, built should the search need it: attention
@@ -30,7 +30,7 @@ std::unique_ptr<Executable> CpuRuntime::compile(const ir::Graph& graph, const st
                                                   const FusionChoice& fusion,
                                                   const std::map<std::string, BufferRef>& bound) {
     SearchOptions search{alternative_options.search_iterations, alternative_options.cache_dir,
-                         alternative_options.debug_dir};
+                         alternative_options.debug_dir, parse_cpu_isa(alternative_options.cpu_isa)};
     return std::make_unique<CpuExecutable>(build_program(graph, alternative_options, fusion), bound, threads, search);
   };
   return std::make_unique<FusionSearchExecutable>(

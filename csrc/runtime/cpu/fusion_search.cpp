@@ -81,7 +81,7 @@ size_t FusionSearchExecutable::choose(const ShapeKey& key, const std::vector<Buf
     if (it != chosen_.end()) return it->second;
   }
   std::ostringstream identity;
-  identity << "fusion search 1\n" << toolchain_identity() << "\nthreads " << threads_ << "\n";
+  identity << "fusion search 1\n" << toolchain_identity(search_.isa) << "\nthreads " << threads_ << "\n";
   for (const FusionChoice& fusion : fusions_) identity << fusion.describe() << "\n";
   for (const Step& step : alternatives_[0]->program().steps)
     identity << static_cast<int>(step.kind) << " " << step.kernel_name << " " << step.what << "\n";

@@ -42,6 +42,12 @@ const char* kFlags[] = {"-O3", "-march=native", "-fPIC", "-shared", "-std=c++17"
                         "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-w"};
 const char* kLinkFlags[] = {"-Wl,--no-as-needed", "-lmvec", "-lm"};
 
+// The flags, after kFlags, that narrow -march=native to `isa`.
+std::vector<std::string> isa_flags(CpuIsa isa) {
+  if (isa == CpuIsa::Avx2) return {"-mno-avx512f"};  // turns off every AVX-512 extension
+  return {};
+}
+
 std::string compiler() {
   const char* cxx = std::getenv("LUMINAL_CXX");
   return cxx && *cxx ? cxx : "g++";
@@ -179,9 +185,15 @@ void sweep_stale_temps(const fs::path& dir) {
 
 }  // namespace
 
+CpuIsa parse_cpu_isa(const std::string& name) {
+  if (name == "native") return CpuIsa::Native;
+  if (name == "avx2") return CpuIsa::Avx2;
+  USER_ERROR() << "luminal option 'cpu_isa' must be 'native' or 'avx2', got '" << name << "'";
+}
+
 // A kernel built with -march=native on another machine must not be loaded here.
-const std::string& toolchain_identity() {
-  static const std::string identity = [] {
+const std::string& toolchain_identity(CpuIsa isa) {
+  static const std::string native = [] {
     std::string id = compiler();
     const fs::path tmp = fs::temp_directory_path() / ("luminal-cxx-version-" + std::to_string(getpid()));
     try {
@@ -201,7 +213,12 @@ const std::string& toolchain_identity() {
     for (const char* f : kLinkFlags) id += std::string(" ") + f;
     return id;
   }();
-  return identity;
+  static const std::string avx2 = [] {
+    std::string id = native;
+    for (const std::string& f : isa_flags(CpuIsa::Avx2)) id += " " + f;
+    return id;
+  }();
+  return isa == CpuIsa::Avx2 ? avx2 : native;
 }
 
 std::string content_hash(const std::string& text) {
@@ -257,7 +274,7 @@ class Builds {
   }
   Build& operator[](size_t u) { return builds_[u]; }
 
-  void start(size_t u, const fs::path& dir, const std::string& hash, const std::string& source) {
+  void start(size_t u, const fs::path& dir, const std::string& hash, const std::string& source, CpuIsa isa) {
     Build& b = builds_[u];
     const std::string unique = hash + "-" + std::to_string(getpid()) + "-" + std::to_string(u);
     b.source = dir / ("tmp-" + unique + ".cpp");
@@ -266,6 +283,7 @@ class Builds {
     write_file(b.source, source);
     std::vector<std::string> args = {compiler()};
     for (const char* f : kFlags) args.push_back(f);
+    for (const std::string& f : isa_flags(isa)) args.push_back(f);
     args.push_back(b.source.string());
     args.push_back("-o");
     args.push_back(b.temp_library.string());
@@ -362,7 +380,7 @@ std::shared_ptr<KernelLibrary> build_kernels(const std::vector<std::string>& nam
   std::vector<std::string> hashes(units);
   std::vector<bool> built_now(units, false);
   for (size_t u = 0; u < units; ++u) {
-    hashes[u] = content_hash(std::string(kEntryFormat) + toolchain_identity() + "\n" + sources[u]);
+    hashes[u] = content_hash(std::string(kEntryFormat) + toolchain_identity(options.isa) + "\n" + sources[u]);
     builds[u].library = dir / (hashes[u] + ".so");
     if (!options.debug_dir.empty()) {
       fs::create_directories(options.debug_dir, ec);
@@ -374,7 +392,7 @@ std::shared_ptr<KernelLibrary> build_kernels(const std::vector<std::string>& nam
       warn("the kernel cache entry " + builds[u].library.string() + " is damaged (" + damage + "); rebuilding it");
       fs::remove(builds[u].library, ec);
     }
-    builds.start(u, dir, hashes[u], sources[u]);
+    builds.start(u, dir, hashes[u], sources[u], options.isa);
     built_now[u] = true;
     ++stats.compiled;
   }
@@ -386,7 +404,7 @@ std::shared_ptr<KernelLibrary> build_kernels(const std::vector<std::string>& nam
       // Intact but unloadable (a library built against another libc, say): rebuilt once.
       warn("the kernel cache entry " + path.string() + " cannot be loaded (" + dlerror() + "); rebuilding it");
       fs::remove(path, ec);
-      builds.start(u, dir, hashes[u], sources[u]);
+      builds.start(u, dir, hashes[u], sources[u], options.isa);
       builds.finish();
       ++stats.compiled;
       handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -15,10 +15,19 @@ namespace luminal::runtime::cpu {
 
 using KernelFn = int64_t (*)(void* const* params, const int64_t* symbols, int64_t begin, int64_t end, int64_t* info);
 
+// The instruction sets generated kernels may use. Native: every extension of this CPU
+// (-march=native). Avx2: none of AVX-512 (-mno-avx512f), the kernels an AVX2 machine runs; tests
+// force it so that both forms of the ISA-specific kernels (lm_tile_strips) run on one machine.
+enum class CpuIsa { Native, Avx2 };
+
+// "native" or "avx2"; anything else is a UserError naming the valid values.
+CpuIsa parse_cpu_isa(const std::string& name);
+
 struct JitOptions {
   std::string cache_dir;  // empty: $LUMINAL_CACHE_DIR, $XDG_CACHE_HOME/luminal or ~/.cache/luminal
   int jobs = 0;           // parallel compiler processes; 0: hardware threads
   std::string debug_dir;  // when set, every translation unit's source is copied here
+  CpuIsa isa = CpuIsa::Native;
 };
 
 struct JitStats {
@@ -48,6 +57,6 @@ std::string default_cache_dir();
 
 // The compiler's version and flags and the CPU's model and flags: what a kernel binary, or a
 // schedule timed on this machine, is only valid for.
-const std::string& toolchain_identity();
+const std::string& toolchain_identity(CpuIsa isa);
 
 }  // namespace luminal::runtime::cpu
