@@ -172,6 +172,35 @@ TEST_F(HalfMatmul, StaysInItsDtypeWhereAtenComputesItNatively) {
   }
 }
 
+// A mixture of experts' grouped matmul in bf16 multiplies each group with rows through ATen, on
+// the expert's weight in place (a Linear-style transposed view): empty groups, rows in no group,
+// ranges that do not ascend and ends outside [0, S] as in GroupedMatmulMatchesTheReference.
+TEST_F(HalfMatmul, GroupedMatmulRunsEachGroupWithRowsThroughAten) {
+  HalfMatmulExecutor executor;
+  runtime::set_aten_call_executor(&executor);
+  std::mt19937 rng(11);
+  const std::vector<std::pair<std::vector<int64_t>, size_t>> routings = {
+      {{3, 3, 8, 10}, 3}, {{2, 5, 6, 6}, 3}, {{6, 2, 9, 10}, 3}, {{-3, 4, 20, 20}, 2}, {{0, 0, 0, 0}, 0}};
+  for (DType dtype : {DType::BF16, DType::F16}) {
+    IrTestBuilder b;
+    auto a = b.input("a", dtype, {Expr::symbol("s0"), 12});
+    auto w_linear = b.input("w_linear", dtype, {4, 7, 12});
+    auto offs = b.input("offs", DType::I64, {4});
+    b.output(b.grouped_matmul(a, viewed(w_linear, w_linear.view.permute({0, 2, 1})), offs));
+    for (const auto& [ends, groups_with_rows] : routings) {
+      executor.seen_dtypes.clear();
+      const std::string what = std::string(ir::dtype_name(dtype)) + " grouped matmul, offs " + std::to_string(ends[0]) +
+                                "," + std::to_string(ends[1]) + "," + std::to_string(ends[2]);
+      expect_matches_reference(b.graph,
+                               {random_tensor(dtype, {10, 12}, rng), random_tensor(dtype, {4, 7, 12}, rng),
+                                HostTensor::of<int64_t>(DType::I64, {4}, ends)},
+                               what);
+      // f16, which this CPU lacks, widens to f32 for BLAS and never reaches the executor.
+      EXPECT_EQ(executor.seen_dtypes.size(), dtype == DType::BF16 ? groups_with_rows : 0) << what;
+    }
+  }
+}
+
 // A kernel split across threads right after an ATen matmul runs on ATen's threads (which are
 // still spinning for work then), not on our pool; long after one, on our pool.
 TEST_F(HalfMatmul, KernelsRightAfterItSplitAcrossAtensThreads) {

@@ -200,7 +200,11 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       step.offs = node.inputs[2].view;
       for (const ir::TensorRef& input : node.inputs) step.slots.push_back(program.slot_of_node[input.node]);
       step.slots.push_back(arena_slot(group.nodes[0]));
-      step.what = "grouped matmul (BLAS per expert) from " + node.origin;
+      step.groups_through_aten = std::find(cx.native_half_matmuls.begin(), cx.native_half_matmuls.end(), node.dtype) !=
+                                 cx.native_half_matmuls.end();
+      step.what = step.groups_through_aten
+                      ? std::string("grouped matmul (ATen per expert, ") + ir::dtype_name(node.dtype) + ") from " + node.origin
+                      : "grouped matmul (BLAS per expert) from " + node.origin;
       program.steps.push_back(std::move(step));
       continue;
     }

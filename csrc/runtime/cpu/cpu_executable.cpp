@@ -137,6 +137,25 @@ StridedLayout strided_layout(const ir::View& view, const ir::SymbolBindings& bin
   return StridedLayout{ir::evaluate_shape(view.shape(), bindings), ir::evaluate_shape(view.strides(), bindings),
                        view.offset().evaluate(bindings)};
 }
+
+// out = a x b through ATen's matmul.out, which writes the product into `out` itself (no result
+// to copy over).
+void run_aten_matmul(const BufferRef& a, const BufferRef& b, const BufferRef& out, const ir::SymbolBindings& bindings) {
+  static const ir::AtenCall matmul = [] {
+    ir::AtenCall call;
+    call.op = "aten::matmul";
+    call.overload = "out";
+    for (const char* name : {"self", "other", "out"}) {
+      ir::AtenArg arg;
+      arg.name = name;
+      arg.kind = ir::AtenArg::Kind::Tensor;
+      arg.tensors = {static_cast<int>(call.args.size())};
+      call.args.push_back(arg);
+    }
+    return call;
+  }();
+  run_aten_call(matmul, {a, b, out}, bindings, out);
+}
 }  // namespace
 
 // What one step needs from the call's symbol values.
@@ -342,20 +361,6 @@ std::shared_ptr<const CpuExecutable::CallPlan> CpuExecutable::searched_plan(std:
 
 void CpuExecutable::aten_matmul(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
                                 const ir::SymbolBindings& bindings) const {
-  // matmul.out: ATen writes the product into the step's buffer (no result to copy over).
-  static const ir::AtenCall matmul = [] {
-    ir::AtenCall call;
-    call.op = "aten::matmul";
-    call.overload = "out";
-    for (const char* name : {"self", "other", "out"}) {
-      ir::AtenArg arg;
-      arg.name = name;
-      arg.kind = ir::AtenArg::Kind::Tensor;
-      arg.tensors = {static_cast<int>(call.args.size())};
-      call.args.push_back(arg);
-    }
-    return call;
-  }();
   const int64_t element = static_cast<int64_t>(ir::dtype_size(step.dtype));
   const auto operand = [&](int slot, const StridedLayout& l) {
     return BufferRef{static_cast<std::byte*>(ptr[slot]) + l.offset * element, step.dtype, l.shape, l.strides};
@@ -363,7 +368,30 @@ void CpuExecutable::aten_matmul(const Step& step, const StepPlan& plan, const st
   BufferRef out{ptr[step.slots[2]], step.dtype, plan.a.shape, {}};
   out.sizes.back() = plan.b.shape.back();
   out.strides = contiguous_strides(out.sizes);
-  run_aten_call(matmul, {operand(step.slots[0], plan.a), operand(step.slots[1], plan.b), out}, bindings, out);
+  run_aten_matmul(operand(step.slots[0], plan.a), operand(step.slots[1], plan.b), out, bindings);
+}
+
+void CpuExecutable::aten_grouped_matmul(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
+                                        const ir::SymbolBindings& bindings) const {
+  const int64_t element = static_cast<int64_t>(ir::dtype_size(step.dtype));
+  const StridedLayout& a = plan.a;
+  const StridedLayout& b = plan.b;
+  const int64_t rows = a.shape[0], k = a.shape[1], n = b.shape[2];
+  auto* a_data = static_cast<std::byte*>(ptr[step.slots[0]]);
+  auto* b_data = static_cast<std::byte*>(ptr[step.slots[1]]);
+  auto* out_data = static_cast<std::byte*>(ptr[step.slots[3]]);
+  // Rows in no group are zero; the groups overwrite theirs.
+  std::memset(out_data, 0, static_cast<size_t>(rows * n * element));
+  if (n == 0) return;
+  for_each_row_group(static_cast<const int64_t*>(ptr[step.slots[2]]), plan.offs, rows,
+                     [&](int64_t g, int64_t begin, int64_t end) {
+                       const BufferRef group_rows{a_data + (a.offset + begin * a.strides[0]) * element, step.dtype,
+                                                  {end - begin, k}, {a.strides[0], a.strides[1]}};
+                       const BufferRef expert{b_data + (b.offset + g * b.strides[0]) * element, step.dtype, {k, n},
+                                              {b.strides[1], b.strides[2]}};
+                       const BufferRef product{out_data + begin * n * element, step.dtype, {end - begin, n}, {n, 1}};
+                       run_aten_matmul(group_rows, expert, product, bindings);
+                     });
 }
 
 void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& caller_outputs,
@@ -560,6 +588,11 @@ void CpuExecutable::run_step(size_t index, const StepPlan& plan, const std::vect
   }
   if (step.kind == Step::Kind::GroupedGemm) {
     pool_.rest();
+    if (step.groups_through_aten) {
+      aten_grouped_matmul(step, plan, ptr, bindings);
+      note_aten_threads_spinning();
+      return;
+    }
     blas_grouped_matmul(step.dtype, ptr[step.slots[0]], plan.a, ptr[step.slots[1]], plan.b,
                         static_cast<const int64_t*>(ptr[step.slots[2]]), plan.offs, ptr[step.slots[3]]);
     return;

@@ -76,6 +76,9 @@ class CpuExecutable final : public Executable {
   // A Gemm step through ATen's matmul (the ATen fallback's executor), writing the step's output.
   void aten_matmul(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
                    const ir::SymbolBindings& bindings) const;
+  // A GroupedGemm step with groups_through_aten: one ATen matmul per group with rows.
+  void aten_grouped_matmul(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
+                           const ir::SymbolBindings& bindings) const;
 
   Program program_;
   std::map<std::string, BufferRef> weights_;

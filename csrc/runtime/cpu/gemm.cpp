@@ -157,24 +157,12 @@ void widen(const uint16_t* data, Matrix& m, float (*to_float)(uint16_t), std::ve
   }
 }
 
-// Calls `multiply(g, begin, end)` for each group with rows, in order (see GroupedMatmul in
-// ir/ops.def for the ranges).
-template <typename F>
-void for_each_group(const int64_t* offs, const StridedLayout& ol, int64_t rows, F&& multiply) {
-  int64_t begin = 0;
-  for (int64_t g = 0; g < ol.shape[0]; ++g) {
-    const int64_t end = std::clamp<int64_t>(offs[ol.offset + g * ol.strides[0]], 0, rows);
-    if (end > begin) multiply(g, begin, end);
-    begin = end;
-  }
-}
-
 template <typename T>
 void grouped(const T* a, const StridedLayout& al, const T* b, const StridedLayout& bl, const int64_t* offs,
              const StridedLayout& ol, T* out) {
   const int64_t n = bl.shape[2];
   std::vector<T> a_storage, b_storage;
-  for_each_group(offs, ol, al.shape[0], [&](int64_t g, int64_t begin, int64_t end) {
+  for_each_row_group(offs, ol, al.shape[0], [&](int64_t g, int64_t begin, int64_t end) {
     const Matrix ma{end - begin, al.shape[1], al.strides[0], al.strides[1]};
     const Matrix mb{bl.shape[1], n, bl.strides[1], bl.strides[2]};
     product(a + al.offset + begin * al.strides[0], ma, b + bl.offset + g * bl.strides[0], mb, out + begin * n,
@@ -190,7 +178,7 @@ void grouped_half(const uint16_t* a, const StridedLayout& al, const uint16_t* b,
   float (*to_float)(uint16_t) = bfloat ? bf16_to_float : half_to_float;
   uint16_t (*from_float)(float) = bfloat ? float_to_bf16 : float_to_half;
   std::vector<float> a_wide, b_wide, product_rows, a_storage, b_storage;
-  for_each_group(offs, ol, al.shape[0], [&](int64_t g, int64_t begin, int64_t end) {
+  for_each_row_group(offs, ol, al.shape[0], [&](int64_t g, int64_t begin, int64_t end) {
     Matrix ma{end - begin, al.shape[1], al.strides[0], al.strides[1]};
     Matrix mb{bl.shape[1], n, bl.strides[1], bl.strides[2]};
     widen(a + al.offset + begin * al.strides[0], ma, to_float, a_wide);

@@ -5,6 +5,7 @@
 // (M = 1) runs as GEMV.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -21,6 +22,19 @@ struct StridedLayout {
 // out (contiguous, shape = a's batch dims + [M, N]) = a [.., M, K] x b [.., K, N]; dtype f32 or f64.
 void blas_matmul(ir::DType dtype, const void* a, const StridedLayout& a_layout, const void* b,
                  const StridedLayout& b_layout, void* out);
+
+// Calls `multiply(g, begin, end)` for each of GroupedMatmul's row groups that has rows, in order:
+// group g's rows run from the previous group's end to offs[g], both clamped to [0, rows) (see
+// GroupedMatmul in ir/ops.def).
+template <typename Multiply>
+void for_each_row_group(const int64_t* offs, const StridedLayout& offs_layout, int64_t rows, Multiply&& multiply) {
+  int64_t begin = 0;
+  for (int64_t g = 0; g < offs_layout.shape[0]; ++g) {
+    const int64_t end = std::clamp<int64_t>(offs[offs_layout.offset + g * offs_layout.strides[0]], 0, rows);
+    if (end > begin) multiply(g, begin, end);
+    begin = end;
+  }
+}
 
 // out (contiguous [S, N]) = the grouped product of a [S, K] and b [G, K, N] whose row groups end
 // at offs (i64): GroupedMatmul in ir/ops.def. One BLAS call per expert with rows; f16/bf16 widen

@@ -47,6 +47,9 @@ struct Step {
   // groups ending at offs (slots: a, b, offs, out).
   ir::DType dtype = ir::DType::F32;
   ir::View a, b, offs;
+  // GroupedGemm: each group's product runs through ATen's matmul, as f16/bf16 ones do where ATen
+  // multiplies that dtype natively (faster than widening the routed experts to f32 for BLAS).
+  bool groups_through_aten = false;
   // AtenCall: the node run through the ATen fallback; slots are its inputs' then its own.
   ir::NodeId aten_call = -1;
   // Collective: the node whose collective the step issues; slots are its input's then its own.
