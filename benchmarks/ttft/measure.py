@@ -52,8 +52,8 @@ def stage(text: str) -> None:
     print(f"BENCH_STAGE {text}", file=sys.stderr, flush=True)
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def argument_parser(description: str = __doc__) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", required=True)
     parser.add_argument("--configs-file", default=str(CONFIGS_FILE))
     parser.add_argument("--iters", type=int, help="measured iterations (default: the config's)")
@@ -62,7 +62,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--compile-only", action="store_true", help="stop after the first call of each shape")
     parser.add_argument("--cache-dir", help="luminal's kernel cache (the compile-time bench sets it)")
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return argument_parser().parse_args(argv)
 
 
 def stored_bytes(tensor: torch.Tensor) -> int:
@@ -186,6 +190,16 @@ class Session:
         steps, generated = self.decode(fn, token)
         return ttft, steps, generated
 
+    def iteration(self, fn: Callable[..., Any], batched_ok: bool
+                  ) -> tuple[float | None, list[float], list[int], tuple[float, int] | None]:
+        """One timed iteration (the module docstring's 1-3): (sequential TTFT ms or None, per-step
+        decode ms, generated ids, (batched TTFT ms, first id) or None)."""
+        if self.config.sequential_prefill:
+            ttft, steps, generated = self.sequential(fn)
+            return ttft, steps, generated, self.batched(fn) if batched_ok else None
+        ttft, steps, generated = self.batched_then_decode(fn)
+        return None, steps, generated, (ttft, generated[0])
+
     def batched(self, fn: Callable[..., Any]) -> tuple[float, int]:
         """(TTFT ms, first generated id) of one reset + whole-prompt forward."""
         self.cache.reset()
@@ -226,13 +240,19 @@ def measure_encoder(session: Session, fn: Callable[..., Any], iters: int, warmup
         result["prefill_batched_tps"] = len(session.prompt[0]) * 1000 / result["ttft_batched_ms"]
 
 
-def measure(prepare: Prepare, args: argparse.Namespace, result: dict[str, Any], bytes_copied: BytesCopied | None,
-            backend_ms: BackendMs | None) -> None:
-    """Fills `result` as it goes, so a failure part-way still reports what was measured."""
+def run_settings(args: argparse.Namespace) -> tuple[BenchConfig, int, int, int]:
+    """(config, iters, warmups, decode_tokens): the arguments' where given, else the config's."""
     config = select([args.config], load_configs(args.configs_file))[0]
     iters = args.iters if args.iters is not None else config.iters
     warmups = args.warmups if args.warmups is not None else config.warmups
     decode_tokens = args.decode_tokens if args.decode_tokens is not None else config.decode_tokens
+    return config, iters, warmups, decode_tokens
+
+
+def measure(prepare: Prepare, args: argparse.Namespace, result: dict[str, Any], bytes_copied: BytesCopied | None,
+            backend_ms: BackendMs | None) -> None:
+    """Fills `result` as it goes, so a failure part-way still reports what was measured."""
+    config, iters, warmups, decode_tokens = run_settings(args)
     result.update(
         model=config.arch,
         dtype=config.dtype,
@@ -281,12 +301,7 @@ def measure(prepare: Prepare, args: argparse.Namespace, result: dict[str, Any], 
     for i in range(warmups + iters):
         timed = i >= warmups
         stage(iteration_stage(i, warmups, iters))
-        if config.sequential_prefill:
-            ttft, steps, generated = session.sequential(fn)
-            batched = session.batched(fn) if batched_ok else None
-        else:
-            ttft, steps, generated = session.batched_then_decode(fn)
-            batched, ttft = (ttft, generated[0]), None
+        ttft, steps, generated, batched = session.iteration(fn, batched_ok)
         if timed:
             if ttft is not None:
                 ttft_seq.append(ttft)

@@ -23,6 +23,10 @@ METRICS = [
     ("ttft_batched_ms", "TTFT, batched prefill (ms)", True),
     ("tpot_ms", "TPOT (ms/token)", True),
     ("decode_tps", "decode tokens/s", False),
+    # Every path in one process, one iteration each in turn: the ratios to trust (interleaved.py).
+    ("ttft_seq_interleaved_ms", "TTFT, sequential prefill, interleaved (ms)", True),
+    ("ttft_batched_interleaved_ms", "TTFT, batched prefill, interleaved (ms)", True),
+    ("tpot_interleaved_ms", "TPOT, interleaved (ms/token)", True),
     ("compile_ms", "compile + first call (1,1) (ms)", True),
     ("compile_batched_ms", "compile + first call (1,P) (ms)", True),
     ("peak_rss_mb", "peak RSS (MB)", True),
@@ -105,6 +109,8 @@ def table_rows(paths: dict[str, dict[str, Any]]) -> list[list[str]]:
         pairs += [(paths[SEARCH], luminal), (paths[SEARCH], inductor)]
     rows = []
     for metric, label, lower in METRICS:
+        if "_interleaved" in metric and not any(p and p.get(metric) for p in shown):
+            continue  # a run with --no-interleaved, or from before interleaved.py
         cells = [label] + [fmt(p.get(metric)) if p else "–" for p in shown]
         cells += [fmt_x(speedup(row, base, metric, lower)) for row, base in pairs]
         rows.append(cells)
@@ -145,6 +151,9 @@ def markdown(run: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         "",
         "Speedup columns: > 1 means the first path is faster (times: base / path; rates: path / base).",
         "Compile rows time the first call of each shape (compile + one run); eager's is its plain first call.",
+        "Rows without \"interleaved\" come from each path's own process; the interleaved rows time every path in one "
+        "process, one iteration each in turn, so drift of the machine and a process's luck with memory and cores hit "
+        "all paths alike: their ratios are the ones to compare.",
         "\"Other processes' CPU\" is how busy the rest of the machine was meanwhile: above a few percent, times are "
         "inflated by contention.",
         "",

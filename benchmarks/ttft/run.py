@@ -52,6 +52,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--db", type=Path, default=RESULTS_DIR / "bench.db")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="where the latest CSV/MD/PNG/HTML go")
     parser.add_argument("--render-only", action="store_true", help="re-render outputs from the db, run nothing")
+    parser.add_argument("--no-interleaved", dest="interleaved", action="store_false",
+                        help="skip the run that times every path of a config in one process (interleaved.py)")
     args = parser.parse_args(argv)
     try:
         args.config_list = select(args.configs, load_configs(args.configs_file))
@@ -100,6 +102,36 @@ def run_one(path: str, config: str, args: argparse.Namespace, progress: Progress
     return row
 
 
+def run_interleaved(config: str, args: argparse.Namespace, cache: str, progress: Progress) -> dict:
+    """path -> its interleaved metrics (or error) for one config, from one subprocess timing every
+    path in turn. The caches persist across the run's configs: its compile time is not reported."""
+    label = f"{config} x interleaved"
+    if args.wait_idle > 0:
+        runner.wait_until_quiet(args.wait_idle)
+    command = [sys.executable, str(Path(__file__).with_name("interleaved.py")), "--config", config,
+               "--threads", str(args.threads), "--configs-file", str(args.configs_file), "--cache-dir",
+               str(Path(cache) / "luminal"), "--paths", *args.paths]
+    for flag in ("iters", "warmups", "decode_tokens"):
+        if getattr(args, flag, None) is not None:
+            command += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
+    outcome = runner.run(command, args.timeout * len(args.paths), thread_env(args.threads, str(Path(cache) / "inductor")),
+                         lambda stage: progress.update(label, stage))
+    error = outcome.error()
+    progress.advance(label, "ERROR" if error else "ok")
+    if error:
+        return {path: {"error": error} for path in args.paths}
+    return outcome.result["paths"]
+
+
+def merge_interleaved(row: dict, interleaved: dict) -> dict:
+    """The path's row with its interleaved metrics; an interleaved failure becomes a note (the
+    path's own measurement stands)."""
+    if interleaved.get("error"):
+        note = f"interleaved timing failed: {interleaved['error']}"
+        return {**row, "note": f"{row['note']}; {note}" if row.get("note") else note}
+    return {**row, **interleaved}
+
+
 def measure_bandwidths(args: argparse.Namespace) -> dict[str, float]:
     """The machine's copy and read-only bandwidths and its f32 GEMM peak with the run's thread
     count: the decode floors' and the prefill floor's denominators."""
@@ -125,15 +157,24 @@ def main(argv: list[str] | None = None) -> int:
         db.insert_run(conn, {"run_id": run_id, "mode": "ttft", **machine_info(args.threads), "args": _args_json(args)})
         jobs = [(c.name, p) for c in args.config_list for p in args.paths]
         bandwidths = measure_bandwidths(args)
-        progress = Progress(len(jobs))
-        for config, path in jobs:
-            row = {**run_one(path, config, args, progress), **bandwidths}
-            db.insert_result(conn, run_id, row)  # stored at once: a later crash keeps earlier rows
-            if row["error"]:
-                print(f"{config} x {path}: {row['error'][:300]}", file=sys.stderr)
-            if (row["other_cpu_pct"] or 0) > 10:
-                print(f"warning: other processes used {row['other_cpu_pct']:.0f}% of the CPU during {config} x {path}; "
-                      "its times are inflated", file=sys.stderr)
+        interleave = args.interleaved and len(args.paths) > 1
+        progress = Progress(len(jobs) + (len(args.config_list) if interleave else 0))
+        with tempfile.TemporaryDirectory(prefix="bench-interleaved-caches-") as interleaved_cache:
+            for config in args.config_list:
+                rows = []
+                for path in args.paths:
+                    row = {**run_one(path, config.name, args, progress), **bandwidths}
+                    rows.append(row)
+                    if row["error"]:
+                        print(f"{config.name} x {path}: {row['error'][:300]}", file=sys.stderr)
+                    if (row["other_cpu_pct"] or 0) > 10:
+                        print(f"warning: other processes used {row['other_cpu_pct']:.0f}% of the CPU during "
+                              f"{config.name} x {path}; its times are inflated", file=sys.stderr)
+                if interleave:
+                    interleaved = run_interleaved(config.name, args, interleaved_cache, progress)
+                    rows = [merge_interleaved(row, interleaved.get(row["path"], {})) for row in rows]
+                for row in rows:
+                    db.insert_result(conn, run_id, row)  # stored per config: a later crash keeps earlier rows
         db.mark_token_agreement(conn, run_id)
     written = render.write_latest(conn, args.out)
     written.append(dashboard.write(conn, args.out))

@@ -62,6 +62,10 @@ def test_tiny_config_through_all_paths(tmp_path):
     # or say why not in an error row; a missing row or a silent empty one is the failure.
     luminal = rows["luminal"]
     assert luminal["error"] or luminal["ttft_seq_ms"] > 0
+    # The same metrics again from one process running every path in turn (interleaved.py).
+    for row in rows.values():
+        assert row["ttft_seq_interleaved_ms"] > 0 and row["ttft_batched_interleaved_ms"] > 0
+        assert row["tpot_interleaved_ms"] > 0 and len(json.loads(row["tpot_interleaved_samples"])) == 1
     # A decode step copies its new K/V rows (plus the returned logits), never a whole cache.
     kv_row_bytes, max_cache_len = rows["eager"]["kv_row_bytes"], 256
     assert kv_row_bytes > 0 and rows["eager"]["decode_bytes_copied"] is None
@@ -75,6 +79,7 @@ def test_tiny_config_through_all_paths(tmp_path):
     assert (out / "ttft.png").read_bytes().startswith(b"\x89PNG")
     latest = (out / "ttft_latest.md").read_text()
     assert "| metric | eager | inductor | luminal |" in latest
+    assert "| TPOT, interleaved (ms/token) |" in latest
     assert "| TPOT ÷ copy floor |" in latest and "| TPOT ÷ read-only stream floor |" in latest
     assert (out / "ttft_latest.csv").read_text().count("\n") == 4  # header + 3 paths
 
@@ -82,8 +87,8 @@ def test_tiny_config_through_all_paths(tmp_path):
 def test_quantized_config_counts_the_bytes_torchao_holds(tmp_path):
     pytest.importorskip("torchao", reason="torchao==0.18.0 (scripts/install_deps.sh)")
     db_path, out = tmp_path / "bench.db", tmp_path / "out"
-    proc = run_bench("--configs", "tiny", "tiny-int4", "--paths", "eager", "luminal", "--db", str(db_path),
-                     "--out", str(out), "--timeout", "300")
+    proc = run_bench("--configs", "tiny", "tiny-int4", "--paths", "eager", "luminal", "--no-interleaved", "--db",
+                     str(db_path), "--out", str(out), "--timeout", "300")
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {(r["config"], r["path"]): r for r in measured_rows(db_path)}
     quantized = rows[("tiny-int4", "luminal")]
@@ -91,6 +96,8 @@ def test_quantized_config_counts_the_bytes_torchao_holds(tmp_path):
     # int8 values, a scale and zero point per 32: about 1.16 bytes per weight against f32's 4.
     assert quantized["weight_bytes"] < rows[("tiny", "luminal")]["weight_bytes"] / 3
     assert "torchao int4 weights" in (out / "ttft_latest.md").read_text()
+    assert all(row["tpot_interleaved_ms"] is None for row in rows.values())
+    assert "interleaved (" not in (out / "ttft_latest.md").read_text(), "--no-interleaved: no interleaved rows"
 
 
 def test_long_prompt_config_decodes_after_the_batched_prefill(tmp_path):
@@ -112,6 +119,8 @@ sequential_prefill = false
     for row in rows.values():
         assert row["prompt_tokens"] == 70
         assert row["ttft_seq_ms"] is None and row["ttft_batched_ms"] > 0 and row["tpot_ms"] > 0
+        assert row["ttft_seq_interleaved_ms"] is None
+        assert row["ttft_batched_interleaved_ms"] > 0 and row["tpot_interleaved_ms"] > 0
         assert len(json.loads(row["tokens"])) == 1 + row["decode_tokens"]
     assert rows["luminal"]["tokens_match_eager"] == 1
     assert rows["luminal"]["decode_bytes_copied"] < rows["eager"]["kv_row_bytes"] * 128 // 8
@@ -133,12 +142,24 @@ def test_encoder_config_times_one_forward(tmp_path):
     for row in rows.values():
         assert row["ttft_batched_ms"] > 0 and row["compile_batched_ms"] > 0
         assert row["tpot_ms"] is None and row["ttft_seq_ms"] is None
+        assert row["ttft_batched_interleaved_ms"] > 0 and row["tpot_interleaved_ms"] is None
         assert len(json.loads(row["tokens"])) == 8  # an argmax id per prompt position
     assert rows["luminal"]["tokens_match_eager"] == 1
     assert rows["luminal_search"]["tokens_match_eager"] == 1
     table = (out / "ttft_latest.md").read_text()
     assert "encoder: one forward" in table
     assert "| metric | eager | inductor | luminal | luminal_search |" in table and "search vs luminal" in table
+
+
+def test_failed_interleaved_run_is_a_note_beside_the_paths_own_numbers():
+    sys.path.insert(0, str(REPO))
+    from benchmarks.ttft.run import merge_interleaved
+
+    row = {"path": "luminal", "tpot_ms": 5.0, "note": None}
+    assert merge_interleaved(row, {"tpot_interleaved_ms": 4.0})["tpot_interleaved_ms"] == 4.0
+    failed = merge_interleaved({**row, "note": "batched prefill failed"}, {"error": "timed out after 60 s"})
+    assert failed["tpot_ms"] == 5.0 and "tpot_interleaved_ms" not in failed
+    assert failed["note"] == "batched prefill failed; interleaved timing failed: timed out after 60 s"
 
 
 def test_timed_out_path_is_an_error_row(tmp_path):

@@ -7,5 +7,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # repo root, so `b
 
 from benchmarks.ttft.measure import main  # noqa: E402
 
+
+def prepare(model, args):
+    return model
+
+
 if __name__ == "__main__":
-    main("eager", lambda model, args: model)
+    main("eager", prepare)

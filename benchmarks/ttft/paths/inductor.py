@@ -14,5 +14,10 @@ import torch  # noqa: E402
 
 from benchmarks.ttft.measure import main  # noqa: E402
 
+
+def prepare(model, args):
+    return torch.compile(model, dynamic=args.dynamic)
+
+
 if __name__ == "__main__":
-    main("inductor", lambda model, args: torch.compile(model, dynamic=args.dynamic))
+    main("inductor", prepare)

@@ -14,5 +14,10 @@ from benchmarks.ttft.paths import luminal  # noqa: E402
 
 SEARCH_ITERATIONS = 64
 
+
+def prepare(model, args):
+    return luminal.prepare(model, args, SEARCH_ITERATIONS)
+
+
 if __name__ == "__main__":
-    main("luminal_search", lambda model, args: luminal.prepare(model, args, SEARCH_ITERATIONS), luminal.bytes_copied, luminal.backend_ms)
+    main("luminal_search", prepare, luminal.bytes_copied, luminal.backend_ms)
