@@ -4,6 +4,27 @@
 
 namespace luminal::passes {
 
+namespace {
+
+// Both operands read K with unit stride (a Linear's weight is [N, K] row-major), or K is 1.
+bool reads_k_with_unit_strides(const ir::Node& matmul) {
+  const size_t rank = matmul.shape.size();
+  const ir::View& a = matmul.inputs[0].view;
+  const ir::View& b = matmul.inputs[1].view;
+  return is_one(a.shape()[rank - 1]) || (is_one(a.strides()[rank - 1]) && is_one(b.strides()[rank - 2]));
+}
+
+// The weight repeats over a batch dim: a GEMV would stream it once per index of that dim, where
+// sgemm folds the dim into M.
+bool weight_repeats_over_batch(const ir::Node& matmul) {
+  const ir::View& b = matmul.inputs[1].view;
+  for (size_t d = 0; d + 2 < matmul.shape.size(); ++d)
+    if (is_zero(b.strides()[d]) && !is_one(b.shape()[d])) return true;
+  return false;
+}
+
+}  // namespace
+
 bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows, int64_t f32_rows) {
   if (matmul.op != ir::Op::Matmul) return false;
   const bool int8_product = matmul.dtype == ir::DType::I32 && graph.node(matmul.inputs[0].node).dtype == ir::DType::I8 &&
@@ -12,23 +33,23 @@ bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows, 
       !int8_product)
     return false;
   const size_t rank = matmul.shape.size();
-  const ir::View& a = matmul.inputs[0].view;
-  const ir::View& b = matmul.inputs[1].view;
-  const ir::Expr& k = a.shape()[rank - 1];
   // An int8 product of any M: one GEMV per row of `a` (BLAS has no exact int8 product; the
   // weight stays in cache between rows at a prefill's sizes). So are a few half-precision rows
   // where the caller allows them (no widened copy of the weight), and a few f32 rows (sgemm
   // would first pack the whole weight, another pass over it).
   const ir::Expr& m = matmul.shape[rank - 2];
   const int64_t few_rows = ir::is_half(matmul.dtype) ? half_rows : matmul.dtype == ir::DType::F32 ? f32_rows : 1;
-  bool few = m.is_constant() && m.constant_value() <= few_rows;
-  // f32: unless the weight repeats over a batch dim (the GEMV would stream it once per index,
-  // where sgemm folds that dim into M).
-  if (matmul.dtype == ir::DType::F32)
-    for (size_t d = 0; d + 2 < rank; ++d)
-      if (is_zero(b.strides()[d]) && !is_one(b.shape()[d])) few = false;
-  return (is_one(m) || int8_product || few) &&
-         (is_one(k) || (is_one(a.strides()[rank - 1]) && is_one(b.strides()[rank - 2])));
+  const bool few = m.is_constant() && m.constant_value() <= few_rows &&
+                   (matmul.dtype != ir::DType::F32 || !weight_repeats_over_batch(matmul));
+  return (is_one(m) || int8_product || few) && reads_k_with_unit_strides(matmul);
+}
+
+bool is_gemv_for_few_rows(const ir::Graph& graph, const ir::Node& matmul) {
+  return matmul.op == ir::Op::Matmul && matmul.dtype == ir::DType::F32 &&
+         graph.node(matmul.inputs[0].node).dtype == ir::DType::F32 &&
+         graph.node(matmul.inputs[1].node).dtype == ir::DType::F32 &&
+         !matmul.shape[matmul.shape.size() - 2].is_constant() && !weight_repeats_over_batch(matmul) &&
+         reads_k_with_unit_strides(matmul);
 }
 
 bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul) {

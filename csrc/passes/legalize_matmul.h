@@ -20,6 +20,11 @@ namespace luminal::passes {
 // both operands read K with unit stride (a Linear's weight is [N, K] row-major).
 bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows = 1, int64_t f32_rows = 1);
 
+// An f32 Matmul with a symbolic M (a dynamic-shape prefill) that is_gemv would take for a
+// constant M of at most f32_rows: the cpu runtime runs it as the GEMV kernel when a call's M is
+// that small, and through BLAS otherwise.
+bool is_gemv_for_few_rows(const ir::Graph& graph, const ir::Node& matmul);
+
 // An f16/bf16 Matmul with M = 1 whose weight b is [K, N] with N contiguous (x @ W, GPT-2's
 // Conv1D): the GEMV pattern kernel's column form (codegen/kernel.h GemvSpec::columns).
 bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul);

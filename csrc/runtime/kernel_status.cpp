@@ -18,6 +18,9 @@ void raise_kernel_status(const std::string& what, int64_t status, int64_t detail
     case codegen::cpp::kKernelOutOfMemory:
       USER_ERROR() << what << ": out of memory for the kernel's scratch buffers";
       break;
+    case codegen::cpp::kKernelTooManyRows:
+      INTERNAL_ERROR() << what << ": a strip GEMV called with more rows than its block holds";
+      break;
     default: INTERNAL_ERROR() << what << ": kernel failed with status " << status;
   }
 }

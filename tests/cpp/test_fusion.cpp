@@ -610,6 +610,45 @@ TEST(Fusion, F32GemvMultipliesAFewRowsPackedIntoStrips) {
   EXPECT_TRUE(passes::is_gemv(b.graph, b.graph.node(one.node), 1, codegen::kF32GemvRows));
 }
 
+TEST(Fusion, F32GemmOfSymbolicRowsRunsTheStripGemvForAFewRows) {
+  // A dynamic-shape prefill's Linear: M is a symbol, so which kernel serves a call is decided when
+  // its rows are known. One program: BLAS, with the strip GEMV for calls of at most
+  // kF32GemvRows rows (the block on its stack sized for that many). Rows 1, within a strip,
+  // across strips, at the limit and past it, through both ISAs' builds.
+  std::mt19937 rng(16);
+  const Expr s = Expr::symbol("s0");
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {s, 90});
+  auto w = b.weight("w", DType::F32, {37, 90});
+  const TensorRef product = b.matmul(x, viewed(w, w.view.permute({1, 0})));
+  b.output(product);
+  EXPECT_TRUE(passes::is_gemv_for_few_rows(b.graph, b.graph.node(product.node)));
+  HostTensor weight = random_tensor(DType::F32, {37, 90}, rng);
+  std::map<std::string, runtime::BufferRef> weights{{"w", weight.ref()}};
+  auto exe = compile_cpu(b.graph, weights);
+  const auto& program = program_of(*exe);
+  ASSERT_EQ(program.steps.size(), 1u);
+  EXPECT_EQ(program.steps[0].kind, runtime::cpu::Step::Kind::Gemm);
+  ASSERT_NE(program.steps[0].few_rows, nullptr);
+  EXPECT_NE(program.steps[0].few_rows->what.find("gemv per row"), std::string::npos) << program.steps[0].few_rows->what;
+  for (int64_t rows : {int64_t{1}, int64_t{5}, int64_t{17}, int64_t{40}, codegen::kF32GemvRows,
+                       codegen::kF32GemvRows + 1, int64_t{150}})
+    expect_both_isas_match_the_reference(b.graph, {random_tensor(DType::F32, {rows, 90}, rng)},
+                                         "f32 gemm of symbolic rows, " + std::to_string(rows), 3e-7 * 90, weights);
+  // bf16 and a weight repeated over a batch dim keep BLAS alone.
+  IrTestBuilder half;
+  auto hx = half.input("x", DType::BF16, {s, 90});
+  auto hw = half.weight("w", DType::BF16, {37, 90});
+  const TensorRef half_product = half.matmul(hx, viewed(hw, hw.view.permute({1, 0})));
+  EXPECT_FALSE(passes::is_gemv_for_few_rows(half.graph, half.graph.node(half_product.node)));
+  IrTestBuilder batched;
+  auto bx = batched.input("x", DType::F32, {2, s, 90});
+  auto bw = batched.weight("w", DType::F32, {37, 90});
+  const TensorRef repeated =
+      batched.matmul(bx, viewed(bw, bw.view.permute({1, 0}).unsqueeze(0).expand({2, 90, 37})));
+  EXPECT_FALSE(passes::is_gemv_for_few_rows(batched.graph, batched.graph.node(repeated.node)));
+}
+
 TEST(Fusion, HalfGemmWidensTheWeightInStorageOrder) {
   // A bf16 prefill Linear of more rows than the GEMV takes goes through f32 BLAS; the weight is
   // widened in its own row-major order and read transposed by BLAS, not transposed by a strided

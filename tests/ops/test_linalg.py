@@ -76,6 +76,21 @@ def test_few_row_f32_linear_is_the_same_in_both_instruction_sets(rows):
     assert torch.equal(results["native"], results["avx2"])
 
 
+def test_dynamic_rows_f32_linear_runs_the_strip_gemv_for_few_rows(tmp_path):
+    """With dynamic shapes (torch.compile's automatic dynamic after a second prompt length) the
+    rows are a symbol: one program serves every length, the strip GEMV when a call has at most 64
+    rows, BLAS beyond. Each call matches eager."""
+    linear = torch.nn.Linear(300, 70)
+    # The first length compiles a static graph, the second a dynamic one serving the rest.
+    compiled = torch.compile(linear, backend="luminal", options={"debug_dir": str(tmp_path)})
+    with torch.no_grad():
+        for rows in (3, 17, 64, 65, 200):
+            x = torch.randn(rows, 300)
+            torch.testing.assert_close(compiled(x), linear(x), atol=1e-5, rtol=1e-5)
+    stats = (tmp_path / "cpu_stats.txt").read_text()
+    assert "or the GEMV" in stats and "for up to 64 rows" in stats, stats
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 def test_half_gemm_stays_half_where_the_cpu_has_half_dot_products(tmp_path, dtype):
     """On a CPU with bf16 (f16) dot products, ATen's oneDNN GEMM is several times faster than

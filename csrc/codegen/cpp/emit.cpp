@@ -601,14 +601,18 @@ class Emitter {
     const int m_axis = rank_ - 2;
     const std::string m_count = expr_text(k_.domain[m_axis]);
     if (strips) {
-      // f32 with a few rows of `a` (lm_gemv_strips; passes::is_gemv makes their count a
-      // constant): `a` packed into strips of 16 rows by the first item of each batch index this
-      // call computes, the sums of a block [rows x strips * 16] on the stack.
+      // f32 with a few rows of `a` (lm_gemv_strips): `a` packed into strips of 16 rows by the
+      // first item of each batch index this call computes, the sums of a block [rows x strips *
+      // 16] on the stack. Their count is a constant (passes::is_gemv), or symbolic and at most
+      // kF32GemvRows when the runtime calls the kernel (passes::is_gemv_for_few_rows).
       // (+ 1: an empty `a` is not an allocation failure.)
-      INTERNAL_CHECK(k_.domain[m_axis].is_constant()) << "strip gemv of " << m_count << " rows";
-      const std::string strip_count = std::to_string((k_.domain[m_axis].constant_value() + 15) / 16);
-      out << "  const int64_t lm_strip_count = " << strip_count << ";\n";
-      out << "  float lm_block[" << rows << " * " << strip_count << " * 16];\n";
+      const ir::Expr& m = k_.domain[m_axis];
+      const int64_t most_strips = ((m.is_constant() ? m.constant_value() : kF32GemvRows) + 15) / 16;
+      out << "  const int64_t lm_strip_count = (" << m_count << " + 15) / 16;\n";
+      if (!m.is_constant())
+        out << "  if (lm_strip_count > " << most_strips << ") return " << static_cast<int64_t>(kKernelTooManyRows)
+            << ";\n";
+      out << "  float lm_block[" << rows << " * " << most_strips << " * 16];\n";
       out << "  float* lm_strips = (float*)__builtin_malloc(sizeof(float) * (lm_strip_count * 16 * lm_depth + 1));\n";
       out << "  if (lm_strips == nullptr) return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n";
       out << "  const void* lm_packed = nullptr;  // the `a` lm_strips holds\n";

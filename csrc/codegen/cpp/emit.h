@@ -7,7 +7,8 @@
 // pool splits the outer loops (no OpenMP runtime: torch brings its own libgomp). `symbols`
 // holds the values of Kernel::symbols(), in that order. It returns 0, or an error code with
 // details in info[0..1]: 1 gather index out of range (index, size), 2 max/min over an empty
-// axis, 3 integer division by zero, 4 no memory for scratch buffers (the attention kernel).
+// axis, 3 integer division by zero, 4 no memory for scratch buffers (the attention kernel), 5 a
+// strip GEMV of symbolic rows called with more than kF32GemvRows (the runtime never does).
 #pragma once
 
 #include <string>
@@ -23,6 +24,7 @@ enum KernelStatus : int64_t {
   kKernelEmptyReduction = 2,
   kKernelDivisionByZero = 3,
   kKernelOutOfMemory = 4,
+  kKernelTooManyRows = 5,
 };
 
 // The C variable a symbolic dim's value is read into ("S_s0"), and an index expression over

@@ -188,6 +188,22 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
                     arena_slot(group.nodes[0])};
       step.what = ir::is_half(node.dtype) ? std::string("matmul (ATen, ") + ir::dtype_name(node.dtype) + ") from " + node.origin
                                           : "matmul (BLAS) from " + node.origin;
+      if (passes::is_gemv_for_few_rows(graph, node)) {
+        const codegen::LoweredKernel gemv = codegen::lower_gemv(graph, group.nodes[0]);
+        INTERNAL_CHECK(gemv.param_nodes == std::vector<NodeId>({node.inputs[0].node, node.inputs[1].node,
+                                                                 group.nodes[0]}))
+            << "the GEMV's params are not the Gemm's operands";
+        auto kernel = std::make_shared<Step>();
+        kernel->kernel_name = add_source(gemv.kernel);
+        kernel->slots = step.slots;
+        kernel->symbols = gemv.kernel.symbols();
+        kernel->items = gemv.kernel.parallel_extent();
+        kernel->work_per_item = gemv.kernel.inner_extent();
+        kernel->what = gemv.kernel.label + " from " + node.origin;
+        step.what = "matmul (BLAS, or the GEMV " + kernel->kernel_name + " for up to " +
+                    std::to_string(codegen::kF32GemvRows) + " rows) from " + node.origin;
+        step.few_rows = std::move(kernel);
+      }
       program.steps.push_back(std::move(step));
       continue;
     }
@@ -300,6 +316,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   jit.isa = parse_cpu_isa(options.cpu_isa);
   program.library = build_kernels(names, sources, jit, program.jit);
   for (Step& step : program.steps) {
+    if (step.few_rows) step.few_rows->fn = program.library->function(step.few_rows->kernel_name);
     if (step.kind != Step::Kind::Kernel) continue;
     step.fn = program.library->function(step.kernel_name);
     for (KernelVariant& variant : step.variants) variant.fn = program.library->function(variant.kernel_name);

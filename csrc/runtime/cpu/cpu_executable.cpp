@@ -6,6 +6,7 @@
 #include <new>
 #include <sstream>
 
+#include "codegen/kernel.h"
 #include "common/error.h"
 #include "ir/bind_symbols.h"
 #include "runtime/aligned_buffer.h"
@@ -166,6 +167,9 @@ struct CpuExecutable::StepPlan {
   // A Gemm step through ATen's matmul: the schedule search's pick, or an f16/bf16 one (which
   // only ATen computes; see passes::legalize_matmul).
   bool matmul_through_aten = false;
+  // A Gemm step with few enough rows for its GEMV kernel (Step::few_rows), which runs instead:
+  // symbols, items and parallel are that kernel's.
+  bool few_rows = false;
   int variant = -1;  // a Kernel step: the variant (Step::variants) the search chose; -1: none
   StridedLayout a, b, offs;  // Gemm and GroupedGemm steps
   // Scatter steps updating a caller's buffer: the bytes of the copy of that buffer (none when
@@ -173,17 +177,25 @@ struct CpuExecutable::StepPlan {
   int64_t scatter_copy_bytes = 0, scatter_write_bytes = 0;
 };
 
+namespace {
+// A kernel step's symbol values, work items and whether they split across the pool.
+void plan_kernel(const Step& kernel, const ir::SymbolBindings& bindings, std::vector<int64_t>& symbols, int64_t& items,
+                 bool& parallel) {
+  symbols.clear();
+  for (const std::string& s : kernel.symbols) symbols.push_back(bindings.at(s));
+  items = kernel.items.evaluate(bindings);
+  parallel = items > 1 && items * kernel.work_per_item.evaluate(bindings) >= kParallelThreshold;
+}
+}  // namespace
+
 CpuExecutable::StepPlan CpuExecutable::plan_step(const Step& step, const ir::SymbolBindings& bindings) const {
   StepPlan plan;
-  for (const std::string& s : step.symbols) plan.symbols.push_back(bindings.at(s));
   if (step.scatter >= 0 && program_.slots[step.slots[1]].kind != Slot::Kind::Arena) {
     const ir::Node& node = program_.graph.node(step.scatter);
     plan.scatter_copy_bytes = byte_count(ir::evaluate_shape(node.shape, bindings), node.dtype);
     plan.scatter_write_bytes = byte_count(ir::evaluate_shape(node.inputs[1].view.shape(), bindings), node.dtype);
   }
-  const bool kernel = step.kind == Step::Kind::Kernel;
-  plan.items = kernel ? step.items.evaluate(bindings) : 0;
-  plan.parallel = kernel && plan.items > 1 && plan.items * step.work_per_item.evaluate(bindings) >= kParallelThreshold;
+  if (step.kind == Step::Kind::Kernel) plan_kernel(step, bindings, plan.symbols, plan.items, plan.parallel);
   const bool gemm = step.kind == Step::Kind::Gemm || step.kind == Step::Kind::GroupedGemm;
   auto layout = [&](const ir::View& v) {
     return !gemm || v.rank() == 0 ? StridedLayout{} : strided_layout(v, bindings);
@@ -192,6 +204,10 @@ CpuExecutable::StepPlan CpuExecutable::plan_step(const Step& step, const ir::Sym
   plan.a = layout(step.a);
   plan.b = layout(step.b);
   plan.offs = layout(step.offs);
+  if (step.few_rows && plan.a.shape[plan.a.shape.size() - 2] <= codegen::kF32GemvRows) {
+    plan.few_rows = true;
+    plan_kernel(*step.few_rows, bindings, plan.symbols, plan.items, plan.parallel);
+  }
   return plan;
 }
 
@@ -576,6 +592,8 @@ void CpuExecutable::run_step(size_t index, const StepPlan& plan, const std::vect
     pending->wait();
     return;
   }
+  if (step.kind == Step::Kind::Gemm && plan.few_rows && !plan.matmul_through_aten)
+    return run_kernel(*step.few_rows, plan, ptr, arena);
   if (step.kind == Step::Kind::Gemm) {
     pool_.rest();
     if (plan.matmul_through_aten) {
@@ -606,6 +624,11 @@ void CpuExecutable::run_step(size_t index, const StepPlan& plan, const std::vect
   // A Scatter copies its data into its result first, unless they are one buffer (in place).
   if (step.scatter >= 0 && ptr[step.slots[0]] != ptr[step.slots[1]]) bytes_copied += plan.scatter_copy_bytes;
   bytes_copied += plan.scatter_write_bytes;
+  run_kernel(step, plan, ptr, arena);
+}
+
+void CpuExecutable::run_kernel(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
+                               Arena& arena) const {
   std::vector<void*>& params = arena.params;
   params.clear();
   for (int slot : step.slots) params.push_back(ptr[slot]);

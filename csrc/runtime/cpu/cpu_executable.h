@@ -73,6 +73,8 @@ class CpuExecutable final : public Executable {
   void run_step(size_t index, const StepPlan& plan, const std::vector<void*>& ptr, const ir::SymbolBindings& bindings,
                 Arena& arena, int64_t& bytes_copied,
                 std::vector<std::unique_ptr<InFlightCollective>>& in_flight) const;
+  // A Kernel step (or a Gemm's few_rows kernel) with the plan's symbols, items and split.
+  void run_kernel(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr, Arena& arena) const;
   // A Gemm step through ATen's matmul (the ATen fallback's executor), writing the step's output.
   void aten_matmul(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
                    const ir::SymbolBindings& bindings) const;

@@ -47,6 +47,10 @@ struct Step {
   // groups ending at offs (slots: a, b, offs, out).
   ir::DType dtype = ir::DType::F32;
   ir::View a, b, offs;
+  // Gemm with a symbolic M that passes::is_gemv_for_few_rows takes (a dynamic-shape prefill): the
+  // GEMV as a Kernel step on the same slots, run instead of BLAS when a call's M is at most
+  // codegen::kF32GemvRows, where it beats sgemm as it does for a constant M.
+  std::shared_ptr<Step> few_rows;
   // GroupedGemm: each group's product runs through ATen's matmul, as f16/bf16 ones do where ATen
   // multiplies that dtype natively (faster than widening the routed experts to f32 for BLAS).
   bool groups_through_aten = false;
