@@ -132,7 +132,7 @@ TEST(CudaCodegen, PlannedKernelsAreNamedAfterTheirGroupKind) {
   EXPECT_EQ(plan.steps[0].cuda.name.size(), std::string("lm_attention_").size() + 24);
 }
 
-TEST(CudaCodegen, AttentionIsOneBlockPerQueryTileAndOneWarpPerRow) {
+TEST(CudaCodegen, AttentionIsOneBlockPerQueryTile) {
   using codegen::cuda::LaunchSpec;
   // 41 query rows: tiles of 36 (kAttentionRows) and 5; 43 keys; head dim 20.
   codegen::Kernel kernel = attention_kernel(attention_graph(3, 41, 43, 20, 20, /*bias=*/true));
@@ -147,16 +147,18 @@ TEST(CudaCodegen, AttentionIsOneBlockPerQueryTileAndOneWarpPerRow) {
   // The block's key window (columns some row's bias does not mask) is a block reduction...
   EXPECT_EQ(count(source, "const int64_t lm_lo = lm_block_reduce(lm_first, lm_min_op());"), 1u) << source;
   EXPECT_EQ(count(source, "const int64_t lm_hi = lm_block_reduce(lm_last, lm_max_op());"), 1u) << source;
-  // ...then one warp per query row: lanes stride the keys, a NaN anywhere makes the row NaN.
-  EXPECT_EQ(count(source, "lm_l = lm_r0 + (threadIdx.x >> 5); lm_l < lm_r1; lm_l += lm_warps)"), 1u) << source;
-  EXPECT_EQ(count(source, "lm_j = lm_lo + lm_lane; lm_j < lm_hi; lm_j += 32)"), 1u) << source;
-  EXPECT_EQ(count(source, "lm_warp_reduce(lm_nan, lm_or_op())"), 1u) << source;
-  EXPECT_EQ(count(source, "__shfl_sync(0xffffffffu, lm_e, lm_i)"), 1u) << source;
+  // ...then the block stages its rows and each tile of 32 keys in shared memory: 8 warps of 5
+  // rows each, the head dim padded to 20 and rows 28 floats apart (7 float4: no bank conflicts).
+  EXPECT_EQ(count(source, "constexpr int LM_W = 8, LM_RW = 5, LM_EP = 20, LM_QS = 28, LM_EV = 20, LM_CPL = 1;"), 1u)
+      << source;
+  EXPECT_EQ(count(source, "__shared__ __align__(16) float lm_qs[1120];"), 1u) << source;
+  EXPECT_EQ(count(source, "for (int64_t lm_j0 = lm_lo; lm_j0 < lm_hi; lm_j0 += 32) {"), 2u) << "max, then exps\n"
+                                                                                               << source;
+  EXPECT_EQ(count(source, "lm_nan[lm_s] = lm_warp_reduce(lm_nan[lm_s], lm_or_op());"), 1u) << source;
   // Scores: fused q·k in head-dim order, then the reference's separately rounded Mul and Add.
-  EXPECT_EQ(count(source, "lm_dot = fmaf("), 1u) << source;
-  EXPECT_EQ(count(source, "return __fadd_rn(__fmul_rn(lm_dot, lm_scale), lm_b["), 1u) << source;
+  EXPECT_EQ(count(source, "lm_dot[lm_s] = fmaf(lm_qq.x, lm_kk.x, lm_dot[lm_s]);"), 1u) << source;
+  EXPECT_EQ(count(source, "__fadd_rn(__fmul_rn(lm_dot[lm_s], lm_scale), lm_b["), 2u) << source;
   EXPECT_EQ(count(source, "const float lm_scale = (float)0.125;"), 1u) << source;
-  EXPECT_EQ(count(source, "float lm_acc[1];"), 1u) << "20 value columns: one register per lane\n" << source;
   EXPECT_EQ(count(source, "return;"), 0u) << "no thread leaves a block that synchronises\n" << source;
 
   // Kernel::tile (the schedule's query rows per block), rounded to the C++ kernel's 6-row tile.
@@ -166,16 +168,20 @@ TEST(CudaCodegen, AttentionIsOneBlockPerQueryTileAndOneWarpPerRow) {
   EXPECT_EQ(codegen::cuda::attention_rows_per_block(kernel), 12);
   EXPECT_EQ(codegen::cuda::emit_kernel(kernel, "k").launch.work, Expr(int64_t{3 * 4}));
 
-  // A decode step (one query row) is a one-warp block; without a bias every key is attended.
+  // A decode step (one query row) splits its key tiles over 8 warps, the row's max a block
+  // reduction, the warps' sums added in warp order; without a bias every key is attended.
   attention = codegen::cuda::emit_kernel(attention_kernel(attention_graph(4, 1, 40, 8, 8, /*bias=*/false)), "k");
   EXPECT_EQ(attention.launch.work, Expr(int64_t{4}));
-  EXPECT_EQ(attention.launch.block_threads, 32);
+  EXPECT_EQ(attention.launch.block_threads, 256);
   source = kernel_of(attention.source);
   EXPECT_EQ(count(source, "const int64_t lm_lo = 0, lm_hi = lm_S;"), 1u) << source;
-  EXPECT_EQ(count(source, "lm_block_reduce"), 0u) << source;
+  EXPECT_EQ(count(source, "lm_m = lm_block_reduce(lm_m, lm_max_op());"), 1u) << source;
+  EXPECT_EQ(count(source, "lm_j0 = lm_lo + 32 * lm_warp; lm_j0 < lm_hi; lm_j0 += blockDim.x)"), 1u) << source;
+  EXPECT_EQ(count(source, "for (int lm_w = 0; lm_w < LM_W; ++lm_w) lm_a += lm_parts[lm_w]"), 1u) << source;
   EXPECT_EQ(count(source, "return __fmul_rn(lm_dot, lm_scale);"), 1u) << source;
 
-  // Dynamic dims are arguments; 300 value columns take 8 registers per lane and two passes.
+  // Dynamic dims are arguments; 300 value columns do not fit the tiles' registers: one warp
+  // per row, 8 registers per lane and two passes.
   const Expr L = Expr::symbol("s0"), S = Expr::symbol("s1");
   attention = codegen::cuda::emit_kernel(attention_kernel(attention_graph(2, L, S, 16, 300, /*bias=*/true)), "k");
   EXPECT_EQ(attention.symbols, (std::vector<std::string>{"s0", "s1"}));
@@ -186,6 +192,9 @@ TEST(CudaCodegen, AttentionIsOneBlockPerQueryTileAndOneWarpPerRow) {
   EXPECT_EQ(count(source, "const int64_t lm_S = S_s1;"), 1u) << source;
   EXPECT_EQ(count(source, "float lm_acc[8];"), 1u) << source;
   EXPECT_EQ(count(source, "lm_c0 < lm_Ev; lm_c0 += 256)"), 1u) << source;
+  EXPECT_EQ(count(source, "lm_l = lm_r0 + (threadIdx.x >> 5); lm_l < lm_r1; lm_l += lm_warps)"), 1u) << source;
+  EXPECT_EQ(count(source, "__shfl_sync(0xffffffffu, lm_e, lm_i)"), 1u) << source;
+  EXPECT_EQ(count(source, "return;"), 0u) << source;
 }
 
 TEST(CudaCodegen, AttentionCompilesWithNvrtcWithoutWarnings) {
@@ -198,7 +207,8 @@ TEST(CudaCodegen, AttentionCompilesWithNvrtcWithoutWarnings) {
   const Expr L = Expr::symbol("s0"), S = Expr::symbol("s1"), Ev = Expr::symbol("s2");
   const std::vector<ir::Graph> graphs = {
       attention_graph(3, 41, 43, 20, 20, true), attention_graph(4, 1, 40, 8, 8, false),
-      attention_graph(2, L, S, 16, 300, true), attention_graph(2, L, S, 64, Ev, false)};
+      attention_graph(2, L, S, 16, 300, true), attention_graph(2, L, S, 64, Ev, false),
+      attention_graph(2, 5, 30, 128, 128, true), attention_graph(2, 1, S, 256, 256, true)};
   for (const ir::Graph& graph : graphs) {
     codegen::Kernel kernel = attention_kernel(graph);
     // The lowering gives f32 operands (the translator computes half attention in f32); the

@@ -235,3 +235,114 @@ def test_llama_static_cache_decode_gives_eagers_tokens(dtype):
         torch._dynamo.reset()
         compiled = torch.compile(model, backend=luminal.luminal_backend)
         assert greedy(compiled) == expected
+
+
+def _sdpa_reference(q, k, v, mask=None, causal=False):
+    """Eager SDPA in f32 on upcast inputs, cast back: luminal computes half attention in f32."""
+    upcast = None if mask is None or mask.dtype == torch.bool else mask.float()
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q.float(), k.float(), v.float(), attn_mask=mask if upcast is None else upcast, is_causal=causal,
+        enable_gqa=True,
+    )
+    return out.to(q.dtype)
+
+
+# (query rows, keys, head dim, value dim, query heads, key/value heads, mask): prompts that take
+# the shared-memory tiles (several tiles of 36 rows, a head dim padded to 4, fewer rows than
+# warps), decode steps whose keys split over the block's warps, and a head dim too wide for the
+# tiles (one warp per row).
+ATTENTION_CASES = {
+    "prompt-causal-gqa": (100, 100, 64, 64, 4, 2, "causal"),
+    "prompt-float-mask-head-dim-20": (7, 50, 20, 20, 2, 2, "float"),
+    "prompt-value-dim-48": (50, 60, 32, 48, 2, 1, "bool"),
+    "decode-300-keys": (1, 300, 64, 64, 4, 4, None),
+    "decode-bool-mask-head-dim-80": (1, 77, 80, 80, 4, 2, "bool"),
+    "prompt-head-dim-256": (40, 40, 256, 256, 2, 2, "causal"),
+}
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("case", sorted(ATTENTION_CASES))
+def test_attention_matches_eager(case, dtype):
+    rows, keys, head_dim, value_dim, heads, kv_heads, mask_kind = ATTENTION_CASES[case]
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    q = torch.randn(1, heads, rows, head_dim, device="cuda", generator=gen).to(dtype)
+    k = torch.randn(1, kv_heads, keys, head_dim, device="cuda", generator=gen).to(dtype)
+    v = torch.randn(1, kv_heads, keys, value_dim, device="cuda", generator=gen).to(dtype)
+    mask = None
+    if mask_kind == "float":
+        mask = torch.randn(1, 1, rows, keys, device="cuda", generator=gen).to(dtype)
+    elif mask_kind == "bool":  # every row keeps its first key
+        mask = torch.rand(1, 1, rows, keys, device="cuda", generator=gen) > 0.3
+        mask[..., 0] = True
+    causal = mask_kind == "causal"
+
+    def attend(q, k, v, mask):
+        return torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=causal, enable_gqa=True
+        )
+
+    torch._dynamo.reset()
+    compiled = torch.compile(attend, backend=luminal.luminal_backend)
+    _close(compiled(q, k, v, mask), _sdpa_reference(q, k, v, mask, causal))
+
+
+@needs_gpu
+def test_attention_over_a_dynamic_prompt_length_matches_eager():
+    def attend(q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    # The prompt length is a symbol (the first GPU run of this test made every dim dynamic, and
+    # a symbolic head dim leaves SDPA's default scale unknown: a UserError, not a kernel bug).
+    torch._dynamo.reset()
+    compiled = torch.compile(attend, backend=luminal.luminal_backend)
+    for rows in (37, 90, 5):
+        q, k, v = (torch.randn(1, 2, rows, 64, device="cuda") for _ in range(3))
+        for tensor in (q, k, v):
+            torch._dynamo.mark_dynamic(tensor, 2)
+        _close(compiled(q, k, v), _sdpa_reference(q, k, v, causal=True))
+
+
+@needs_gpu
+@pytest.mark.parametrize("in_place", [False, True], ids=["copy", "in-place"])
+def test_a_cache_update_over_many_blocks_matches_eager(in_place):
+    # 300 positions x 4 heads x 64: the in-place update spreads over the grid, the copying one
+    # runs on one block after its copy.
+    def update(cache, positions, new):
+        if in_place:
+            cache.index_copy_(2, positions, new)
+            return cache.sum(-1)
+        return cache.index_copy(2, positions, new)
+
+    positions = torch.randperm(512, device="cuda")[:300]
+    new = torch.randn(1, 4, 300, 64, device="cuda")
+    cache = torch.randn(1, 4, 512, 64, device="cuda")
+    expected_cache = cache.clone()
+    expected = update(expected_cache, positions, new)
+    compiled = torch.compile(update, backend=luminal.luminal_backend)
+    _close(compiled(cache, positions, new), expected)
+    if in_place:
+        torch.testing.assert_close(cache, expected_cache, rtol=0, atol=0)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("depth", [64, 2048, 100])
+@pytest.mark.parametrize("aligned", [True, False], ids=["aligned", "offset-by-one"])
+def test_a_single_row_linear_matches_eager(dtype, depth, aligned):
+    # A GEMV reads 16-byte chunks where both rows are aligned, element by element otherwise (a
+    # row sliced one element in, inside the graph) and for the rest of a row whose length is not
+    # a multiple of the chunk.
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(depth, 96, bias=False).to("cuda", dtype)
+    start = 0 if aligned else 1
+
+    def f(row):
+        return linear((row * 2)[:, start : start + depth])
+
+    row = torch.randn(1, depth + 1, device="cuda", dtype=dtype)
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend=luminal.luminal_backend)
+    expected = ((row * 2)[:, start : start + depth].float() @ linear.weight.float().t()).to(dtype)
+    _close(compiled(row), expected)

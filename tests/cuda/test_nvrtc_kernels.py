@@ -87,15 +87,16 @@ def _check_decode(family: str, dtype: torch.dtype) -> None:
     assert not problems, f"{len(problems)} NVRTC failures or warnings:\n" + "\n\n".join(problems[:3])
     launches = {k["launch"] for k in report["kernels"]}
     assert "one warp per output" in launches, "decode Linear layers should be GEMV kernels"
-    # One query row against the static cache: a one-warp block whose key window stops at the
-    # cache's filled length (the mask's -inf tail is never read). Gemma-3's sliding layers have
-    # a shorter cache than its full ones: two kernels.
+    # One query row against the static cache: its key tiles split over a block of 8 warps, a
+    # key window that stops at the cache's filled length (the mask's -inf tail is never read).
+    # Gemma-3's sliding layers have a shorter cache than its full ones: two kernels.
     attention = _kernels(report, ATTENTION)
     assert attention and sum(k["launches"] for k in attention) == 2
     for kernel in attention:
         assert kernel["launch"] == "one block per query tile"
-        assert "__launch_bounds__(32)" in kernel["source"]
+        assert "__launch_bounds__(256)" in kernel["source"]
         assert "lm_block_reduce(lm_first, lm_min_op())" in kernel["source"]
+        assert "lm_j0 = lm_lo + 32 * lm_warp; lm_j0 < lm_hi; lm_j0 += blockDim.x)" in kernel["source"]
 
 
 @pytest.mark.parametrize(("family", "dtype"), DECODE_FAST, ids=str)
@@ -179,10 +180,17 @@ def test_gemv_source(dtype):
     source = kernel["source"]
     assert kernel["launch"] == "one warp per output"
     assert "const int lm_lane = threadIdx.x & 31;" in source
-    assert "lm_k = lm_lane; lm_k < lm_depth; lm_k += 32" in source
+    # Lanes read 16-byte chunks of both rows where both are aligned, then the rest one by one.
+    assert "if ((((unsigned long long)lm_a | (unsigned long long)lm_w) & 15) == 0) {" in source
+    assert "lm_c = lm_lane; lm_c < lm_chunks; lm_c += 32" in source
+    assert "lm_k = lm_tail + lm_lane; lm_k < lm_depth; lm_k += 32" in source
     assert "lm_warp_reduce(lm_sum, lm_sum_op())" in source
     if dtype == torch.float16:
         assert "#include <cuda_fp16.h>" in source and "lm_f2h(lm_sum)" in source
+        assert "const int64_t lm_chunks = lm_depth / 8;" in source and "__half22float2(lm_ap[lm_q])" in source
+    else:
+        assert "const int64_t lm_chunks = lm_depth / 4;" in source
+        assert "reinterpret_cast<const float4*>(lm_w)" in source
 
 
 class Sdpa(torch.nn.Module):
@@ -211,15 +219,32 @@ def test_attention_source(dtype):
     [kernel] = _kernels(report, ATTENTION)
     source = kernel["source"]
     assert kernel["launch"] == "one block per query tile"
-    assert "__launch_bounds__(256)" in source, "10 query rows: a block of 8 warps, one row each"
-    # The block's key window is a reduction over the mask; each row's warp strides the keys.
+    assert "__launch_bounds__(256)" in source, "10 query rows: a block of 8 warps, two rows each at most"
+    # The block's key window is a reduction over the mask; the block stages its query rows and
+    # each tile of 32 keys in shared memory, each warp computes its rows against the tile.
     assert "const int64_t lm_lo = lm_block_reduce(lm_first, lm_min_op());" in source
-    assert "lm_j = lm_lo + lm_lane; lm_j < lm_hi; lm_j += 32)" in source
-    assert "lm_warp_reduce(lm_nan, lm_or_op())" in source, "a NaN score makes its row NaN"
-    assert "__shfl_sync(0xffffffffu, lm_e, lm_i)" in source
-    assert "lm_dot = fmaf(" in source and "__fadd_rn(__fmul_rn(lm_dot, lm_scale)" in source
+    assert "constexpr int LM_W = 8, LM_RW = 2, LM_EP = 16, LM_QS = 20, LM_EV = 16, LM_CPL = 1;" in source
+    assert source.count("for (int64_t lm_j0 = lm_lo; lm_j0 < lm_hi; lm_j0 += 32) {") == 2, "max, then exps"
+    assert "lm_nan[lm_s] = lm_warp_reduce(lm_nan[lm_s], lm_or_op());" in source, "a NaN score makes its row NaN"
+    assert "lm_dot[lm_s] = fmaf(lm_qq.x, lm_kk.x, lm_dot[lm_s]);" in source
+    assert "__fadd_rn(__fmul_rn(lm_dot[lm_s], lm_scale)" in source
     assert "const float lm_scale = (float)0.25;" in source, "1 / sqrt(16)"
     assert "cuda_bf16.h" not in source, "the kernel's buffers are f32"
+
+
+def test_attention_with_rows_too_wide_for_shared_memory_reads_per_row():
+    """Head dims whose query rows and key tile do not fit 48 KiB of shared memory: one warp per
+    query row reads its keys and values itself (the same sums in the same order)."""
+    gen = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(1, 2, n, 256, generator=gen) for n in (40, 40, 40))
+    report = check_model(Sdpa(causal=True), {"q": q, "k": k, "v": v})
+    assert not failures(report), "\n\n".join(failures(report)[:3])
+    [kernel] = _kernels(report, ATTENTION)
+    source = kernel["source"]
+    assert "__shared__ __align__(16) float lm_qs" not in source
+    assert "lm_j = lm_lo + lm_lane; lm_j < lm_hi; lm_j += 32)" in source
+    assert "lm_warp_reduce(lm_nan, lm_or_op())" in source
+    assert "__shfl_sync(0xffffffffu, lm_e, lm_i)" in source
 
 
 def test_causal_gqa_attention_source():

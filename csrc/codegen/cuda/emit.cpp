@@ -89,19 +89,24 @@ class Emitter {
     launch.block_threads = kBlockThreads;
     switch (k_.kind) {
       case KernelKind::Scatter:
-        launch.kind = LaunchSpec::Kind::Single;
-        launch.work = Expr(int64_t{1});
+        // An accumulating scatter runs on one thread; a plain one over the grid (see scatter_body).
+        launch.kind = k_.scatter.accumulate ? LaunchSpec::Kind::Single : LaunchSpec::Kind::Elementwise;
+        launch.work = k_.scatter.accumulate ? Expr(int64_t{1}) : ir::numel(k_.scatter.index_shape);
         body = scatter_body();
         break;
       case KernelKind::Attention: {
         const int64_t rows = attention_rows_per_block(k_);
         launch.kind = LaunchSpec::Kind::Attention;
         launch.work = k_.parallel_extent() * floordiv(k_.attention.q_len + Expr(rows - 1), Expr(rows));
-        // A warp per query row, up to 8; a decode step's single row gets a one-warp block.
+        // A warp per query row, up to 8 warps (the tiled kernel gives each several rows); a
+        // decode step's single row is split over 8 warps by key tiles where its value row fits
+        // their registers.
         const Expr& q_len = k_.attention.q_len;
         const int64_t busy_rows = q_len.is_constant() ? std::min(rows, q_len.constant_value()) : rows;
-        launch.block_threads = 32 * static_cast<int>(std::clamp<int64_t>(busy_rows, 1, kBlockThreads / 32));
-        body = attention_body(rows);
+        launch.block_threads = split_keys_columns() > 0
+                                   ? kBlockThreads
+                                   : 32 * static_cast<int>(std::clamp<int64_t>(busy_rows, 1, kBlockThreads / 32));
+        body = attention_body(rows, busy_rows, launch.block_threads / 32);
         break;
       }
       case KernelKind::Scan:
@@ -320,9 +325,41 @@ class Emitter {
     per_output += "    const " + storage + "* lm_a = p0 + (" + index_text(g.a, false) + ");\n";
     per_output += "    const " + storage + "* lm_w = p1 + (" + index_text(g.w, false) + ");\n";
     // f32 accumulation, rounded once on store, as the C++ GEMV and torch's half matmul do.
+    // Where both rows start 16-byte aligned, each lane reads 16-byte chunks (several loads in
+    // flight per lane: a decode step's GEMVs are bound by how fast the weights stream in); the
+    // rest of the row, or all of a misaligned one, element by element.
+    const int per_chunk = t == DType::F32 ? 4 : 8;
     per_output += "    float lm_sum = 0.0f;\n";
-    per_output += "    for (int64_t lm_k = lm_lane; lm_k < lm_depth; lm_k += 32) lm_sum += " +
-                  table_.load(t, "lm_a[lm_k]") + " * " + table_.load(t, "lm_w[lm_k]") + ";\n";
+    per_output += "    int64_t lm_tail = 0;\n";
+    per_output += "    if ((((unsigned long long)lm_a | (unsigned long long)lm_w) & 15) == 0) {\n";
+    per_output += "      const int64_t lm_chunks = lm_depth / " + std::to_string(per_chunk) + ";\n";
+    per_output += "#pragma unroll 4\n";
+    per_output += "      for (int64_t lm_c = lm_lane; lm_c < lm_chunks; lm_c += 32) {\n";
+    if (t == DType::F32) {
+      per_output += "        const float4 lm_av = reinterpret_cast<const float4*>(lm_a)[lm_c];\n";
+      per_output += "        const float4 lm_wv = reinterpret_cast<const float4*>(lm_w)[lm_c];\n";
+      for (const char* f : {"x", "y", "z", "w"})
+        per_output += std::string("        lm_sum = fmaf(lm_av.") + f + ", lm_wv." + f + ", lm_sum);\n";
+    } else {
+      const std::string pair = t == DType::BF16 ? "__nv_bfloat162" : "__half2";
+      const std::string widen = t == DType::BF16 ? "__bfloat1622float2" : "__half22float2";
+      per_output += "        const uint4 lm_av = reinterpret_cast<const uint4*>(lm_a)[lm_c];\n";
+      per_output += "        const uint4 lm_wv = reinterpret_cast<const uint4*>(lm_w)[lm_c];\n";
+      per_output += "        const " + pair + "* lm_ap = reinterpret_cast<const " + pair + "*>(&lm_av);\n";
+      per_output += "        const " + pair + "* lm_wp = reinterpret_cast<const " + pair + "*>(&lm_wv);\n";
+      per_output += "#pragma unroll\n";
+      per_output += "        for (int lm_q = 0; lm_q < 4; ++lm_q) {\n";
+      per_output += "          const float2 lm_af = " + widen + "(lm_ap[lm_q]), lm_wf = " + widen + "(lm_wp[lm_q]);\n";
+      per_output += "          lm_sum = fmaf(lm_af.x, lm_wf.x, lm_sum);\n";
+      per_output += "          lm_sum = fmaf(lm_af.y, lm_wf.y, lm_sum);\n";
+      per_output += "        }\n";
+    }
+    per_output += "      }\n";
+    per_output += "      lm_tail = lm_chunks * " + std::to_string(per_chunk) + ";\n";
+    per_output += "    }\n";
+    per_output += "    for (int64_t lm_k = lm_tail + lm_lane; lm_k < lm_depth; lm_k += 32)\n";
+    per_output += "      lm_sum = fmaf(" + table_.load(t, "lm_a[lm_k]") + ", " + table_.load(t, "lm_w[lm_k]") +
+                  ", lm_sum);\n";
     per_output += "    lm_sum = lm_warp_reduce(lm_sum, lm_sum_op());\n";
     per_output += "    if (lm_lane == 0) p2[" + index_text(g.out, false) + "] = " + table_.store(t, "lm_sum") + ";\n";
     std::vector<int> dims;
@@ -337,7 +374,7 @@ class Emitter {
     return out.str();
   }
 
-  // ---- attention: one block per query tile, one warp per query row ----
+  // ---- attention: one block per query tile ----
   // The C++ kernel's semantics (lm_attention_head in codegen/cpp/prelude.cpp), over the same
   // blocks of query rows (attention_rows_per_block):
   //  - a block reads only its key window [first, last): the columns whose bias is not -inf in
@@ -354,24 +391,25 @@ class Emitter {
   //    +inf scores make the whole row NaN, as there;
   //  - a row whose window scores are all -inf (or an empty window) gets sum_j 0 * v[j]: zeros,
   //    as torch's _safe_softmax gives, unless a value in the window is not finite.
-  // Per row, pass 1 finds the max (lanes stride the keys); pass 2 recomputes each lane's
-  // score, sums the exps and accumulates exp * v with the lanes striding the value columns
-  // (`columns_per_lane` registers each, another pass per 32 * columns_per_lane columns); the
-  // output is that sum over the sum of exps, rounded once on store. No thread returns early:
-  // the window is a block reduction.
-  std::string attention_body(int64_t rows) const {
+  // Pass 1 finds each row's max (lanes stride the keys); pass 2 recomputes each lane's score,
+  // sums the exps and accumulates exp * v with the lanes striding the value columns
+  // (`columns_per_lane` registers each); the output is that sum over the sum of exps, rounded
+  // once on store. No thread returns early: the window is a block reduction.
+  //
+  // Where the block's query rows and a tile of 32 keys fit in shared memory (attention_tiles),
+  // the block stages them there as f32 and each warp computes several rows against every key
+  // tile: keys are read from memory once per block, not once per row (tiled_attention_loops).
+  // A decode step's single row splits its key tiles over the block's warps instead
+  // (split_keys_attention_loops). Otherwise one warp per query row reads its keys and values
+  // itself (per_row_attention_loops). The tiled and per-row loops add in the same order, so
+  // they give the same bits; the split one adds the warps' partial sums in warp order.
+  std::string attention_body(int64_t rows, int64_t busy_rows, int warps) const {
     const AttentionSpec& a = k_.attention;
     const int out_param = static_cast<int>(k_.params.size()) - 1;
     for (const Param& p : k_.params)
       INTERNAL_CHECK(p.dtype == DType::F32 || p.dtype == DType::BF16 || p.dtype == DType::F16)
           << "attention over " << ir::dtype_name(p.dtype);
     INTERNAL_CHECK(std::isfinite(a.scale)) << "attention scale " << a.scale;
-    // Registers of output columns per lane: the whole row in one pass for value dims up to 256.
-    const int64_t columns_per_lane =
-        a.value_dim.is_constant() ? std::clamp<int64_t>((a.value_dim.constant_value() + 31) / 32, 1, 8) : 4;
-    const std::string cpl = std::to_string(columns_per_lane);
-    auto load = [&](int param, const std::string& element) { return table_.load(k_.params[param].dtype, element); };
-    auto storage = [&](int param) { return table_.storage_type(k_.params[param].dtype); };
     std::ostringstream scale;
     scale.precision(17);
     scale << a.scale;
@@ -379,7 +417,7 @@ class Emitter {
     // The head's matrices, from the batch dims' indices.
     std::string pointers;
     auto pointer = [&](const std::string& var, int param, const MatrixOperand& m) {
-      pointers += "    const " + storage(param) + "* " + var + " = p" + std::to_string(param) + " + (" +
+      pointers += "    const " + attention_storage(param) + "* " + var + " = p" + std::to_string(param) + " + (" +
                   index_over(m.batch, "i") + ");\n";
     };
     pointer("lm_q", 0, a.q);
@@ -389,9 +427,7 @@ class Emitter {
     std::vector<int> batch_dims;
     for (int d = 0; d + 2 < rank_; ++d) batch_dims.push_back(d);
 
-    const std::string bias_at = a.has_bias ? load(3, "lm_b[lm_l * " + expr_text(a.bias.row_stride) + " + lm_j * " +
-                                                         expr_text(a.bias.col_stride) + "]")
-                                           : "";
+    const std::string bias_at = attention_bias_at();
     std::ostringstream out;
     out << "  const int64_t lm_L = " << expr_text(a.q_len) << ";\n";
     out << "  const int64_t lm_S = " << expr_text(a.kv_len) << ";\n";
@@ -402,13 +438,22 @@ class Emitter {
     out << "  const int64_t lm_items = " << expr_text(k_.parallel_extent()) << " * lm_tiles;\n";
     out << "  const float lm_scale = (float)" << scale.str() << ";\n";
     out << "  const int lm_lane = threadIdx.x & 31;\n";
-    out << "  const int lm_warps = blockDim.x >> 5;\n";
+    const int64_t split_columns = split_keys_columns();
+    const AttentionTiles tiles = attention_tiles(rows, busy_rows, warps);
+    if (split_columns > 0) {
+      out << "  constexpr int LM_W = " << warps << ";\n";
+      out << "  __shared__ float lm_parts[LM_W][" << 32 * split_columns << "];  // each warp's exp * v sums\n";
+      out << "  __shared__ float lm_sums[LM_W];  // each warp's sum of exps\n";
+      out << "  const int lm_warp = threadIdx.x >> 5;\n";
+    } else if (tiles.fits) {
+      out << tiled_attention_shared(tiles);
+    }
     out << "  for (int64_t lm_item = blockIdx.x; lm_item < lm_items; lm_item += gridDim.x) {\n";
     out << "    const int64_t lm_h = lm_item / lm_tiles;\n";
     out << "    const int64_t lm_r0 = lm_item % lm_tiles * " << rows << ";\n";
     out << "    const int64_t lm_r1 = lm_imin(lm_r0 + " << rows << ", lm_L);\n";
     out << decompose(k_.domain, batch_dims, "lm_h", "i", pointers, "    ") << pointers;
-    out << "    " << storage(out_param) << "* lm_o = p" << out_param << " + lm_h * lm_L * lm_Ev;\n";
+    out << "    " << attention_storage(out_param) << "* lm_o = p" << out_param << " + lm_h * lm_L * lm_Ev;\n";
     if (a.has_bias) {
       out << "    // The block's key window: outside it every row's bias is -inf.\n";
       out << "    int64_t lm_first = lm_S, lm_last = 0;\n";
@@ -423,19 +468,313 @@ class Emitter {
     } else {
       out << "    const int64_t lm_lo = 0, lm_hi = lm_S;\n";
     }
-    out << "    // (q·k) * scale + bias for query row lm_l and key lm_j.\n";
+    out << (split_columns > 0 ? split_keys_attention_loops(split_columns)
+            : tiles.fits      ? tiled_attention_loops()
+                              : per_row_attention_loops());
+    out << "  }\n";
+    return out.str();
+  }
+
+  // A decode step's attention (one query row) splits its keys over the block's warps when its
+  // value row fits 8 registers per lane: the registers per lane it takes, else 0.
+  int64_t split_keys_columns() const {
+    const AttentionSpec& a = k_.attention;
+    if (!a.q_len.is_constant() || a.q_len.constant_value() != 1 || !a.value_dim.is_constant()) return 0;
+    const int64_t columns = std::max<int64_t>(1, (a.value_dim.constant_value() + 31) / 32);
+    return columns <= 8 ? columns : 0;
+  }
+
+  std::string attention_load(int param, const std::string& element) const {
+    return table_.load(k_.params[param].dtype, element);
+  }
+  std::string attention_storage(int param) const { return table_.storage_type(k_.params[param].dtype); }
+  // The bias of query row lm_l and key lm_j, as f32 ("" without a bias).
+  std::string attention_bias_at() const {
+    const AttentionSpec& a = k_.attention;
+    return a.has_bias ? attention_load(3, "lm_b[lm_l * " + expr_text(a.bias.row_stride) + " + lm_j * " +
+                                              expr_text(a.bias.col_stride) + "]")
+                      : "";
+  }
+  // (q·k) * scale + bias, from the dot product `dot`: the reference's separately rounded Mul and Add.
+  std::string attention_score(const std::string& dot) const {
+    const std::string scaled = "__fmul_rn(" + dot + ", lm_scale)";
+    return k_.attention.has_bias ? "__fadd_rn(" + scaled + ", " + attention_bias_at() + ")" : scaled;
+  }
+
+  // How the tiled attention lays a block's work out in shared memory (floats).
+  struct AttentionTiles {
+    bool fits = false;
+    int warps = 0;
+    int64_t rows_per_warp = 0;  // query rows each warp computes: warp w has rows w, w + warps, ...
+    int64_t head_pad = 0;       // the head dim rounded up to 4: rows are read as float4, zero-padded
+    int64_t row_floats = 0;     // a staged q or k row's stride: an odd count of float4, so that the
+                                // 8 lanes of a quarter-warp read 8 different bank groups
+    int64_t value_dim = 0;
+    int64_t columns_per_lane = 0;  // value columns per lane: all of a row's in registers
+    int64_t q_floats = 0, kv_floats = 0, p_floats = 0;
+  };
+
+  AttentionTiles attention_tiles(int64_t rows, int64_t busy_rows, int warps) const {
+    const AttentionSpec& a = k_.attention;
+    AttentionTiles t;
+    if (!a.head_dim.is_constant() || !a.value_dim.is_constant()) return t;
+    t.warps = warps;
+    t.rows_per_warp = (std::min(rows, busy_rows) + warps - 1) / warps;
+    t.head_pad = (a.head_dim.constant_value() + 3) / 4 * 4;
+    t.row_floats = t.head_pad + 4;
+    if ((t.row_floats / 4) % 2 == 0) t.row_floats += 4;
+    t.value_dim = a.value_dim.constant_value();
+    t.columns_per_lane = std::max<int64_t>(1, (t.value_dim + 31) / 32);
+    t.q_floats = warps * t.rows_per_warp * t.row_floats;
+    t.kv_floats = 32 * std::max(t.row_floats, t.value_dim);  // a key tile, then the same keys' values
+    t.p_floats = warps * t.rows_per_warp * 32;                 // each warp's exps for the key tile
+    // Static shared memory is at most 48 KiB; lm_block_reduce keeps 256 bytes of its own.
+    constexpr int64_t kSharedFloats = (48 * 1024 - 256) / 4;
+    t.fits = t.columns_per_lane <= 8 && t.q_floats + t.kv_floats + t.p_floats <= kSharedFloats;
+    return t;
+  }
+
+  std::string tiled_attention_shared(const AttentionTiles& t) const {
+    std::ostringstream out;
+    out << "  constexpr int LM_W = " << t.warps << ", LM_RW = " << t.rows_per_warp << ", LM_EP = " << t.head_pad
+        << ", LM_QS = " << t.row_floats << ", LM_EV = " << t.value_dim << ", LM_CPL = " << t.columns_per_lane << ";\n";
+    out << "  __shared__ __align__(16) float lm_qs[" << t.q_floats << "];   // the block's query rows\n";
+    out << "  __shared__ __align__(16) float lm_kv[" << t.kv_floats << "];  // a tile of 32 keys, then their values\n";
+    out << "  __shared__ float lm_ps[" << t.p_floats << "];  // each warp's exps for the tile, per row\n";
+    out << "  const int lm_warp = threadIdx.x >> 5;\n";
+    out << "  float* const lm_pw = lm_ps + lm_warp * (LM_RW * 32);\n";
+    return out.str();
+  }
+
+  std::string tiled_attention_loops() const {
+    const AttentionSpec& a = k_.attention;
+    const int out_param = static_cast<int>(k_.params.size()) - 1;
+    std::ostringstream out;
+    out << "    // Stage the block's query rows (row w + s * LM_W of the tile is warp w's slot s).\n";
+    out << "    __syncthreads();  // the previous tile's reads of lm_qs are done\n";
+    out << "    for (int lm_x = threadIdx.x; lm_x < LM_W * LM_RW * LM_EP; lm_x += blockDim.x) {\n";
+    out << "      const int lm_r = lm_x / LM_EP, lm_d = lm_x % LM_EP;\n";
+    out << "      const int64_t lm_l = lm_r0 + lm_r;\n";
+    out << "      lm_qs[lm_r * LM_QS + lm_d] = lm_l < lm_r1 && lm_d < lm_E ? "
+        << attention_load(0, "lm_q[lm_l * " + expr_text(a.q.row_stride) + " + lm_d * " + expr_text(a.q.col_stride) +
+                                 "]")
+        << " : 0.0f;\n";
+    out << "    }\n";
+    out << "    // Keys lm_j0 .. lm_j0 + 31 of the window into lm_kv (zeros past its end).\n";
+    out << "    auto lm_stage_keys = [&](const int64_t lm_j0) {\n";
+    out << "      __syncthreads();  // every warp is done with lm_kv and lm_ps\n";
+    out << "      for (int lm_x = threadIdx.x; lm_x < 32 * LM_EP; lm_x += blockDim.x) {\n";
+    out << "        const int lm_jj = lm_x / LM_EP, lm_d = lm_x % LM_EP;\n";
+    out << "        const int64_t lm_j = lm_j0 + lm_jj;\n";
+    out << "        lm_kv[lm_jj * LM_QS + lm_d] = lm_j < lm_hi && lm_d < lm_E ? "
+        << attention_load(1, "lm_k[lm_j * " + expr_text(a.k.row_stride) + " + lm_d * " + expr_text(a.k.col_stride) +
+                                 "]")
+        << " : 0.0f;\n";
+    out << "      }\n";
+    out << "      __syncthreads();\n";
+    out << "    };\n";
+    out << "    // This lane's key against the warp's rows: fused multiply-adds in head-dim order (the\n";
+    out << "    // zero padding adds exact zeros).\n";
+    out << "    auto lm_dots = [&](float (&lm_dot)[LM_RW]) {\n";
+    out << "#pragma unroll\n";
+    out << "      for (int lm_s = 0; lm_s < LM_RW; ++lm_s) lm_dot[lm_s] = 0.0f;\n";
+    out << "      const float* lm_kr = lm_kv + lm_lane * LM_QS;\n";
+    out << "#pragma unroll 4\n";
+    out << "      for (int lm_d = 0; lm_d < LM_EP; lm_d += 4) {\n";
+    out << "        const float4 lm_kk = *reinterpret_cast<const float4*>(lm_kr + lm_d);\n";
+    out << "#pragma unroll\n";
+    out << "        for (int lm_s = 0; lm_s < LM_RW; ++lm_s) {\n";
+    out << "          const float4 lm_qq =\n";
+    out << "              *reinterpret_cast<const float4*>(lm_qs + (lm_warp + lm_s * LM_W) * LM_QS + lm_d);\n";
+    out << "          lm_dot[lm_s] = fmaf(lm_qq.x, lm_kk.x, lm_dot[lm_s]);\n";
+    out << "          lm_dot[lm_s] = fmaf(lm_qq.y, lm_kk.y, lm_dot[lm_s]);\n";
+    out << "          lm_dot[lm_s] = fmaf(lm_qq.z, lm_kk.z, lm_dot[lm_s]);\n";
+    out << "          lm_dot[lm_s] = fmaf(lm_qq.w, lm_kk.w, lm_dot[lm_s]);\n";
+    out << "        }\n";
+    out << "      }\n";
+    out << "    };\n";
+    out << "    // Pass 1: each row's max over the window, NaN-aware.\n";
+    out << "    float lm_m[LM_RW];\n";
+    out << "    int lm_nan[LM_RW];\n";
+    out << "#pragma unroll\n";
+    out << "    for (int lm_s = 0; lm_s < LM_RW; ++lm_s) { lm_m[lm_s] = -lm_inff(); lm_nan[lm_s] = 0; }\n";
+    out << "    for (int64_t lm_j0 = lm_lo; lm_j0 < lm_hi; lm_j0 += 32) {\n";
+    out << "      lm_stage_keys(lm_j0);\n";
+    out << "      float lm_dot[LM_RW];\n";
+    out << "      lm_dots(lm_dot);\n";
+    out << "      const int64_t lm_j = lm_j0 + lm_lane;\n";
+    out << "#pragma unroll\n";
+    out << "      for (int lm_s = 0; lm_s < LM_RW; ++lm_s) {\n";
+    out << "        const int64_t lm_l = lm_r0 + lm_warp + lm_s * LM_W;\n";
+    out << "        if (lm_l < lm_r1 && lm_j < lm_hi) {\n";
+    out << "          const float lm_x = " << attention_score("lm_dot[lm_s]") << ";\n";
+    out << "          lm_m[lm_s] = lm_x > lm_m[lm_s] ? lm_x : lm_m[lm_s];\n";
+    out << "          lm_nan[lm_s] |= lm_x != lm_x;\n";
+    out << "        }\n";
+    out << "      }\n";
+    out << "    }\n";
+    out << "    bool lm_masked[LM_RW];  // every probability of the row is 0\n";
+    out << "#pragma unroll\n";
+    out << "    for (int lm_s = 0; lm_s < LM_RW; ++lm_s) {\n";
+    out << "      lm_m[lm_s] = lm_warp_reduce(lm_m[lm_s], lm_max_op());\n";
+    out << "      lm_nan[lm_s] = lm_warp_reduce(lm_nan[lm_s], lm_or_op());\n";
+    out << "      if (lm_m[lm_s] == -lm_inff() && lm_nan[lm_s]) lm_m[lm_s] = lm_nanf(\"\");\n";
+    out << "      lm_masked[lm_s] = lm_m[lm_s] == -lm_inff();\n";
+    out << "    }\n";
+    out << "    // Pass 2: exps of the recomputed scores, their sums, and exp * v over the value tiles.\n";
+    out << "    float lm_sum[LM_RW], lm_acc[LM_RW][LM_CPL];\n";
+    out << "#pragma unroll\n";
+    out << "    for (int lm_s = 0; lm_s < LM_RW; ++lm_s) {\n";
+    out << "      lm_sum[lm_s] = 0.0f;\n";
+    out << "#pragma unroll\n";
+    out << "      for (int lm_t = 0; lm_t < LM_CPL; ++lm_t) lm_acc[lm_s][lm_t] = 0.0f;\n";
+    out << "    }\n";
+    out << "    for (int64_t lm_j0 = lm_lo; lm_j0 < lm_hi; lm_j0 += 32) {\n";
+    out << "      lm_stage_keys(lm_j0);\n";
+    out << "      float lm_dot[LM_RW];\n";
+    out << "      lm_dots(lm_dot);\n";
+    out << "      const int64_t lm_j = lm_j0 + lm_lane;\n";
+    out << "#pragma unroll\n";
+    out << "      for (int lm_s = 0; lm_s < LM_RW; ++lm_s) {\n";
+    out << "        const int64_t lm_l = lm_r0 + lm_warp + lm_s * LM_W;\n";
+    out << "        float lm_e = 0.0f;\n";
+    out << "        if (lm_l < lm_r1 && lm_j < lm_hi && !lm_masked[lm_s])\n";
+    out << "          lm_e = lm_expf(" << attention_score("lm_dot[lm_s]") << " - lm_m[lm_s]);\n";
+    out << "        lm_sum[lm_s] += lm_e;\n";
+    out << "        lm_pw[lm_s * 32 + lm_lane] = lm_e;\n";
+    out << "      }\n";
+    out << "      __syncthreads();  // every warp's scores are done: lm_kv takes the tile's values\n";
+    out << "      for (int lm_x = threadIdx.x; lm_x < 32 * LM_EV; lm_x += blockDim.x) {\n";
+    out << "        const int lm_jj = lm_x / LM_EV, lm_c = lm_x % LM_EV;\n";
+    out << "        const int64_t lm_jv = lm_j0 + lm_jj;\n";
+    out << "        lm_kv[lm_x] = lm_jv < lm_hi ? "
+        << attention_load(2, "lm_v[lm_jv * " + expr_text(a.v.row_stride) + " + lm_c * " + expr_text(a.v.col_stride) +
+                                 "]")
+        << " : 0.0f;\n";
+    out << "      }\n";
+    out << "      __syncthreads();\n";
+    out << "      const int lm_n = (int)lm_imin(32, lm_hi - lm_j0);\n";
+    out << "      for (int lm_i = 0; lm_i < lm_n; ++lm_i) {\n";
+    out << "#pragma unroll\n";
+    out << "        for (int lm_t = 0; lm_t < LM_CPL; ++lm_t) {\n";
+    out << "          const int lm_c = lm_lane + 32 * lm_t;\n";
+    out << "          const float lm_vv = lm_c < LM_EV ? lm_kv[lm_i * LM_EV + lm_c] : 0.0f;\n";
+    out << "#pragma unroll\n";
+    out << "          for (int lm_s = 0; lm_s < LM_RW; ++lm_s)\n";
+    out << "            lm_acc[lm_s][lm_t] = fmaf(lm_pw[lm_s * 32 + lm_i], lm_vv, lm_acc[lm_s][lm_t]);\n";
+    out << "        }\n";
+    out << "      }\n";
+    out << "    }\n";
+    out << "#pragma unroll\n";
+    out << "    for (int lm_s = 0; lm_s < LM_RW; ++lm_s) {\n";
+    out << "      const float lm_total = lm_warp_reduce(lm_sum[lm_s], lm_sum_op());\n";
+    out << "      const int64_t lm_l = lm_r0 + lm_warp + lm_s * LM_W;\n";
+    out << "      if (lm_l < lm_r1) {\n";
+    out << "#pragma unroll\n";
+    out << "        for (int lm_t = 0; lm_t < LM_CPL; ++lm_t) {\n";
+    out << "          const int lm_c = lm_lane + 32 * lm_t;\n";
+    out << "          if (lm_c < LM_EV) lm_o[lm_l * LM_EV + lm_c] = "
+        << table_.store(k_.params[out_param].dtype,
+                        "(lm_masked[lm_s] ? lm_acc[lm_s][lm_t] : lm_acc[lm_s][lm_t] / lm_total)")
+        << ";\n";
+    out << "        }\n";
+    out << "      }\n";
+    out << "    }\n";
+    return out.str();
+  }
+
+  // lm_score(l, j): (q·k) * scale + bias for query row l and key j, read from memory.
+  std::string score_lambda() const {
+    const AttentionSpec& a = k_.attention;
+    std::ostringstream out;
     out << "    auto lm_score = [&](const int64_t lm_l, const int64_t lm_j) {\n";
-    out << "      const " << storage(0) << "* lm_qr = lm_q + lm_l * " << expr_text(a.q.row_stride) << ";\n";
-    out << "      const " << storage(1) << "* lm_kj = lm_k + lm_j * " << expr_text(a.k.row_stride) << ";\n";
+    out << "      const " << attention_storage(0) << "* lm_qr = lm_q + lm_l * " << expr_text(a.q.row_stride) << ";\n";
+    out << "      const " << attention_storage(1) << "* lm_kj = lm_k + lm_j * " << expr_text(a.k.row_stride) << ";\n";
     out << "      float lm_dot = 0.0f;\n";
     out << "      for (int64_t lm_d = 0; lm_d < lm_E; ++lm_d)\n";
-    out << "        lm_dot = fmaf(" << load(0, "lm_qr[lm_d * " + expr_text(a.q.col_stride) + "]") << ", "
-        << load(1, "lm_kj[lm_d * " + expr_text(a.k.col_stride) + "]") << ", lm_dot);\n";
-    if (a.has_bias)
-      out << "      return __fadd_rn(__fmul_rn(lm_dot, lm_scale), " << bias_at << ");\n";
-    else
-      out << "      return __fmul_rn(lm_dot, lm_scale);\n";
+    out << "        lm_dot = fmaf(" << attention_load(0, "lm_qr[lm_d * " + expr_text(a.q.col_stride) + "]") << ", "
+        << attention_load(1, "lm_kj[lm_d * " + expr_text(a.k.col_stride) + "]") << ", lm_dot);\n";
+    out << "      return " << attention_score("lm_dot") << ";\n";
     out << "    };\n";
+    return out.str();
+  }
+
+  // One query row (a decode step) split over the block's warps: warp w takes the key tiles
+  // w, w + warps, ...; the row's max and NaN flag are block reductions, each warp accumulates
+  // exp * v over its tiles, and warp 0 adds the warps' sums and outputs in warp order.
+  std::string split_keys_attention_loops(int64_t columns_per_lane) const {
+    const AttentionSpec& a = k_.attention;
+    const int out_param = static_cast<int>(k_.params.size()) - 1;
+    const std::string cpl = std::to_string(columns_per_lane);
+    std::ostringstream out;
+    out << score_lambda();
+    out << "    const int64_t lm_l = lm_r0;  // the only row\n";
+    out << "    float lm_m = -lm_inff();\n";
+    out << "    int lm_nan = 0;\n";
+    out << "    for (int64_t lm_j = lm_lo + threadIdx.x; lm_j < lm_hi; lm_j += blockDim.x) {\n";
+    out << "      const float lm_s = lm_score(lm_l, lm_j);\n";
+    out << "      lm_m = lm_s > lm_m ? lm_s : lm_m;\n";
+    out << "      lm_nan |= lm_s != lm_s;\n";
+    out << "    }\n";
+    out << "    lm_m = lm_block_reduce(lm_m, lm_max_op());\n";
+    out << "    lm_nan = lm_block_reduce(lm_nan, lm_or_op());\n";
+    out << "    if (lm_m == -lm_inff() && lm_nan) lm_m = lm_nanf(\"\");\n";
+    out << "    const bool lm_masked = lm_m == -lm_inff();  // every probability is 0\n";
+    out << "    float lm_acc[" << cpl << "];\n";
+    out << "#pragma unroll\n";
+    out << "    for (int lm_t = 0; lm_t < " << cpl << "; ++lm_t) lm_acc[lm_t] = 0.0f;\n";
+    out << "    float lm_sum = 0.0f;\n";
+    out << "    for (int64_t lm_j0 = lm_lo + 32 * lm_warp; lm_j0 < lm_hi; lm_j0 += blockDim.x) {\n";
+    out << "      float lm_e = 0.0f;\n";
+    out << "      if (lm_j0 + lm_lane < lm_hi && !lm_masked) lm_e = lm_expf(lm_score(lm_l, lm_j0 + lm_lane) - lm_m);\n";
+    out << "      lm_sum += lm_e;\n";
+    out << "      const int lm_n = (int)lm_imin(32, lm_hi - lm_j0);\n";
+    out << "      for (int lm_i = 0; lm_i < lm_n; ++lm_i) {\n";
+    out << "        const float lm_p = __shfl_sync(0xffffffffu, lm_e, lm_i);\n";
+    out << "        const " << attention_storage(2) << "* lm_vj = lm_v + (lm_j0 + lm_i) * " << expr_text(a.v.row_stride)
+        << ";\n";
+    out << "#pragma unroll\n";
+    out << "        for (int lm_t = 0; lm_t < " << cpl << "; ++lm_t) {\n";
+    out << "          const int64_t lm_c = lm_lane + 32 * lm_t;\n";
+    out << "          if (lm_c < lm_Ev) lm_acc[lm_t] = fmaf(lm_p, "
+        << attention_load(2, "lm_vj[lm_c * " + expr_text(a.v.col_stride) + "]") << ", lm_acc[lm_t]);\n";
+    out << "        }\n";
+    out << "      }\n";
+    out << "    }\n";
+    out << "    lm_sum = lm_warp_reduce(lm_sum, lm_sum_op());\n";
+    out << "#pragma unroll\n";
+    out << "    for (int lm_t = 0; lm_t < " << cpl << "; ++lm_t)\n";
+    out << "      lm_parts[lm_warp][lm_t * 32 + lm_lane] = lm_acc[lm_t];\n";
+    out << "    if (lm_lane == 0) lm_sums[lm_warp] = lm_sum;\n";
+    out << "    __syncthreads();\n";
+    out << "    if (lm_warp == 0) {\n";
+    out << "      float lm_total = 0.0f;\n";
+    out << "      for (int lm_w = 0; lm_w < LM_W; ++lm_w) lm_total += lm_sums[lm_w];\n";
+    out << "#pragma unroll\n";
+    out << "      for (int lm_t = 0; lm_t < " << cpl << "; ++lm_t) {\n";
+    out << "        const int64_t lm_c = lm_lane + 32 * lm_t;\n";
+    out << "        float lm_a = 0.0f;\n";
+    out << "        for (int lm_w = 0; lm_w < LM_W; ++lm_w) lm_a += lm_parts[lm_w][lm_t * 32 + lm_lane];\n";
+    out << "        if (lm_c < lm_Ev) lm_o[lm_l * lm_Ev + lm_c] = "
+        << table_.store(k_.params[out_param].dtype, "(lm_masked ? lm_a : lm_a / lm_total)") << ";\n";
+    out << "      }\n";
+    out << "    }\n";
+    out << "    __syncthreads();  // lm_parts is read before the next item writes it\n";
+    return out.str();
+  }
+
+  std::string per_row_attention_loops() const {
+    const AttentionSpec& a = k_.attention;
+    const int out_param = static_cast<int>(k_.params.size()) - 1;
+    // Registers of output columns per lane: the whole row in one pass for value dims up to 256.
+    const int64_t columns_per_lane =
+        a.value_dim.is_constant() ? std::clamp<int64_t>((a.value_dim.constant_value() + 31) / 32, 1, 8) : 4;
+    const std::string cpl = std::to_string(columns_per_lane);
+    auto load = [&](int param, const std::string& element) { return attention_load(param, element); };
+    auto storage = [&](int param) { return attention_storage(param); };
+    std::ostringstream out;
+    out << "    const int lm_warps = blockDim.x >> 5;\n";
+    out << score_lambda();
     out << "    for (int64_t lm_l = lm_r0 + (threadIdx.x >> 5); lm_l < lm_r1; lm_l += lm_warps) {\n";
     out << "      float lm_m = -lm_inff();\n";
     out << "      int lm_nan = 0;\n";
@@ -481,7 +820,6 @@ class Emitter {
     out << "        }\n";
     out << "      }\n";
     out << "    }\n";
-    out << "  }\n";
     return out.str();
   }
 
@@ -509,18 +847,31 @@ class Emitter {
     return s;
   }
 
-  // A loop over every element of `shape` with `body` (using prefix<d>): block-strided, or on
-  // one thread in order.
+  // How a loop over elements is spread: over the grid, over one block, or on one thread in order.
+  enum class Spread { Grid, Block, Serial };
+
+  // A loop over every element of `shape` with `body` (using prefix<d>).
   static std::string elements_loop(const ir::Shape& shape, const std::string& prefix, const std::string& body,
-                                   bool serial, const std::string& indent) {
+                                   Spread spread, const std::string& indent) {
     std::vector<int> dims;
     for (int d = 0; d < static_cast<int>(shape.size()); ++d) dims.push_back(d);
-    std::string out = indent + "for (int64_t lm_e = " + std::string(serial ? "0" : "threadIdx.x") + "; lm_e < " +
-                      expr_text(ir::numel(shape)) + "; " + (serial ? "++lm_e" : "lm_e += blockDim.x") + ") {\n";
+    const char* first = spread == Spread::Grid    ? "(int64_t)blockIdx.x * blockDim.x + threadIdx.x"
+                        : spread == Spread::Block ? "threadIdx.x"
+                                                  : "0";
+    const char* step = spread == Spread::Grid    ? "lm_e += (int64_t)gridDim.x * blockDim.x"
+                       : spread == Spread::Block ? "lm_e += blockDim.x"
+                                                 : "++lm_e";
+    std::string out = indent + "for (int64_t lm_e = " + first + "; lm_e < " + expr_text(ir::numel(shape)) + "; " +
+                      step + ") {\n";
     out += decompose(shape, dims, "lm_e", prefix, body, indent + "  ") + body + indent + "}\n";
     return out;
   }
 
+  // A plain scatter updating its data in place (out aliases data: a KV-cache update) spreads
+  // its writes over the grid. One that copies data to out first runs on block 0 alone: every
+  // write must follow the copy of the element it lands on, and only a block can wait for that.
+  // An accumulating scatter (a one-block launch) copies, then scatters on thread 0 in order, so
+  // its sums round as the reference's do, duplicates included.
   std::string scatter_body() const {
     const ScatterSpec& s = k_.scatter;
     const DType t = k_.params[0].dtype;
@@ -530,36 +881,43 @@ class Emitter {
       strides[d] = stride;
       stride = stride * s.out_shape[d];
     }
-    std::string code;
-    // out = data, skipped when the caller made them the same buffer (an in-place cache update).
-    const Index out_index{Expr(int64_t{0}), strides};
-    code += "  if ((const void*)p0 != (const void*)p1) {\n" +
-            elements_loop(s.out_shape, "c",
-                          "      p0[" + index_over(out_index, "c") + "] = p1[" + index_over(s.data, "c") + "];\n", false,
-                          "    ") +
-            "  }\n  __syncthreads();\n";
     Index target{Expr(int64_t{0}), {}};
     for (size_t d = 0; d < s.index_shape.size(); ++d)
       target.strides.push_back(static_cast<int>(d) == s.axis ? Expr(int64_t{0}) : strides[d]);
     const std::string extent = expr_text(s.out_shape[s.axis]);
-    // The scatter loop: block-strided, or (accumulating) on thread 0 in order, one level deeper.
-    const std::string loop_indent = s.accumulate ? "    " : "  ";
-    const std::string in = loop_indent + "  ";
     const std::string src = "p3[" + index_over(s.src, "j") + "]";
-    std::string body = in + "int64_t g = p2[" + index_over(s.index, "j") + "];\n" + in + "if (g < 0 || g >= " + extent +
-                       ") { lm_report(lm_info, 1, g, " + extent + "); continue; }\n" + in + "const int64_t o = " +
-                       index_over(target, "j") + " + g * " + expr_text(strides[s.axis]) + ";\n";
-    if (!s.accumulate) {
-      // Duplicate indices: some write wins, as torch.scatter documents (the CPU runtime's is the last).
-      body += in + "p0[o] = " + src + ";\n";
-      code += elements_loop(s.index_shape, "j", body, false, loop_indent);
-    } else {
-      // In order on one thread: the sums round as the reference's do, duplicates included.
+    // The body of the loop over index elements, at `in`.
+    auto scatter_element = [&](const std::string& in) {
+      std::string body = in + "int64_t g = p2[" + index_over(s.index, "j") + "];\n" + in + "if (g < 0 || g >= " +
+                         extent + ") { lm_report(lm_info, 1, g, " + extent + "); continue; }\n" + in +
+                         "const int64_t o = " + index_over(target, "j") + " + g * " + expr_text(strides[s.axis]) +
+                         ";\n";
+      if (!s.accumulate) {
+        // Duplicate indices: some write wins, as torch.scatter documents (the CPU runtime's is the last).
+        return body + in + "p0[o] = " + src + ";\n";
+      }
       bool unused = false;
       const std::string sum = table_.op(ir::Op::Add, t, t, {table_.load(t, "p0[o]"), table_.load(t, src)}, unused);
-      body += in + "p0[o] = " + table_.store(t, sum) + ";\n";
-      code += "  if (threadIdx.x == 0) {\n" + elements_loop(s.index_shape, "j", body, true, loop_indent) + "  }\n";
+      return body + in + "p0[o] = " + table_.store(t, sum) + ";\n";
+    };
+    const Index out_index{Expr(int64_t{0}), strides};
+    const std::string copy_element = "p0[" + index_over(out_index, "c") + "] = p1[" + index_over(s.data, "c") + "];\n";
+    std::string code;
+    if (s.accumulate) {  // a one-block launch
+      code += "  if ((const void*)p0 != (const void*)p1) {\n" +
+              elements_loop(s.out_shape, "c", "      " + copy_element, Spread::Block, "    ") + "  }\n";
+      code += "  __syncthreads();\n  if (threadIdx.x == 0) {\n";
+      code += elements_loop(s.index_shape, "j", scatter_element("      "), Spread::Serial, "    ");
+      code += "  }\n";
+      return code;
     }
+    code += "  if ((const void*)p0 == (const void*)p1) {\n";
+    code += elements_loop(s.index_shape, "j", scatter_element("      "), Spread::Grid, "    ");
+    code += "  } else if (blockIdx.x == 0) {\n";
+    code += elements_loop(s.out_shape, "c", "      " + copy_element, Spread::Block, "    ");
+    code += "    __syncthreads();\n";
+    code += elements_loop(s.index_shape, "j", scatter_element("      "), Spread::Block, "    ");
+    code += "  }\n";
     return code;
   }
 

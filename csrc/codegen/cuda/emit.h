@@ -9,12 +9,18 @@
 //   Row (loop kernels with a reduce axis): one block per row (grid-stride over rows); the
 //     block's threads stride the reduce axis, each reduction merges its per-thread partial
 //     accumulators with warp shuffles and shared memory, and every thread gets the result.
-//   Warp (Gemv): one warp per output element, lanes stride K, a shuffle reduction.
-//   Single (Scatter): one block: copy data to out, then scatter (accumulating scatters run on
-//     one thread, in order, as the reference does; correct, not fast).
+//   Warp (Gemv): one warp per output element, lanes stride K (in 16-byte chunks where both
+//     rows are aligned), a shuffle reduction.
+//   Scatter: an accumulating scatter is a one-block launch (Single): copy data to out, then
+//     scatter on one thread, in order, as the reference does (correct, not fast). A plain one
+//     launches over its index elements (Elementwise): updating its data in place (a KV cache)
+//     the whole grid scatters; copying data to out first, block 0 alone copies, then scatters.
 //   Attention: one block per query tile of a head (the C++ kernel's blocks of query rows, see
-//     attention_rows_per_block), grid-stride over tiles; one warp per query row, its lanes
-//     striding the keys for scores and the value columns for the output.
+//     attention_rows_per_block), grid-stride over tiles. Where the tile's query rows and 32
+//     keys fit in shared memory, the block stages them there and each warp computes several
+//     rows against every key tile; a decode step's single row splits its key tiles over 8
+//     warps; otherwise one warp per query row, its lanes striding the keys for scores and the
+//     value columns for the output.
 //
 // Signature: extern "C" __global__ void NAME(P0 p0, P1 p1, ..., int64_t S_<symbol>...,
 // int64_t* lm_info): the kernel's params as typed device pointers, then the values of
