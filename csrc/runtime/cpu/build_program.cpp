@@ -148,6 +148,15 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     }
     return name;
   };
+  // A kernel step's function and launch, from the kernel it runs; its slots are the caller's.
+  auto make_kernel_step = [&](Step& step, const codegen::Kernel& kernel, const std::string& origin) {
+    step.kind = Step::Kind::Kernel;
+    step.kernel_name = add_source(kernel);
+    step.symbols = kernel.symbols();
+    step.items = kernel.parallel_extent();
+    step.work_per_item = kernel.inner_extent();
+    step.what = kernel.label + " from " + origin;
+  };
   for (int g : passes::topological_groups(partition)) {
     const passes::Group& group = partition.groups[g];
     if (group.kind == GroupKind::Source) continue;
@@ -194,12 +203,8 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
                                                                  group.nodes[0]}))
             << "the GEMV's params are not the Gemm's operands";
         auto kernel = std::make_shared<Step>();
-        kernel->kernel_name = add_source(gemv.kernel);
+        make_kernel_step(*kernel, gemv.kernel, node.origin);
         kernel->slots = step.slots;
-        kernel->symbols = gemv.kernel.symbols();
-        kernel->items = gemv.kernel.parallel_extent();
-        kernel->work_per_item = gemv.kernel.inner_extent();
-        kernel->what = gemv.kernel.label + " from " + node.origin;
         step.what = "matmul (BLAS, or the GEMV " + kernel->kernel_name + " for up to " +
                     std::to_string(codegen::kF32GemvRows) + " rows) from " + node.origin;
         step.few_rows = std::move(kernel);
@@ -254,8 +259,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
                                           passes::stored_nodes(graph, partition, g));
       program.fused_nodes += group.nodes.size();
     }
-    step.kind = Step::Kind::Kernel;
-    step.kernel_name = add_source(lowered.kernel);
+    make_kernel_step(step, lowered.kernel, origin_of(graph, group.nodes));
     if (options.search_iterations > 0) {
       for (int64_t tile : codegen::tile_candidates(lowered.kernel)) {
         codegen::Kernel variant = lowered.kernel;
@@ -268,10 +272,6 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       step.slots.push_back(lowered.kernel.params[i].is_output ? arena_slot(node) : program.slot_of_node[node]);
       INTERNAL_CHECK(step.slots.back() >= 0) << "kernel reads %" << node << " which has no buffer";
     }
-    step.symbols = lowered.kernel.symbols();
-    step.items = lowered.kernel.parallel_extent();
-    step.work_per_item = lowered.kernel.inner_extent();
-    step.what = lowered.kernel.label + " from " + origin_of(graph, group.nodes);
     program.steps.push_back(std::move(step));
     ++program.kernel_count;
   }
