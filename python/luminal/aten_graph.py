@@ -115,10 +115,13 @@ def _lift_constants(gm: torch.fx.GraphModule) -> dict[str, torch.Tensor]:
     return constants
 
 
-def _check_symbolic_inputs(placeholders: list[torch.fx.Node]) -> None:
+def _unread_layout_symbols(placeholders: list[torch.fx.Node]) -> set[torch.fx.Node]:
     """A SymInt placeholder stays a symbolic input: the core reads its value from the program's
     sym_int_values, an expression over the symbols of the tensor inputs' sizes, which it binds
-    per call. So each of its symbols must be one tensor input's dim."""
+    per call. So each of its symbols must be one tensor input's dim, unless nothing reads it:
+    dynamo lifts the symbols of a dynamic input's strides and storage offset (a sliced input)
+    as inputs too, and the runtime takes each call's strides from the tensors themselves. Those
+    unread placeholders are returned, to be dropped; a read one that is no size is an error."""
     bound = set()
     for node in placeholders:
         value = _value(node)
@@ -126,6 +129,7 @@ def _check_symbolic_inputs(placeholders: list[torch.fx.Node]) -> None:
             bound.update(
                 s.node.expr for s in value.shape if isinstance(s, torch.SymInt) and s.node.expr.is_symbol
             )
+    unread = set()
     for node in placeholders:
         value = _value(node)
         if isinstance(value, torch.Tensor):
@@ -135,11 +139,14 @@ def _check_symbolic_inputs(placeholders: list[torch.fx.Node]) -> None:
                 f"graph input {node.name!r} is a {type(value).__name__}; luminal takes tensors and symbolic sizes"
             )
         unbound = value.node.expr.free_symbols - bound
-        if unbound:
+        if unbound and not node.users:
+            unread.add(node)
+        elif unbound:
             raise UnsupportedError(
                 f"graph input {node.name!r} is the symbolic size {value.node.expr}, but "
                 f"{', '.join(sorted(map(str, unbound)))} is no tensor input's size; compile with dynamic=False"
             )
+    return unread
 
 
 def _argument(node: torch.fx.Node) -> TensorArgument | SymIntArgument:
@@ -148,13 +155,19 @@ def _argument(node: torch.fx.Node) -> TensorArgument | SymIntArgument:
 
 def export_aten_graph(graph: torch.fx.GraphModule) -> ExportedGraph:
     """The archive of an aten-level graph whose every placeholder is a call argument (tensors
-    and SymInts, in order); its tensor constants are bound by pointer. Does not edit `graph`."""
+    and SymInts, in order; SymInts nothing reads are left out); its tensor constants are bound
+    by pointer. Does not edit `graph`."""
     gm = own_copy(graph)
     for node in gm.graph.nodes:
         node.meta = {key: node.meta[key] for key in KEPT_METADATA if key in node.meta}
-    call_arguments = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    _check_symbolic_inputs(call_arguments)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    tensor_positions = [p for p, n in enumerate(placeholders) if isinstance(_value(n), torch.Tensor)]
+    # First: a SymInt the graph only returns (saved for the backward) is a Python output.
     python_outputs = _split_python_outputs(gm)
+    unread = _unread_layout_symbols(placeholders)
+    for node in unread:
+        gm.graph.erase_node(node)
+    call_arguments = [n for n in placeholders if n not in unread]
     constants = _lift_constants(gm)
     gm.recompile()
 
@@ -177,7 +190,6 @@ def export_aten_graph(graph: torch.fx.GraphModule) -> ExportedGraph:
         module_call_graph=[ModuleCallEntry("", call_spec)],
         constants=dict(constants),
     )
-    tensor_positions = [p for p, n in enumerate(call_arguments) if isinstance(_value(n), torch.Tensor)]
     return ExportedGraph(
         archive=serialize(program, set(constants)),
         user_input_positions=tensor_positions,

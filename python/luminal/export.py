@@ -320,6 +320,12 @@ def _internalise(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[E
             result.weights[name] = value
         elif _is_sym_scalar(node.meta.get("example_value", value)):
             found = _find_size_source(node.meta.get("example_value", value), tensor_placeholders)
+            if found is None and not node.users:
+                # A symbol of a dynamic input's strides or storage offset (a sliced input), which
+                # dynamo lifts as an input: nothing reads it, and the runtime takes each call's
+                # strides from the tensors themselves.
+                gm.graph.erase_node(node)
+                continue
             if found is None:
                 with gm.graph.inserting_before(node):
                     carrier = gm.graph.placeholder(f"{node.name}_size")
@@ -585,6 +591,16 @@ def export_graph(
     exported.python_outputs = python_outputs
     exported.item_outputs = item_outputs
     dynamic_shapes = _dynamic_shapes(gm)
+    # Export traces a non-contiguous input as a contiguous one of the same shape: the runtimes
+    # take each call's strides from the tensors themselves, and torch.export (2.13) fails to
+    # run its own guards on a sliced input with a dynamic dim ('NoneType' object has no
+    # attribute 'size'). empty_like copies no data.
+    user_inputs = [
+        torch.empty_like(v, memory_format=torch.contiguous_format)
+        if isinstance(v, torch.Tensor) and not is_dtensor(v) and not v.is_contiguous()
+        else v
+        for v in user_inputs
+    ]
     with _export_caches_released():
         try:
             if traces_dtensors:

@@ -42,6 +42,22 @@ def test_automatic_dynamic_recompiles_once_then_serves_new_sizes():
     assert len(backend.compiled) == 2
 
 
+def test_a_sliced_input_with_a_dynamic_dim_serves_every_size_and_stride():
+    """A column slice of a wider tensor under automatic dynamic: dynamo lifts the symbols of its
+    row stride and storage offset as graph inputs nothing reads, and torch.export failed on such
+    an input (its own guards: 'NoneType' object has no attribute 'size'). Luminal drops those
+    symbols and exports the input as a contiguous one; each call's strides come from the tensor."""
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(300, 70)
+    backend = CountingBackend()
+    compiled = torch.compile(linear, backend=backend)
+    with torch.no_grad():
+        for rows, width in ((7, 310), (13, 310), (21, 310), (9, 400)):
+            x = torch.randn(rows, width)[:, 5:305]
+            assert_close(compiled(x), linear(x))
+    assert len(backend.compiled) == 2
+
+
 def test_shape_the_graph_does_not_accept_is_a_user_error():
     model = ScaledMLP().eval()
     backend = CountingBackend()
