@@ -351,7 +351,13 @@ def _internalise(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[E
             )
         elif isinstance(value, torch.Tensor):
             result.user_input_positions.append(position)
-            user_inputs.append(value)
+            # Export traces a non-contiguous input as a contiguous one of the same shape: the
+            # runtimes take each call's strides from the tensors themselves, and torch.export
+            # (2.13) fails to run its own guards on a sliced input with a dynamic dim ('NoneType'
+            # object has no attribute 'size'). empty_like copies no data.
+            user_inputs.append(
+                value if value.is_contiguous() else torch.empty_like(value, memory_format=torch.contiguous_format)
+            )
         else:
             _bind_opaque(gm, node, value)
     gm.graph.lint()
@@ -591,16 +597,6 @@ def export_graph(
     exported.python_outputs = python_outputs
     exported.item_outputs = item_outputs
     dynamic_shapes = _dynamic_shapes(gm)
-    # Export traces a non-contiguous input as a contiguous one of the same shape: the runtimes
-    # take each call's strides from the tensors themselves, and torch.export (2.13) fails to
-    # run its own guards on a sliced input with a dynamic dim ('NoneType' object has no
-    # attribute 'size'). empty_like copies no data.
-    user_inputs = [
-        torch.empty_like(v, memory_format=torch.contiguous_format)
-        if isinstance(v, torch.Tensor) and not is_dtensor(v) and not v.is_contiguous()
-        else v
-        for v in user_inputs
-    ]
     with _export_caches_released():
         try:
             if traces_dtensors:

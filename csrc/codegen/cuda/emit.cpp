@@ -699,11 +699,35 @@ class Emitter {
     return out.str();
   }
 
+  // The 32 keys from lm_j0 for row lm_l, on one warp: each lane's exp of its key's score goes
+  // into lm_sum, then each exp, broadcast by a shuffle, times that key's value row into lm_acc,
+  // the lanes striding the value columns from `first_column`.
+  std::string exp_v_tile(int64_t columns_per_lane, const std::string& first_column, const std::string& in) const {
+    const AttentionSpec& a = k_.attention;
+    std::ostringstream out;
+    out << in << "float lm_e = 0.0f;\n";
+    out << in << "if (lm_j0 + lm_lane < lm_hi && !lm_masked)\n";
+    out << in << "  lm_e = lm_expf(lm_score(lm_l, lm_j0 + lm_lane) - lm_m);\n";
+    out << in << "lm_sum += lm_e;\n";
+    out << in << "const int lm_n = (int)lm_imin(32, lm_hi - lm_j0);\n";
+    out << in << "for (int lm_i = 0; lm_i < lm_n; ++lm_i) {\n";
+    out << in << "  const float lm_p = __shfl_sync(0xffffffffu, lm_e, lm_i);\n";
+    out << in << "  const " << attention_storage(2) << "* lm_vj = lm_v + (lm_j0 + lm_i) * " << expr_text(a.v.row_stride)
+        << ";\n";
+    out << "#pragma unroll\n";
+    out << in << "  for (int lm_t = 0; lm_t < " << columns_per_lane << "; ++lm_t) {\n";
+    out << in << "    const int64_t lm_c = " << first_column << "lm_lane + 32 * lm_t;\n";
+    out << in << "    if (lm_c < lm_Ev) lm_acc[lm_t] = fmaf(lm_p, "
+        << attention_load(2, "lm_vj[lm_c * " + expr_text(a.v.col_stride) + "]") << ", lm_acc[lm_t]);\n";
+    out << in << "  }\n";
+    out << in << "}\n";
+    return out.str();
+  }
+
   // One query row (a decode step) split over the block's warps: warp w takes the key tiles
   // w, w + warps, ...; the row's max and NaN flag are block reductions, each warp accumulates
   // exp * v over its tiles, and warp 0 adds the warps' sums and outputs in warp order.
   std::string split_keys_attention_loops(int64_t columns_per_lane) const {
-    const AttentionSpec& a = k_.attention;
     const int out_param = static_cast<int>(k_.params.size()) - 1;
     const std::string cpl = std::to_string(columns_per_lane);
     std::ostringstream out;
@@ -725,21 +749,7 @@ class Emitter {
     out << "    for (int lm_t = 0; lm_t < " << cpl << "; ++lm_t) lm_acc[lm_t] = 0.0f;\n";
     out << "    float lm_sum = 0.0f;\n";
     out << "    for (int64_t lm_j0 = lm_lo + 32 * lm_warp; lm_j0 < lm_hi; lm_j0 += blockDim.x) {\n";
-    out << "      float lm_e = 0.0f;\n";
-    out << "      if (lm_j0 + lm_lane < lm_hi && !lm_masked) lm_e = lm_expf(lm_score(lm_l, lm_j0 + lm_lane) - lm_m);\n";
-    out << "      lm_sum += lm_e;\n";
-    out << "      const int lm_n = (int)lm_imin(32, lm_hi - lm_j0);\n";
-    out << "      for (int lm_i = 0; lm_i < lm_n; ++lm_i) {\n";
-    out << "        const float lm_p = __shfl_sync(0xffffffffu, lm_e, lm_i);\n";
-    out << "        const " << attention_storage(2) << "* lm_vj = lm_v + (lm_j0 + lm_i) * " << expr_text(a.v.row_stride)
-        << ";\n";
-    out << "#pragma unroll\n";
-    out << "        for (int lm_t = 0; lm_t < " << cpl << "; ++lm_t) {\n";
-    out << "          const int64_t lm_c = lm_lane + 32 * lm_t;\n";
-    out << "          if (lm_c < lm_Ev) lm_acc[lm_t] = fmaf(lm_p, "
-        << attention_load(2, "lm_vj[lm_c * " + expr_text(a.v.col_stride) + "]") << ", lm_acc[lm_t]);\n";
-    out << "        }\n";
-    out << "      }\n";
+    out << exp_v_tile(columns_per_lane, "", "      ");
     out << "    }\n";
     out << "    lm_sum = lm_warp_reduce(lm_sum, lm_sum_op());\n";
     out << "#pragma unroll\n";
@@ -770,8 +780,6 @@ class Emitter {
     const int64_t columns_per_lane =
         a.value_dim.is_constant() ? std::clamp<int64_t>((a.value_dim.constant_value() + 31) / 32, 1, 8) : 4;
     const std::string cpl = std::to_string(columns_per_lane);
-    auto load = [&](int param, const std::string& element) { return attention_load(param, element); };
-    auto storage = [&](int param) { return attention_storage(param); };
     std::ostringstream out;
     out << "    const int lm_warps = blockDim.x >> 5;\n";
     out << score_lambda();
@@ -787,29 +795,14 @@ class Emitter {
     out << "      lm_nan = lm_warp_reduce(lm_nan, lm_or_op());\n";
     out << "      if (lm_m == -lm_inff() && lm_nan) lm_m = lm_nanf(\"\");\n";
     out << "      const bool lm_masked = lm_m == -lm_inff();  // every probability is 0\n";
-    out << "      " << storage(out_param) << "* lm_out = lm_o + lm_l * lm_Ev;\n";
+    out << "      " << attention_storage(out_param) << "* lm_out = lm_o + lm_l * lm_Ev;\n";
     out << "      for (int64_t lm_c0 = 0; lm_c0 < lm_Ev; lm_c0 += " << 32 * columns_per_lane << ") {\n";
     out << "        float lm_acc[" << cpl << "];\n";
     out << "#pragma unroll\n";
     out << "        for (int lm_t = 0; lm_t < " << cpl << "; ++lm_t) lm_acc[lm_t] = 0.0f;\n";
     out << "        float lm_sum = 0.0f;\n";
     out << "        for (int64_t lm_j0 = lm_lo; lm_j0 < lm_hi; lm_j0 += 32) {\n";
-    out << "          float lm_e = 0.0f;\n";
-    out << "          if (lm_j0 + lm_lane < lm_hi && !lm_masked)\n";
-    out << "            lm_e = lm_expf(lm_score(lm_l, lm_j0 + lm_lane) - lm_m);\n";
-    out << "          lm_sum += lm_e;\n";
-    out << "          const int lm_n = (int)lm_imin(32, lm_hi - lm_j0);\n";
-    out << "          for (int lm_i = 0; lm_i < lm_n; ++lm_i) {\n";
-    out << "            const float lm_p = __shfl_sync(0xffffffffu, lm_e, lm_i);\n";
-    out << "            const " << storage(2) << "* lm_vj = lm_v + (lm_j0 + lm_i) * " << expr_text(a.v.row_stride)
-        << ";\n";
-    out << "#pragma unroll\n";
-    out << "            for (int lm_t = 0; lm_t < " << cpl << "; ++lm_t) {\n";
-    out << "              const int64_t lm_c = lm_c0 + lm_lane + 32 * lm_t;\n";
-    out << "              if (lm_c < lm_Ev) lm_acc[lm_t] = fmaf(lm_p, "
-        << load(2, "lm_vj[lm_c * " + expr_text(a.v.col_stride) + "]") << ", lm_acc[lm_t]);\n";
-    out << "            }\n";
-    out << "          }\n";
+    out << exp_v_tile(columns_per_lane, "lm_c0 + ", "          ");
     out << "        }\n";
     out << "        lm_sum = lm_warp_reduce(lm_sum, lm_sum_op());\n";
     out << "#pragma unroll\n";
