@@ -59,12 +59,13 @@ class MLP(torch.nn.Module):
 @pytest.mark.parametrize("config", sorted(CONFIGS))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("rows", [1, 5], ids=["decode", "prefill"])
-def test_quantized_mlp_equals_eager(config, dtype, rows, tmp_path):
+@pytest.mark.parametrize("cpu_isa", ["native", "avx2"])  # AVX-512 (VNNI) GEMVs where the CPU has them
+def test_quantized_mlp_equals_eager(config, dtype, rows, cpu_isa, tmp_path):
     torch.manual_seed(0)
     model = MLP().to(dtype).eval()
     quantize_(model, CONFIGS[config][0]())
     x = torch.randn(1, rows, 96, dtype=dtype)
-    backend = CountingBackend({"debug_dir": str(tmp_path)})
+    backend = CountingBackend({"debug_dir": str(tmp_path), "cpu_isa": cpu_isa})
     with torch.no_grad():
         expected = model(x)
         actual = torch.compile(model, backend=backend)(x)

@@ -125,6 +125,28 @@ inline double lm_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 // (of E::TA) once per step into E::X and multiply-adds one row's E::kLanes weights (of E::TW).
 typedef float lm_f32x8 __attribute__((vector_size(32)));
 typedef uint32_t lm_u32x8 __attribute__((vector_size(32)));
+// Fused multiply-adds. Generated kernels are built without floating-point contraction (each IR
+// op rounds as the reference's does); the pattern kernels' products stand in for BLAS, which
+// fuses multiply-adds, so they do too.
+inline lm_f32x8 lm_madd8(lm_f32x8 a, lm_f32x8 b, lm_f32x8 c) {
+#if defined(__FMA__)
+  return __builtin_ia32_vfmaddps256(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+#if defined(__AVX512F__)
+typedef float lm_f32x16 __attribute__((vector_size(64)));
+inline lm_f32x16 lm_madd16(lm_f32x16 a, lm_f32x16 b, lm_f32x16 c) {
+  return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)-1, 4 /* current rounding */);
+}
+// Lanes 0-7 plus lanes 8-15: the sum an AVX2 kernel's two eight-lane halves would make. (A
+// memcpy of the halves made GCC keep the accumulators on the stack through the whole loop.)
+inline lm_f32x8 lm_fold16(lm_f32x16 v) {
+  return __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+         __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+#endif
 typedef short lm_i16x8 __attribute__((vector_size(16)));
 struct lm_f32 {
   typedef float TA;
@@ -221,14 +243,39 @@ inline lm_f32x8 lm_widen_i8(const signed char* w) {
   return __builtin_convertvector(v, lm_f32x8);
 #endif
 }
+#if defined(__AVX512F__)
+// Sixteen weights: one vpmovsxbd from memory to 512 bits and a vcvtdq2ps.
+inline lm_f32x16 lm_widen_i8x16(const signed char* w) {
+  typedef char lm_i8x16 __attribute__((vector_size(16)));
+  typedef int lm_i32x16 __attribute__((vector_size(64)));
+  lm_i8x16 v;
+  __builtin_memcpy(&v, w, sizeof v);
+  return __builtin_convertvector((lm_i32x16)__builtin_ia32_pmovsxbd512_mask(v, lm_i32x16{}, (unsigned short)-1),
+                                 lm_f32x16);
+}
+#endif
 struct lm_f32_i8 {
   typedef float TA;
   typedef signed char TW;
+  static constexpr int kLanes = 16;
+  static constexpr bool kSequentialRows = true;
+#if defined(__AVX512F__)
+  // Sixteen weights per step in one register: half the instructions of AVX2's two, which bound
+  // this GEMV there (docs/quantization.md). Lane j sums what AVX2's lane j of `lo` (j < 8) or of
+  // `hi` sums, and fold adds the halves as AVX2's does, so both ISAs give the same bits.
+  typedef lm_f32x16 X;
+  typedef X Acc;
+  static X load_x(const float* p) {
+    X v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static void madd(Acc& acc, const X& x, const signed char* w) { acc = lm_madd16(x, lm_widen_i8x16(w), acc); }
+  static lm_f32x8 fold(const Acc& acc) { return lm_fold16(acc); }
+#else
   // Sixteen weights per step in two chains, so that the FMAs of a row do not wait on each other.
   struct X { lm_f32x8 lo, hi; };
   typedef X Acc;
-  static constexpr int kLanes = 16;
-  static constexpr bool kSequentialRows = true;
   static X load_x(const float* p) {
     X v;
     __builtin_memcpy(&v.lo, p, sizeof v.lo);
@@ -236,10 +283,11 @@ struct lm_f32_i8 {
     return v;
   }
   static void madd(Acc& acc, const X& x, const signed char* w) {
-    acc.lo += x.lo * lm_widen_i8(w);
-    acc.hi += x.hi * lm_widen_i8(w + 8);
+    acc.lo = lm_madd8(x.lo, lm_widen_i8(w), acc.lo);
+    acc.hi = lm_madd8(x.hi, lm_widen_i8(w + 8), acc.hi);
   }
   static lm_f32x8 fold(const Acc& acc) { return acc.lo + acc.hi; }
+#endif
   static float load1(const float* p) { return *p; }
   static float load1(const signed char* p) { return *p; }
 };
@@ -268,16 +316,7 @@ inline void lm_widen_bf16(const uint16_t* a, int64_t n, float* out) {
 }
 inline float lm_sum8(lm_f32x8 v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
 
-// The attention pattern kernel (codegen/kernel.h AttentionSpec). Generated kernels are built
-// without floating-point contraction (each IR op rounds as the reference's does); the products
-// here stand in for BLAS, which fuses multiply-adds, so they do too.
-inline lm_f32x8 lm_madd8(lm_f32x8 a, lm_f32x8 b, lm_f32x8 c) {
-#if defined(__FMA__)
-  return __builtin_ia32_vfmaddps256(a, b, c);
-#else
-  return a * b + c;
-#endif
-}
+// The attention pattern kernel (codegen/kernel.h AttentionSpec).
 // c[R x 16S] (+)= a[R x depth] (row stride lda) x S strips of b, strip s at b + s * strip_stride,
 // each [depth x 16] with row stride 16: R x S accumulators of 16 floats in registers, one
 // broadcast of `a` per row and step and one load per strip. AVX2 holds a strip's 16 columns in
@@ -287,10 +326,6 @@ inline lm_f32x8 lm_madd8(lm_f32x8 a, lm_f32x8 b, lm_f32x8 c) {
 // the AVX2 tile's rate on an Emerald Rapids core (docs/lessons.md, 2026-11-26). Both sum each
 // output in the same order, so the two ISAs give the same bits.
 #if defined(__AVX512F__)
-typedef float lm_f32x16 __attribute__((vector_size(64)));
-inline lm_f32x16 lm_madd16(lm_f32x16 a, lm_f32x16 b, lm_f32x16 c) {
-  return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)-1, 4 /* current rounding */);
-}
 constexpr int64_t lm_tile_strip_count = 2;
 template <int R, int S>
 inline void lm_tile_strips(const float* a, int64_t lda, const float* b, int64_t strip_stride, int64_t depth, float* c,
@@ -514,6 +549,13 @@ inline bool lm_attention_head(const float* q, int64_t q_rs, int64_t q_cs, const 
   __builtin_free(scratch);
   return true;
 }
+// How far ahead a GEMV streaming its weight rows one after another prefetches. The hardware
+// prefetchers alone kept too few lines in flight for a stream this dense in bytes per
+// instruction: 4 KiB ahead took an int8 GEMV of a 134 MB weight from 12-15 to 24-33 GB/s and a
+// bf16 one of 268 MB from 13-15 to 21-27 on two Emerald Rapids cores (f32 rows, four times the
+// work per byte, stream at 29-34 without it); 2 KiB gained less, 8 KiB the same
+// (docs/lessons.md, 2026-11-27).
+constexpr int64_t lm_stream_prefetch_bytes = 4096;
 // Element types with kSequentialRows read the R rows one after another, each through two
 // accumulators, `a` re-read from L1 for each row. Interleaving four 1 KiB int8 rows sixteen bytes
 // at a time streamed 13-14 GB/s on two AVX2 cores, one sequential stream 21-24; bf16 rows of 2 KiB
@@ -530,6 +572,7 @@ inline void lm_gemv_rows_sequential(const typename E::TA* a, const typename E::T
     typename E::Acc even = {}, odd = {};
     int64_t k = 0;
     for (; k + 2 * E::kLanes <= depth; k += 2 * E::kLanes) {
+      __builtin_prefetch((const char*)(row + k) + lm_stream_prefetch_bytes);
       E::madd(even, E::load_x(a + k), row + k);
       E::madd(odd, E::load_x(a + k + E::kLanes), row + k + E::kLanes);
     }
@@ -696,7 +739,41 @@ inline void lm_gemv_rows_i8(const signed char* a, const signed char* w, int64_t 
                             int32_t* sums) {
   uint32_t total[R] = {};
   int64_t k = 0;
-#if defined(__AVX2__)
+#if defined(__AVX512VNNI__)
+  // vpdpbusd sums four unsigned x signed byte products into each i32 lane, 64 pairs per
+  // instruction. `a` flipped to unsigned (a ^ 0x80 = a + 128) gives sum (a + 128) w; a second
+  // vpdpbusd of ones by w gives sum w, and the difference 128 sum w is taken after, mod 2^32, as
+  // torch's i32 sum wraps. Each lane's four products stay within 4 * 255 * 128: no saturation.
+  typedef int lm_i32x16 __attribute__((vector_size(64)));
+  typedef uint32_t lm_u32x16 __attribute__((vector_size(64)));
+  const lm_i32x16 flip = lm_i32x16{} + (int)0x80808080, ones = lm_i32x16{} + 0x01010101;
+  auto load = [](const signed char* p) {
+    lm_i32x16 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+  };
+  auto step = [&](lm_i32x16& sum_aw, lm_i32x16& sum_w, const signed char* row, int64_t at) {
+    const lm_i32x16 wv = load(row + at);
+    sum_aw = __builtin_ia32_vpdpbusd_v16si(sum_aw, load(a + at) ^ flip, wv);
+    sum_w = __builtin_ia32_vpdpbusd_v16si(sum_w, ones, wv);
+  };
+  // Two chains of each sum, so that a row's vpdpbusds do not wait on each other.
+  const int64_t whole = depth / 64 * 64;
+  for (int r = 0; r < R; ++r) {
+    const signed char* row = w + r * row_stride;
+    lm_i32x16 aw0 = {}, aw1 = {}, w0 = {}, w1 = {};
+    for (k = 0; k + 128 <= whole; k += 128) {
+      __builtin_prefetch(row + k + lm_stream_prefetch_bytes);
+      __builtin_prefetch(row + k + 64 + lm_stream_prefetch_bytes);
+      step(aw0, w0, row, k);
+      step(aw1, w1, row, k + 64);
+    }
+    if (k < whole) step(aw0, w0, row, k);
+    const lm_u32x16 lanes = ((lm_u32x16)aw0 + (lm_u32x16)aw1) - (((lm_u32x16)w0 + (lm_u32x16)w1) << 7);
+    for (int lane = 0; lane < 16; ++lane) total[r] += lanes[lane];
+  }
+  k = whole;
+#elif defined(__AVX2__)
   typedef char lm_i8x16 __attribute__((vector_size(16)));
   typedef short lm_i16x16 __attribute__((vector_size(32)));
   auto widen = [](const signed char* p) {
@@ -710,6 +787,7 @@ inline void lm_gemv_rows_i8(const signed char* a, const signed char* w, int64_t 
     const signed char* row = w + r * row_stride;
     lm_u32x8 even = {}, odd = {};
     for (k = 0; k < whole; k += 32) {
+      __builtin_prefetch(row + k + lm_stream_prefetch_bytes);
       even += (lm_u32x8)__builtin_ia32_pmaddwd256(widen(a + k), widen(row + k));
       odd += (lm_u32x8)__builtin_ia32_pmaddwd256(widen(a + k + 16), widen(row + k + 16));
     }
@@ -738,6 +816,69 @@ inline lm_f32x8 lm_load_f32x8(const float* p) {
 inline lm_f32x8 lm_load_f32x8(const uint16_t* p) { return lm_bf16_i8::load_x(p); }
 inline float lm_load_f32(const float* p) { return *p; }
 inline float lm_load_f32(const uint16_t* p) { return lm_bf2f(*p); }
+// The f32 vectors a grouped row is summed in: eight lanes, or sixteen where AVX-512 has them
+// (half the instructions per weight, as lm_f32_i8).
+struct lm_lanes8 {
+  typedef lm_f32x8 V;
+  static constexpr int kLanes = 8;
+  static V load(const float* p) { return lm_load_f32x8(p); }
+  static V widen(const signed char* w) { return lm_widen_i8(w); }
+  static V madd(V a, V b, V c) { return lm_madd8(a, b, c); }
+  static V broadcast(float v) { return V{v, v, v, v, v, v, v, v}; }
+  static float sum(V v) { return lm_sum8(v); }
+};
+#if defined(__AVX512F__)
+struct lm_lanes16 {
+  typedef lm_f32x16 V;
+  static constexpr int kLanes = 16;
+  static V load(const float* p) {
+    V v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static V widen(const signed char* w) { return lm_widen_i8x16(w); }
+  static V madd(V a, V b, V c) { return lm_madd16(a, b, c); }
+  static V broadcast(float v) { return V{v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v}; }
+  static float sum(V v) { return lm_sum8(lm_fold16(v)); }
+};
+#endif
+// One row of an f32 grouped GEMV, the group a multiple of L::kLanes. A group's sum is a short
+// dependency chain, so four groups' are in flight at once.
+template <class L>
+inline float lm_gemv_row_grouped(const float* a, const signed char* row, int64_t depth, int64_t group,
+                                 const float* scale, int64_t scale_group, const signed char* zero,
+                                 int64_t zero_group) {
+  typedef typename L::V V;
+  auto scale_of = [&](int64_t g) { return L::broadcast(scale[g * scale_group]); };
+  auto zero_of = [&](int64_t g) { return L::broadcast(zero ? (float)zero[g * zero_group] : 0.0f); };
+  const int64_t groups = depth / group;
+  V acc = {}, acc2 = {};
+  int64_t g = 0;
+  for (; g + 4 <= groups; g += 4) {
+    V part[4] = {}, a_sum[4] = {};
+    for (int64_t j = 0; j < 4 * group; j += 64) __builtin_prefetch(row + g * group + j + lm_stream_prefetch_bytes);
+    for (int64_t k = g * group; k < (g + 1) * group; k += L::kLanes)
+      for (int j = 0; j < 4; ++j) {
+        const V x = L::load(a + k + j * group);
+        a_sum[j] += x;
+        part[j] = L::madd(x, L::widen(row + k + j * group), part[j]);
+      }
+    for (int j = 0; j < 4; j += 2) {
+      acc = L::madd(part[j] - zero_of(g + j) * a_sum[j], scale_of(g + j), acc);
+      acc2 = L::madd(part[j + 1] - zero_of(g + j + 1) * a_sum[j + 1], scale_of(g + j + 1), acc2);
+    }
+  }
+  for (; g < groups; ++g) {
+    V part = {}, a_sum = {};
+    for (int64_t k = g * group; k < (g + 1) * group; k += L::kLanes) {
+      const V x = L::load(a + k);
+      a_sum += x;
+      part = L::madd(x, L::widen(row + k), part);
+    }
+    acc = L::madd(part - zero_of(g) * a_sum, scale_of(g), acc);
+  }
+  return L::sum(acc + acc2);
+}
 template <int R, class TA, class TS>
 inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_stride, int64_t depth, int64_t group,
                                  const TS* scale, int64_t scale_row, int64_t scale_group, const signed char* zero,
@@ -753,7 +894,7 @@ inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_
     }
     return;
   }
-  if (sizeof(TS) == 2) {  // bf16 scales: bf16 weights (and activations: interleaved, as lm_gemv_rows)
+  if constexpr (sizeof(TS) == 2) {  // bf16 scales: bf16 weights (and activations: interleaved, as lm_gemv_rows)
     lm_f32x8 acc[R] = {};
     for (int64_t start = 0, g = 0; start < depth; start += group, ++g) {
       lm_f32x8 s8[R], z8[R];
@@ -773,41 +914,19 @@ inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_
       }
     }
     for (int r = 0; r < R; ++r) sums[r] = lm_sum8(acc[r]);
-    return;
-  }
-  // f32: each row is read start to end, as lm_gemv_rows_sequential reads int8 weights. A group's
-  // sum is a short dependency chain, so four groups' are in flight at once.
-  const int64_t groups = depth / group;
-  auto broadcast = [](float v) { return lm_f32x8{v, v, v, v, v, v, v, v}; };
-  for (int r = 0; r < R; ++r) {
-    const signed char* row = w + r * row_stride;
-    auto scale_of = [&](int64_t g) { return broadcast(lm_load_f32(scale + r * scale_row + g * scale_group)); };
-    auto zero_of = [&](int64_t g) { return broadcast(zero_point(r, g)); };
-    lm_f32x8 acc = {}, acc2 = {};
-    int64_t g = 0;
-    for (; g + 4 <= groups; g += 4) {
-      lm_f32x8 part[4] = {}, a_sum[4] = {};
-      for (int64_t k = g * group; k < (g + 1) * group; k += 8)
-        for (int j = 0; j < 4; ++j) {
-          const lm_f32x8 x = lm_load_f32x8(a + k + j * group);
-          a_sum[j] += x;
-          part[j] = lm_madd8(x, lm_widen_i8(row + k + j * group), part[j]);
-        }
-      for (int j = 0; j < 4; j += 2) {
-        acc = lm_madd8(part[j] - zero_of(g + j) * a_sum[j], scale_of(g + j), acc);
-        acc2 = lm_madd8(part[j + 1] - zero_of(g + j + 1) * a_sum[j + 1], scale_of(g + j + 1), acc2);
+  } else {  // f32: each row is read start to end, as lm_gemv_rows_sequential reads int8 weights
+    for (int r = 0; r < R; ++r) {
+      const signed char* row = w + r * row_stride;
+      const float* row_scale = scale + r * scale_row;
+      const signed char* row_zero = zero ? zero + r * zero_row : nullptr;
+#if defined(__AVX512F__)
+      if (group % 16 == 0) {
+        sums[r] = lm_gemv_row_grouped<lm_lanes16>(a, row, depth, group, row_scale, scale_group, row_zero, zero_group);
+        continue;
       }
+#endif
+      sums[r] = lm_gemv_row_grouped<lm_lanes8>(a, row, depth, group, row_scale, scale_group, row_zero, zero_group);
     }
-    for (; g < groups; ++g) {
-      lm_f32x8 part = {}, a_sum = {};
-      for (int64_t k = g * group; k < (g + 1) * group; k += 8) {
-        const lm_f32x8 x = lm_load_f32x8(a + k);
-        a_sum += x;
-        part = lm_madd8(x, lm_widen_i8(row + k), part);
-      }
-      acc = lm_madd8(part - zero_of(g) * a_sum, scale_of(g), acc);
-    }
-    sums[r] = lm_sum8(acc + acc2);
   }
 }
 }  // namespace
