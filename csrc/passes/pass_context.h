@@ -28,6 +28,9 @@ struct PassContext {
   // GEMVs read int8 weights themselves (passes/quantized_weights.h): the runtime's GEMV kernel
   // widens them in registers.
   bool quantized_gemv_weights = false;
+  // GEMVs of a weight quantized per group (torchao's int4) are one QuantizedGemv group
+  // (passes/group_quantized_gemv.h): the runtime has a kernel that dequantizes in registers.
+  bool group_quantized_gemvs = false;
 };
 
 }  // namespace luminal::passes

@@ -229,6 +229,55 @@ TEST(CudaCodegen, AttentionCompilesWithNvrtcWithoutWarnings) {
   }
 }
 
+// torchao's quantized Linears as the translator composes them: x [M, K] times Cast(w [N, K]
+// int8)^T in the activations' dtype (weight-only), or both operands widened to i32 (_int_mm).
+ir::Graph int8_linear(DType t, int64_t m, int64_t n, int64_t k) {
+  IrTestBuilder b;
+  auto x = b.input("x", t == DType::I32 ? DType::I8 : t, {m, k});
+  auto w = b.weight("w", DType::I8, {n, k});
+  auto a = t == DType::I32 ? b.unary(Op::Cast, x, t) : x;
+  b.output(b.matmul(a, b.unary(Op::Cast, viewed(w, w.view.permute({1, 0})), t)));
+  return b.graph;
+}
+
+TEST(CudaCodegen, QuantizedGemvsReadTheInt8WeightAndCompileWithNvrtc) {
+  runtime::cuda::NvrtcCompiler compiler;
+  bool nvrtc = true;
+  try {
+    compiler.version();
+  } catch (const UserError&) {
+    nvrtc = false;
+  }
+  // Depths with and without a tail after the 16-byte chunks; an int8 product of several rows
+  // (a prefill with dynamic activations) is a GEMV too.
+  for (auto [t, m, n, k] : {std::tuple<DType, int64_t, int64_t, int64_t>{DType::F32, 1, 24, 40},
+                            {DType::F32, 1, 64, 4096}, {DType::BF16, 1, 13, 37}, {DType::BF16, 1, 64, 2048},
+                            {DType::I32, 1, 33, 70}, {DType::I32, 5, 17, 256}}) {
+    const std::string what = std::string(ir::dtype_name(t)) + " " + std::to_string(m) + "x" + std::to_string(n) +
+                             "x" + std::to_string(k);
+    const ir::Graph graph = int8_linear(t, m, n, k);
+    passes::PassContext cx;
+    const runtime::cuda::CudaKernelPlan plan = runtime::cuda::plan_cuda_kernels(graph, cx);
+    // One GEMV reading the int8 operands: no kernel widens the weight into a buffer per call.
+    ASSERT_EQ(plan.steps.size(), 1u) << what;
+    const codegen::Kernel& gemv = plan.steps[0].lowered.kernel;
+    ASSERT_EQ(gemv.kind, codegen::KernelKind::Gemv) << what;
+    EXPECT_EQ(gemv.params[1].dtype, DType::I8) << what;
+    EXPECT_EQ(gemv.params[0].dtype, t == DType::I32 ? DType::I8 : t) << what;
+    // Sixteen bytes of weight per chunk, widened in registers (or four dp4a).
+    const char* widen = t == DType::I32 ? "__dp4a(" : t == DType::F32 ? "(float)lm_wq[" : "(float)lm_q4.";
+    EXPECT_EQ(count(plan.steps[0].cuda.source, widen), 4u) << plan.steps[0].cuda.source;
+    if (!nvrtc) continue;
+    const runtime::cuda::KernelCheckReport report =
+        runtime::cuda::check_kernels(graph, {"sm_80", "sm_90"}, runtime::cuda::ImageKind::Cubin, compiler);
+    ASSERT_EQ(report.kernels.size(), 1u) << what;
+    for (const auto& [arch, image] : report.kernels[0].images)
+      EXPECT_TRUE(image->ok && !image->has_warnings) << what << " " << arch << ":\n"
+                                                     << image->log << "\n"
+                                                     << report.kernels[0].source;
+  }
+}
+
 }  // namespace
 }  // namespace luminal::testing
 

@@ -346,3 +346,26 @@ def test_a_single_row_linear_matches_eager(dtype, depth, aligned):
     compiled = torch.compile(f, backend=luminal.luminal_backend)
     expected = ((row * 2)[:, start : start + depth].float() @ linear.weight.float().t()).to(dtype)
     _close(compiled(row), expected)
+
+
+@needs_gpu
+@pytest.mark.parametrize("config", ["int8", "int8dyn"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("rows", [1, 5], ids=["decode", "prefill"])
+def test_a_torchao_quantized_linear_matches_eager(config, dtype, rows):
+    # The decode GEMV reads the int8 weight itself (16-byte chunks widened in registers, dp4a
+    # for int8 activations); a weight-only prefill widens the weight for cuBLASLt.
+    pytest.importorskip("torchao", reason="torchao==0.18.0 (scripts/install_deps.sh)")
+    from torchao.quantization import Int8DynamicActivationInt8WeightConfig, Int8WeightOnlyConfig, quantize_
+
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(2048, 96, bias=True).to("cuda", dtype)
+    quantize_(linear, Int8WeightOnlyConfig() if config == "int8" else Int8DynamicActivationInt8WeightConfig())
+    x = torch.randn(rows, 2048, device="cuda", dtype=dtype)
+    with torch.no_grad():
+        expected = linear(x)
+        torch._dynamo.reset()
+        actual = torch.compile(linear, backend=luminal.luminal_backend)(x)
+    # Activations quantized at run time move by a whole step where rounding differs upstream.
+    tolerance = 3e-2 if dtype == torch.bfloat16 else 1e-2 if config == "int8dyn" else 2e-4
+    torch.testing.assert_close(actual.float(), expected.float(), atol=tolerance, rtol=tolerance)

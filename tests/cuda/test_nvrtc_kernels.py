@@ -185,12 +185,13 @@ def test_gemv_source(dtype):
     assert "lm_c = lm_lane; lm_c < lm_chunks; lm_c += 32" in source
     assert "lm_k = lm_tail + lm_lane; lm_k < lm_depth; lm_k += 32" in source
     assert "lm_warp_reduce(lm_sum, lm_sum_op())" in source
+    assert "const uint4 lm_wv = reinterpret_cast<const uint4*>(lm_w)[lm_c];" in source
     if dtype == torch.float16:
         assert "#include <cuda_fp16.h>" in source and "lm_f2h(lm_sum)" in source
         assert "const int64_t lm_chunks = lm_depth / 8;" in source and "__half22float2(lm_ap[lm_q])" in source
     else:
         assert "const int64_t lm_chunks = lm_depth / 4;" in source
-        assert "reinterpret_cast<const float4*>(lm_w)" in source
+        assert "const float4 lm_wf = *reinterpret_cast<const float4*>(&lm_wv);" in source
 
 
 class Sdpa(torch.nn.Module):

@@ -314,37 +314,79 @@ class Emitter {
   }
 
   // ---- gemv: one warp per output element ----
+  // The operands are the output's dtype, or (passes/quantized_weights.h) an int8 weight times
+  // f32 or bf16 activations, or int8 times int8 summed exactly in i32 (torchao's _int_mm).
   std::string gemv_body() const {
     const GemvSpec& g = k_.gemv;
     const DType t = k_.params[2].dtype;
-    INTERNAL_CHECK(t == DType::F32 || t == DType::BF16 || t == DType::F16) << "gemv of " << ir::dtype_name(t);
+    const DType a_type = k_.params[0].dtype, w_type = k_.params[1].dtype;
+    const bool int8_weight = w_type == DType::I8;
+    INTERNAL_CHECK(t == DType::I32 ? a_type == DType::I8 && int8_weight
+                                   : (t == DType::F32 || t == DType::BF16 || t == DType::F16) && a_type == t &&
+                                         (w_type == t || (int8_weight && t != DType::F16)))
+        << "gemv of " << ir::dtype_name(a_type) << " by " << ir::dtype_name(w_type) << " into " << ir::dtype_name(t);
     // cuBLASLt multiplies half types natively: the plan lowers only passes::is_gemv matmuls here.
     INTERNAL_CHECK(!g.columns) << "column gemv on cuda";
-    const std::string storage = table_.storage_type(t);
     std::string per_output;
-    per_output += "    const " + storage + "* lm_a = p0 + (" + index_text(g.a, false) + ");\n";
-    per_output += "    const " + storage + "* lm_w = p1 + (" + index_text(g.w, false) + ");\n";
-    // f32 accumulation, rounded once on store, as the C++ GEMV and torch's half matmul do.
-    // Where both rows start 16-byte aligned, each lane reads 16-byte chunks (several loads in
-    // flight per lane: a decode step's GEMVs are bound by how fast the weights stream in); the
+    per_output += "    const " + table_.storage_type(a_type) + "* lm_a = p0 + (" + index_text(g.a, false) + ");\n";
+    per_output += "    const " + table_.storage_type(w_type) + "* lm_w = p1 + (" + index_text(g.w, false) + ");\n";
+    // f32 accumulation, rounded once on store, as the C++ GEMV and torch's half matmul do (i32,
+    // wrapping as torch's does, for int8 x int8). Where both rows start 16-byte aligned, each
+    // lane reads 16-byte chunks of the weight (several loads in flight per lane: a decode step's
+    // GEMVs are bound by how fast the weights stream in) and the activations they multiply; the
     // rest of the row, or all of a misaligned one, element by element.
-    const int per_chunk = t == DType::F32 ? 4 : 8;
-    per_output += "    float lm_sum = 0.0f;\n";
+    const int per_chunk = int8_weight ? 16 : t == DType::F32 ? 4 : 8;
+    per_output += t == DType::I32 ? "    int32_t lm_sum = 0;\n" : "    float lm_sum = 0.0f;\n";
     per_output += "    int64_t lm_tail = 0;\n";
     per_output += "    if ((((unsigned long long)lm_a | (unsigned long long)lm_w) & 15) == 0) {\n";
     per_output += "      const int64_t lm_chunks = lm_depth / " + std::to_string(per_chunk) + ";\n";
     per_output += "#pragma unroll 4\n";
     per_output += "      for (int64_t lm_c = lm_lane; lm_c < lm_chunks; lm_c += 32) {\n";
-    if (t == DType::F32) {
-      per_output += "        const float4 lm_av = reinterpret_cast<const float4*>(lm_a)[lm_c];\n";
-      per_output += "        const float4 lm_wv = reinterpret_cast<const float4*>(lm_w)[lm_c];\n";
+    per_output += "        const uint4 lm_wv = reinterpret_cast<const uint4*>(lm_w)[lm_c];\n";
+    if (t == DType::I32) {
+      // dp4a: four int8 products and the running sum in one instruction.
+      per_output += "        const uint4 lm_av = reinterpret_cast<const uint4*>(lm_a)[lm_c];\n";
       for (const char* f : {"x", "y", "z", "w"})
-        per_output += std::string("        lm_sum = fmaf(lm_av.") + f + ", lm_wv." + f + ", lm_sum);\n";
+        per_output += std::string("        lm_sum = __dp4a((int)lm_av.") + f + ", (int)lm_wv." + f + ", lm_sum);\n";
+    } else if (int8_weight) {
+      // Sixteen int8 weights widen in registers; their sixteen activations are four float4
+      // (f32) or two uint4 of bf16 pairs.
+      per_output += "        const char4* lm_wq = reinterpret_cast<const char4*>(&lm_wv);\n";
+      if (t == DType::F32) {
+        per_output += "        const float4* lm_ac = reinterpret_cast<const float4*>(lm_a) + lm_c * 4;\n";
+        per_output += "#pragma unroll\n";
+        per_output += "        for (int lm_q = 0; lm_q < 4; ++lm_q) {\n";
+        per_output += "          const float4 lm_af = lm_ac[lm_q];\n";
+        for (const char* f : {"x", "y", "z", "w"})
+          per_output += std::string("          lm_sum = fmaf(lm_af.") + f + ", (float)lm_wq[lm_q]." + f + ", lm_sum);\n";
+        per_output += "        }\n";
+      } else {
+        per_output += "        const uint4* lm_ac = reinterpret_cast<const uint4*>(lm_a) + lm_c * 2;\n";
+        per_output += "#pragma unroll\n";
+        per_output += "        for (int lm_q = 0; lm_q < 2; ++lm_q) {\n";
+        per_output += "          const uint4 lm_av = lm_ac[lm_q];\n";
+        per_output += "          const __nv_bfloat162* lm_ap = reinterpret_cast<const __nv_bfloat162*>(&lm_av);\n";
+        per_output += "#pragma unroll\n";
+        per_output += "          for (int lm_h = 0; lm_h < 2; ++lm_h) {\n";
+        per_output += "            const char4 lm_q4 = lm_wq[lm_q * 2 + lm_h];\n";
+        per_output += "            const float2 lm_a0 = __bfloat1622float2(lm_ap[lm_h * 2]);\n";
+        per_output += "            const float2 lm_a1 = __bfloat1622float2(lm_ap[lm_h * 2 + 1]);\n";
+        per_output += "            lm_sum = fmaf(lm_a0.x, (float)lm_q4.x, lm_sum);\n";
+        per_output += "            lm_sum = fmaf(lm_a0.y, (float)lm_q4.y, lm_sum);\n";
+        per_output += "            lm_sum = fmaf(lm_a1.x, (float)lm_q4.z, lm_sum);\n";
+        per_output += "            lm_sum = fmaf(lm_a1.y, (float)lm_q4.w, lm_sum);\n";
+        per_output += "          }\n";
+        per_output += "        }\n";
+      }
+    } else if (t == DType::F32) {
+      per_output += "        const float4 lm_av = reinterpret_cast<const float4*>(lm_a)[lm_c];\n";
+      per_output += "        const float4 lm_wf = *reinterpret_cast<const float4*>(&lm_wv);\n";
+      for (const char* f : {"x", "y", "z", "w"})
+        per_output += std::string("        lm_sum = fmaf(lm_av.") + f + ", lm_wf." + f + ", lm_sum);\n";
     } else {
       const std::string pair = t == DType::BF16 ? "__nv_bfloat162" : "__half2";
       const std::string widen = t == DType::BF16 ? "__bfloat1622float2" : "__half22float2";
       per_output += "        const uint4 lm_av = reinterpret_cast<const uint4*>(lm_a)[lm_c];\n";
-      per_output += "        const uint4 lm_wv = reinterpret_cast<const uint4*>(lm_w)[lm_c];\n";
       per_output += "        const " + pair + "* lm_ap = reinterpret_cast<const " + pair + "*>(&lm_av);\n";
       per_output += "        const " + pair + "* lm_wp = reinterpret_cast<const " + pair + "*>(&lm_wv);\n";
       per_output += "#pragma unroll\n";
@@ -358,10 +400,19 @@ class Emitter {
     per_output += "      lm_tail = lm_chunks * " + std::to_string(per_chunk) + ";\n";
     per_output += "    }\n";
     per_output += "    for (int64_t lm_k = lm_tail + lm_lane; lm_k < lm_depth; lm_k += 32)\n";
-    per_output += "      lm_sum = fmaf(" + table_.load(t, "lm_a[lm_k]") + ", " + table_.load(t, "lm_w[lm_k]") +
-                  ", lm_sum);\n";
-    per_output += "    lm_sum = lm_warp_reduce(lm_sum, lm_sum_op());\n";
-    per_output += "    if (lm_lane == 0) p2[" + index_text(g.out, false) + "] = " + table_.store(t, "lm_sum") + ";\n";
+    if (t == DType::I32)
+      per_output += "      lm_sum = (int32_t)((uint32_t)lm_sum + (uint32_t)((int32_t)lm_a[lm_k] * (int32_t)lm_w[lm_k]));\n";
+    else
+      per_output += "      lm_sum = fmaf(" + table_.load(a_type, "lm_a[lm_k]") + ", " +
+                    (int8_weight ? std::string("(float)lm_w[lm_k]") : table_.load(w_type, "lm_w[lm_k]")) +
+                    ", lm_sum);\n";
+    if (t == DType::I32) {
+      per_output += "    lm_sum = (int32_t)lm_warp_reduce((uint32_t)lm_sum, lm_sum_op());\n";
+      per_output += "    if (lm_lane == 0) p2[" + index_text(g.out, false) + "] = lm_sum;\n";
+    } else {
+      per_output += "    lm_sum = lm_warp_reduce(lm_sum, lm_sum_op());\n";
+      per_output += "    if (lm_lane == 0) p2[" + index_text(g.out, false) + "] = " + table_.store(t, "lm_sum") + ";\n";
+    }
     std::vector<int> dims;
     for (int d = 0; d < rank_; ++d) dims.push_back(d);
     std::ostringstream out;

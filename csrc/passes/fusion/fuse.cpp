@@ -105,7 +105,7 @@ void group_quantized_gemvs(const ir::Graph& graph, Partition& p, PassContext& cx
 Partition fuse(const ir::Graph& graph, PassContext& cx) {
   Partition p = initial_partition(graph);
   if (cx.attention_kernels) group_attention(graph, p, cx);
-  if (cx.quantized_gemv_weights) group_quantized_gemvs(graph, p, cx);
+  if (cx.group_quantized_gemvs) group_quantized_gemvs(graph, p, cx);
   for (int round = 0; round < cx.fusion_rounds; ++round) {
     std::vector<Candidate> candidates;
     for (const auto& [producer, consumer] : producer_consumer_pairs(graph, p)) {

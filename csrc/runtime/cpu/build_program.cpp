@@ -118,6 +118,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   cx.debug_dir = options.debug_dir;
   cx.attention_kernels = fusion.attention_kernels;
   cx.quantized_gemv_weights = true;
+  cx.group_quantized_gemvs = true;
   for (ir::DType half : {ir::DType::BF16, ir::DType::F16})
     if (aten_has_native_half_matmul(half)) cx.native_half_matmuls.push_back(half);
   // A few half-precision rows run as the GEMV, unless ATen multiplies a half dtype natively

@@ -39,6 +39,9 @@ CudaKernelPlan plan_cuda_kernels(const ir::Graph& input_graph, passes::PassConte
   // Scaled dot-product attention is one pattern kernel (codegen/cuda/emit.h, Attention): its
   // [L, S] scores never reach memory, and keys every row of a query block masks are never read.
   cx.attention_kernels = true;
+  // Decode GEMVs read torchao's int8 weights themselves (codegen/cuda/emit.cpp, gemv_body);
+  // group-quantized (int4) weights are still dequantized by a kernel of their own.
+  cx.quantized_gemv_weights = true;
   passes::KernelPlan plan = passes::plan_kernels(input_graph, cx);
   CudaKernelPlan out;
   out.graph = std::move(plan.graph);
