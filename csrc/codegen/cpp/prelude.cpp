@@ -162,7 +162,9 @@ struct lm_f32 {
 };
 // bf16 is the top half of an f32, so 16 weights widen with a shift (even elements) and a mask
 // (odd elements): no shuffles. The dot product does not care which lane a pair lands in; even
-// and odd sums are separate chains so that adds do not wait on each other.
+// and odd sums are separate chains so that adds do not wait on each other. A product of two
+// bf16 values is exact in f32, so a fused multiply-add rounds as the multiply then add does,
+// in one instruction instead of two.
 struct lm_bf16 {
   typedef uint16_t TA;
   typedef uint16_t TW;
@@ -177,8 +179,8 @@ struct lm_bf16 {
   }
   static void madd(Acc& acc, const X& x, const uint16_t* w) {
     const X v = load_x(w);
-    acc.even += x.even * v.even;
-    acc.odd += x.odd * v.odd;
+    acc.even = lm_madd8(x.even, v.even, acc.even);
+    acc.odd = lm_madd8(x.odd, v.odd, acc.odd);
   }
   static lm_f32x8 fold(const Acc& acc) { return acc.even + acc.odd; }
   static float load1(const uint16_t* p) { return lm_bf2f(*p); }
@@ -215,7 +217,8 @@ struct lm_f16 {
     return v;
 #endif
   }
-  static void madd(Acc& acc, const X& x, const uint16_t* w) { acc += x * load_x(w); }
+  // An f16 product is exact in f32: the fused multiply-add rounds as a multiply then add would.
+  static void madd(Acc& acc, const X& x, const uint16_t* w) { acc = lm_madd8(x, load_x(w), acc); }
   static lm_f32x8 fold(const Acc& acc) { return acc; }
   static float load1(const uint16_t* p) { return lm_h2f(*p); }
   static constexpr bool kInterleaved = false;
@@ -260,9 +263,9 @@ struct lm_f32_i8 {
   static constexpr int kLanes = 16;
   static constexpr bool kSequentialRows = true;
 #if defined(__AVX512F__)
-  // Sixteen weights per step in one register: half the instructions of AVX2's two, which bound
-  // this GEMV there (docs/quantization.md). Lane j sums what AVX2's lane j of `lo` (j < 8) or of
-  // `hi` sums, and fold adds the halves as AVX2's does, so both ISAs give the same bits.
+  // Sixteen weights per step in one register, half the instructions of AVX2's two (1.36x its
+  // rate on a 35 MB weight, 1.1x on a 134 MB one). Lane j sums what AVX2's lane j of `lo` (j < 8) or of `hi` sums,
+  // and fold adds the halves as AVX2's does, so both ISAs give the same bits.
   typedef lm_f32x16 X;
   typedef X Acc;
   static X load_x(const float* p) {
@@ -300,7 +303,8 @@ struct lm_bf16_i8 {
   static constexpr int kLanes = 8;
   static constexpr bool kSequentialRows = false;
   static X load_x(const uint16_t* p) { return lm_bf16::load8(p); }
-  static void madd(Acc& acc, const X& x, const signed char* w) { acc += x * lm_widen_i8(w); }
+  // bf16 times int8 is exact in f32: the fused multiply-add rounds as a multiply then add would.
+  static void madd(Acc& acc, const X& x, const signed char* w) { acc = lm_madd8(x, lm_widen_i8(w), acc); }
   static lm_f32x8 fold(const Acc& acc) { return acc; }
   static float load1(const uint16_t* p) { return lm_bf2f(*p); }
   static float load1(const signed char* p) { return *p; }

@@ -358,7 +358,8 @@ class Emitter {
         per_output += "        for (int lm_q = 0; lm_q < 4; ++lm_q) {\n";
         per_output += "          const float4 lm_af = lm_ac[lm_q];\n";
         for (const char* f : {"x", "y", "z", "w"})
-          per_output += std::string("          lm_sum = fmaf(lm_af.") + f + ", (float)lm_wq[lm_q]." + f + ", lm_sum);\n";
+          per_output +=
+              std::string("          lm_sum = fmaf(lm_af.") + f + ", (float)lm_wq[lm_q]." + f + ", lm_sum);\n";
         per_output += "        }\n";
       } else {
         per_output += "        const uint4* lm_ac = reinterpret_cast<const uint4*>(lm_a) + lm_c * 2;\n";
@@ -401,7 +402,8 @@ class Emitter {
     per_output += "    }\n";
     per_output += "    for (int64_t lm_k = lm_tail + lm_lane; lm_k < lm_depth; lm_k += 32)\n";
     if (t == DType::I32)
-      per_output += "      lm_sum = (int32_t)((uint32_t)lm_sum + (uint32_t)((int32_t)lm_a[lm_k] * (int32_t)lm_w[lm_k]));\n";
+      per_output +=
+          "      lm_sum = (int32_t)((uint32_t)lm_sum + (uint32_t)((int32_t)lm_a[lm_k] * (int32_t)lm_w[lm_k]));\n";
     else
       per_output += "      lm_sum = fmaf(" + table_.load(a_type, "lm_a[lm_k]") + ", " +
                     (int8_weight ? std::string("(float)lm_w[lm_k]") : table_.load(w_type, "lm_w[lm_k]")) +
