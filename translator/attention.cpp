@@ -2,6 +2,8 @@
 // (python/luminal/decompositions.py) so that the runtime sees attention as one pattern.
 // Lowered here to torch's math reference: softmax(q k^T * scale + bias) v.
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include "common/error.h"
 #include "translator/handlers.h"
@@ -57,6 +59,33 @@ Tensor group_heads(TranslationContext& cx, const Tensor& t, const Expr& kv_heads
   return reshape(cx, t, shape);
 }
 
+// HF's repeat_kv (expand -> clone -> view) hands attention K/V with each of Hk heads copied G
+// times: a Copy of a view with stride 0 along G, then a view merging Hk and G. The Copy's source,
+// read once per KV head with the queries grouped as for enable_gqa, gives the same values
+// without writing G copies of the whole cache every decode step (9% of an int8 Llama decode).
+// Returns that source [.., Hk, S, E] and G, or nullopt when `t` is not such a repeat.
+std::optional<std::pair<Tensor, int64_t>> unrepeated_heads(TranslationContext& cx, const Tensor& t) {
+  const int rank = t.rank();
+  if (rank < 3 || !t.ref.view.is_contiguous()) return std::nullopt;
+  const ir::Node& copy = cx.graph().node(t.ref.node);
+  if (copy.op != Op::Copy || copy.shape.size() != static_cast<size_t>(rank) + 1) return std::nullopt;
+  const size_t h = static_cast<size_t>(rank) - 3;  // the heads dim of t; h + 1 is G in the Copy
+  const ir::View& repeated = copy.inputs[0].view;
+  const Expr& group = copy.shape[h + 1];
+  if (!group.is_constant() || group.constant_value() < 2 || !ir::is_zero(repeated.strides()[h + 1])) {
+    return std::nullopt;
+  }
+  for (size_t d = 0; d < h; ++d)
+    if (!(copy.shape[d] == t.shape()[d])) return std::nullopt;
+  if (!(copy.shape[h] * group == t.shape()[h]) || !(copy.shape[h + 2] == t.shape()[h + 1]) ||
+      !(copy.shape[h + 3] == t.shape()[h + 2])) {
+    return std::nullopt;
+  }
+  Tensor source{ir::TensorRef{copy.inputs[0].node, repeated.select(static_cast<int>(h) + 1, Expr(int64_t{0}))},
+                t.dtype};
+  return std::make_pair(source, group.constant_value());
+}
+
 }  // namespace
 
 void translate_scaled_dot_product_attention(NodeArgs& args) {
@@ -74,6 +103,18 @@ void translate_scaled_dot_product_attention(NodeArgs& args) {
   USER_CHECK(!(is_causal && attn_mask)) << "is_causal=True together with an attn_mask (torch rejects this too)";
   USER_CHECK(q.rank() >= 3 && k.rank() == q.rank() && v.rank() == q.rank())
       << "query, key and value must share a rank >= 3, got " << q.rank() << ", " << k.rank() << ", " << v.rank();
+
+  // K and V repeated alike by repeat_kv are read unrepeated, grouped as enable_gqa would group them.
+  bool repeated_kv = false;
+  if (q.shape()[q.rank() - 3] == k.shape()[k.rank() - 3]) {
+    const auto unrepeated_k = unrepeated_heads(cx, k);
+    const auto unrepeated_v = unrepeated_heads(cx, v);
+    if (unrepeated_k && unrepeated_v && unrepeated_k->second == unrepeated_v->second) {
+      k = unrepeated_k->first;
+      v = unrepeated_v->first;
+      repeated_kv = true;
+    }
+  }
 
   const DType out_dtype = q.dtype;
   // f16/bf16 attention accumulates in f32, as torch's CPU flash kernel does.
@@ -106,7 +147,7 @@ void translate_scaled_dot_product_attention(NodeArgs& args) {
 
   const Expr q_heads = q.shape()[rank - 3];
   const Expr kv_heads = k.shape()[rank - 3];
-  const bool grouped = enable_gqa && q_heads != kv_heads;
+  const bool grouped = (enable_gqa || repeated_kv) && q_heads != kv_heads;
   if (grouped) {
     USER_CHECK(q_heads.is_constant() && kv_heads.is_constant() &&
                q_heads.constant_value() % kv_heads.constant_value() == 0)

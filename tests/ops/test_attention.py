@@ -30,6 +30,31 @@ def strided_qkv(L, S, heads=3, E=24, head_dim_last=True):
     return make
 
 
+def repeat_kv(x, n_rep):
+    """transformers' repeat_kv: each of x's heads n_rep times, through expand then reshape (a clone)."""
+    b, h, s, e = x.shape
+    return x[:, :, None, :, :].expand(b, h, n_rep, s, e).reshape(b, h * n_rep, s, e)
+
+
+def attend_repeated(q, k, v, mask=None):
+    """Attention as transformers' sdpa path calls it without enable_gqa: K and V repeated first."""
+    group = q.shape[1] // k.shape[1]
+    return F.scaled_dot_product_attention(q, repeat_kv(k, group), repeat_kv(v, group), attn_mask=mask)
+
+
+def key_heads_only(q_heads, kv_heads):
+    """q and v with q_heads heads, k with kv_heads."""
+    def make(d):
+        q, k, _ = qkv(q_heads, kv_heads)(d)
+        return q, k, qkv(q_heads, q_heads)(d)[2]
+    return make
+
+
+def attend_repeated_key_only(q, k, v):
+    """Only K repeated; V has every query head: nothing to regroup."""
+    return F.scaled_dot_product_attention(q, repeat_kv(k, q.shape[1] // k.shape[1]), v)
+
+
 # Query row l attends keys [l, l + 8) of 45: a band, so each block of query rows reads a window of
 # keys; rows 5 and 33 attend nothing (zeros).
 BAND_MASK = (torch.arange(45)[None, :] >= torch.arange(40)[:, None]) & (torch.arange(45)[None, :] < torch.arange(40)[:, None] + 8)
@@ -50,6 +75,12 @@ CASES = [
          dtypes=FLOATS, arity=3, variants={}, extra_inputs=[qkv()]),
     Case("sdpa_gqa", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), dtypes=FLOATS,
          arity=3, variants={}, extra_inputs=[qkv(q_heads=4, kv_heads=2)]),
+    Case("sdpa_repeat_kv", attend_repeated, dtypes=FLOATS, arity=3, variants={},
+         extra_inputs=[qkv(q_heads=6, kv_heads=2), qkv(q_heads=4, kv_heads=1, L=1, S=7), qkv(q_heads=4, kv_heads=4)]),
+    Case("sdpa_repeat_kv_mask", lambda q, k, v: attend_repeated(q, k, v, BOOL_MASK), dtypes=FLOATS, arity=3,
+         variants={}, extra_inputs=[qkv(q_heads=4, kv_heads=2)]),
+    Case("sdpa_repeat_key_only", attend_repeated_key_only, dtypes=FLOATS, arity=3, variants={},
+         extra_inputs=[qkv(q_heads=4, kv_heads=4), key_heads_only(q_heads=4, kv_heads=2)]),
     # 41 query rows: a block of 36 and one of 5; 2 rows: the decode path; odd head dims.
     Case("sdpa_strided_blocks", lambda q, k, v: F.scaled_dot_product_attention(q, k, v), dtypes=FLOATS, arity=3,
          variants={}, extra_inputs=[strided_qkv(41, 43), strided_qkv(2, 41), strided_qkv(41, 43, E=20, head_dim_last=False),
@@ -74,3 +105,17 @@ def test_attention_is_one_kernel_without_a_scores_buffer(tmp_path):
     steps = [line for line in (tmp_path / "cpu_stats.txt").read_text().splitlines() if line.startswith(("kernel", "gemm", "aten"))]
     assert sum("scaled dot-product attention" in line for line in steps) == 1, steps
     assert not any(line.startswith("gemm") or "row kernel" in line for line in steps), steps
+
+
+def test_repeated_kv_is_read_in_place(tmp_path):
+    """transformers' repeat_kv before attention copies every KV head G times, the whole static
+    cache on every decode step; luminal reads the unrepeated K/V with grouped queries instead, so
+    the one kernel is the attention and nothing is copied. The K/V here are a cache-like slice."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(1, 8, 1, 16, generator=g)
+    cache_k, cache_v = (torch.randn(1, 2, 32, 16, generator=g) for _ in range(2))
+    attend = lambda q, k, v: attend_repeated(q, k[:, :, :20], v[:, :, :20])  # noqa: E731
+    compiled = torch.compile(attend, backend="luminal", options={"debug_dir": str(tmp_path), "fallback": "error"})
+    torch.testing.assert_close(compiled(q, cache_k, cache_v), attend(q, cache_k, cache_v))
+    steps = [line for line in (tmp_path / "cpu_stats.txt").read_text().splitlines() if line.startswith(("kernel", "gemm", "aten"))]
+    assert len(steps) == 1 and "scaled dot-product attention" in steps[0], steps
