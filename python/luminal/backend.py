@@ -16,6 +16,7 @@ from .export import export_graph, is_dtensor, own_copy, quiet_torch_internals, s
 from .export_cache import cached_export
 from .input_device_moves import lift_input_device_moves
 from .options import check_runtime, core_options, validate_options
+from .subclass_weights import plain_weights
 from .training import TrainingModel, needs_autograd
 
 log = logging.getLogger("luminal")
@@ -92,7 +93,7 @@ def compile_graph(
                 export_graph, graph, list(args), scalar_values, options.get("cache_dir")
             )
         export_ms = (time.perf_counter() - start) * 1000
-        program = _C.compile_pt2(exported.archive, factory, core_options(options), exported.weights)
+        program = _C.compile_pt2(exported.archive, factory, core_options(options), plain_weights(exported.weights))
         bound = BoundProgram(
             program,
             exported.user_input_positions,

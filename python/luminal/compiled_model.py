@@ -11,6 +11,7 @@ import torch
 from . import _C
 from .export import PythonOutputs, size_carrier
 from .input_device_moves import move_inputs
+from .subclass_weights import inner_paths, plain_weights, storage_key
 
 
 @dataclass
@@ -37,7 +38,9 @@ class BoundProgram:
     sharded_weight_positions: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
-        self.weight_ptrs = {name: t.data_ptr() for name, t in self.weights.items()}
+        # Where each tensor-subclass weight keeps its inner tensors (None for a plain tensor).
+        self.inner_paths = {name: inner_paths(t) for name, t in self.weights.items()}
+        self.weight_ptrs = {name: storage_key(t, self.inner_paths[name]) for name, t in self.weights.items()}
         # (position, name, sharded), decided once here rather than per weight on every call.
         self.sorted_weight_positions = sorted(
             (position, name, position in self.sharded_weight_positions)
@@ -45,11 +48,14 @@ class BoundProgram:
         )
 
     def rebind_moved(self, name: str, tensor: torch.Tensor) -> None:
-        """Re-binds a weight whose storage was replaced (`p.data = ...`): never read stale."""
-        if tensor.data_ptr() != self.weight_ptrs[name]:
-            self.program.rebind_weight(name, tensor)
+        """Re-binds a weight whose storage was replaced (`p.data = ...`, or another module's
+        weight where dynamo reuses the graph for a module of the same shapes): never read stale."""
+        key = storage_key(tensor, self.inner_paths[name])
+        if key != self.weight_ptrs[name]:
+            for part_name, part in plain_weights({name: tensor}).items():
+                self.program.rebind_weight(part_name, part)
             self.weights[name] = tensor
-            self.weight_ptrs[name] = tensor.data_ptr()
+            self.weight_ptrs[name] = key
 
 
 class CompiledModel:

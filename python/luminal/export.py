@@ -22,6 +22,7 @@ import torch.fx
 
 from .decompositions import decomposition_table
 from .errors import UnsupportedError, UserError
+from .subclass_weights import plain_weights
 
 
 @dataclass
@@ -42,7 +43,9 @@ class ExportedGraph:
     # Placeholder position -> how the compiled callable gets it on each call.
     user_input_positions: list[int]
     weight_positions: dict[int, str]  # position -> FQN in the exported program
-    weights: dict[str, torch.Tensor]  # FQN -> the caller's tensor (bound by pointer)
+    # FQN -> the caller's tensor, bound by pointer (a tensor subclass through its inner tensors:
+    # subclass_weights.py).
+    weights: dict[str, torch.Tensor]
     symint_positions: list[int] = field(default_factory=list)  # derived from tensor shapes
     # SymInt inputs that are no tensor's size (a StaticSlidingWindowLayer's Python-int length):
     # each call passes them as the dim 0 of an empty [value, 0] tensor, so the core binds the
@@ -614,12 +617,16 @@ def export_graph(
             raise UnsupportedError(f"torch.export could not export the graph luminal was given: {error}") from error
         # An attribute export dropped (unread) needs no binding.
         targets = {spec.target for spec in ep.graph_signature.input_specs}
-        exported.attribute_weights = [name for name in exported.attribute_weights if name in targets]
+
+        def read_by_export(name: str) -> bool:
+            return any(part in targets for part in plain_weights({name: exported.weights[name]}))
+
+        exported.attribute_weights = [name for name in exported.attribute_weights if read_by_export(name)]
         exported.weights = {
             name: tensor
             for name, tensor in exported.weights.items()
-            if name in targets or name in exported.weight_positions.values()
+            if read_by_export(name) or name in exported.weight_positions.values()
         }
-        exported.archive = serialize(ep, set(exported.weights))
+        exported.archive = serialize(ep, set(plain_weights(exported.weights)))
         del ep
     return exported

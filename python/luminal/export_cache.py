@@ -33,7 +33,7 @@ log = logging.getLogger("luminal")
 
 # Bumped when the entry format changes.
 FORMAT = 2
-_EXPORT_SOURCES = ("export.py", "decompositions.py", "export_cache.py")
+_EXPORT_SOURCES = ("export.py", "decompositions.py", "export_cache.py", "subclass_weights.py")
 
 
 def default_cache_dir() -> Path:

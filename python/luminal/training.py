@@ -30,6 +30,7 @@ from .compiled_model import BoundProgram, CompiledModel
 from .decompositions import decomposition_table
 from .errors import LuminalError
 from .options import core_options
+from .subclass_weights import plain_weights
 
 log = logging.getLogger("luminal")
 
@@ -49,7 +50,7 @@ def compile_part(
     try:
         exported = export_aten_graph(graph)
         export_ms = (time.perf_counter() - start) * 1000
-        program = _C.compile_pt2(exported.archive, factory, core_options(options), exported.weights)
+        program = _C.compile_pt2(exported.archive, factory, core_options(options), plain_weights(exported.weights))
     except LuminalError as error:
         # Which of the two graphs: a node of the backward is no line the user wrote.
         raise type(error)(f"in the {part} graph AOTAutograd derived: {error}") from error

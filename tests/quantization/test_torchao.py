@@ -78,6 +78,46 @@ def test_quantized_mlp_equals_eager(config, dtype, rows, cpu_isa, tmp_path):
         assert_gemvs_read_quantized_weights(tmp_path, config, 3)
 
 
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+def test_each_module_reads_its_own_quantized_weights(config):
+    """Dynamo traces a module class once and reuses the graph for every module of the same shapes,
+    passing each one's weights. A quantized weight's own data_ptr() is 0 for every one of them, so
+    its binding follows its inner tensors, or every layer after the first reads the first's weights."""
+    torch.manual_seed(0)
+    layers = [torch.nn.Linear(64, 48) for _ in range(3)]
+    for layer in layers:
+        quantize_(layer, CONFIGS[config][0]())
+    x = torch.randn(2, 64)
+    backend = CountingBackend()
+    with torch.no_grad():
+        compiled = [torch.compile(layer, backend=backend) for layer in layers]
+        for model in compiled:
+            model(x)
+        for layer, model in zip(layers, compiled):
+            torch.testing.assert_close(model(x), layer(x), rtol=TOLERANCE[config], atol=TOLERANCE[config])
+    assert backend.compiled
+
+
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+def test_quantized_weights_stay_out_of_the_cached_archive(config, tmp_path):
+    """Quantized weights are bound by pointer, never copied into the archive. The export cache
+    keeps the archive on disk and serves it to any later model of the same shapes, so a weight
+    copied into it would give a second model, compiled afresh, the first model's weights."""
+    torch.manual_seed(0)
+    first, second = (torch.nn.Linear(512, 1024) for _ in range(2))
+    for layer in (first, second):
+        quantize_(layer, CONFIGS[config][0]())
+    x = torch.randn(1, 512)
+    backend = CountingBackend({"cache_dir": str(tmp_path)})
+    with torch.no_grad():
+        torch.compile(first, backend=backend)(x)
+        torch._dynamo.reset()
+        actual = torch.compile(second, backend=backend)(x)
+        torch.testing.assert_close(actual, second(x), rtol=TOLERANCE[config], atol=TOLERANCE[config])
+    assert [model.stats["export_cache_hit"] for model in backend.compiled] == [False, True]
+    assert backend.compiled[0].stats["archive_bytes"] < 512 * 1024 // 4  # the int8 weight alone is 512 KiB
+
+
 def assert_gemvs_read_quantized_weights(debug_dir, config, linears):
     """The decode step dumped in `debug_dir` runs each of its `linears` quantized Linears as one
     GEMV, and nothing widens an int8 weight into a float copy first."""

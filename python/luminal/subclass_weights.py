@@ -1,0 +1,71 @@
+"""Weights held as tensor subclasses (torchao's quantized Int8Tensor, IntxUnpackedToInt8Tensor):
+bound by pointer through the plain tensors they are made of.
+
+torch.export cannot keep a subclass parameter in its graph: it unwraps it with a
+parametrization, so a weight `w` becomes the plain parameters `parametrizations.w.original0`,
+`original1`, ... (torch/_functorch/_aot_autograd/subclass_parametrization.py), one per inner
+tensor, depth first in `__tensor_flatten__` order, each sharing its storage with the caller's
+inner tensor. Binding those names to the caller's inner tensors keeps the weights out of the
+archive, where they would be a copy, cached on disk and served to a later model of the same
+shapes, and lets each call rebind a model whose quantized weights are other tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+
+def inner_paths(tensor: Any) -> list[tuple[str, ...]] | None:
+    """The attribute paths from a traceable subclass to the plain tensors it is made of, in the
+    order export numbers them; None for a plain tensor."""
+    if not is_traceable_wrapper_subclass(tensor):
+        return None
+    paths: list[tuple[str, ...]] = []
+
+    def collect(value: Any, path: tuple[str, ...]) -> None:
+        if not is_traceable_wrapper_subclass(value):
+            paths.append(path)
+            return
+        names, _ = value.__tensor_flatten__()
+        for name in names:
+            collect(getattr(value, name), (*path, name))
+
+    collect(tensor, ())
+    return paths
+
+
+def inner_tensor(tensor: Any, path: tuple[str, ...]) -> torch.Tensor:
+    for name in path:
+        tensor = getattr(tensor, name)
+    return tensor
+
+
+def parametrized_name(name: str, index: int) -> str:
+    """The FQN export gives inner tensor `index` of the subclass weight `name`."""
+    owner, _, attribute = name.rpartition(".")
+    return f"{owner + '.' if owner else ''}parametrizations.{attribute}.original{index}"
+
+
+def plain_weights(weights: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """`weights` with each subclass replaced by its inner tensors under their export names."""
+    plain: dict[str, torch.Tensor] = {}
+    for name, tensor in weights.items():
+        paths = inner_paths(tensor)
+        if paths is None:
+            plain[name] = tensor
+            continue
+        for index, path in enumerate(paths):
+            plain[parametrized_name(name, index)] = inner_tensor(tensor, path)
+    return plain
+
+
+def storage_key(tensor: Any, paths: list[tuple[str, ...]] | None) -> int | tuple[int, ...]:
+    """What changes when a weight's storage is replaced: its data pointer, or, for a subclass
+    whose inner tensors are at `paths` (inner_paths, found once: flattening on every call cost
+    7-11 us per weight), theirs. A subclass's own data_ptr() is 0 for every quantized weight."""
+    if paths is None:
+        return tensor.data_ptr()
+    return tuple(inner_tensor(tensor, path).data_ptr() for path in paths)
