@@ -846,42 +846,67 @@ struct lm_lanes16 {
   static float sum(V v) { return lm_sum8(lm_fold16(v)); }
 };
 #endif
-// One row of an f32 grouped GEMV, the group a multiple of L::kLanes. A group's sum is a short
-// dependency chain, so four groups' are in flight at once.
+// The sums of `a` over `count` groups from group `first`, in lanes. They are the same for every
+// row, so a block of rows computes them once instead of once per row (one add per sixteen
+// weights of four), with the additions in the order a row's loop made them: the same bits.
 template <class L>
-inline float lm_gemv_row_grouped(const float* a, const signed char* row, int64_t depth, int64_t group,
-                                 const float* scale, int64_t scale_group, const signed char* zero,
-                                 int64_t zero_group) {
+inline void lm_group_sums(const float* a, int64_t first, int64_t count, int64_t group, typename L::V* sums) {
+  for (int64_t g = 0; g < count; ++g) {
+    typename L::V s = {};
+    for (int64_t k = (first + g) * group; k < (first + g + 1) * group; k += L::kLanes) s += L::load(a + k);
+    sums[g] = s;
+  }
+}
+// `count` groups from group `first` of one row of an f32 grouped GEMV, the group a multiple of
+// L::kLanes, `a_sums` their sums of `a`. A group's sum is a short dependency chain, so four
+// groups' are in flight at once.
+template <class L>
+inline void lm_gemv_row_groups(const float* a, const typename L::V* a_sums, const signed char* row, int64_t first,
+                               int64_t count, int64_t group, const float* scale, int64_t scale_group,
+                               const signed char* zero, int64_t zero_group, typename L::V& acc,
+                               typename L::V& acc2) {
   typedef typename L::V V;
   auto scale_of = [&](int64_t g) { return L::broadcast(scale[g * scale_group]); };
   auto zero_of = [&](int64_t g) { return L::broadcast(zero ? (float)zero[g * zero_group] : 0.0f); };
-  const int64_t groups = depth / group;
-  V acc = {}, acc2 = {};
-  int64_t g = 0;
-  for (; g + 4 <= groups; g += 4) {
-    V part[4] = {}, a_sum[4] = {};
+  const int64_t end = first + count;
+  int64_t g = first;
+  for (; g + 4 <= end; g += 4) {
+    V part[4] = {};
     for (int64_t j = 0; j < 4 * group; j += 64) __builtin_prefetch(row + g * group + j + lm_stream_prefetch_bytes);
     for (int64_t k = g * group; k < (g + 1) * group; k += L::kLanes)
-      for (int j = 0; j < 4; ++j) {
-        const V x = L::load(a + k + j * group);
-        a_sum[j] += x;
-        part[j] = L::madd(x, L::widen(row + k + j * group), part[j]);
-      }
+      for (int j = 0; j < 4; ++j)
+        part[j] = L::madd(L::load(a + k + j * group), L::widen(row + k + j * group), part[j]);
     for (int j = 0; j < 4; j += 2) {
-      acc = L::madd(part[j] - zero_of(g + j) * a_sum[j], scale_of(g + j), acc);
-      acc2 = L::madd(part[j + 1] - zero_of(g + j + 1) * a_sum[j + 1], scale_of(g + j + 1), acc2);
+      acc = L::madd(part[j] - zero_of(g + j) * a_sums[g + j - first], scale_of(g + j), acc);
+      acc2 = L::madd(part[j + 1] - zero_of(g + j + 1) * a_sums[g + j + 1 - first], scale_of(g + j + 1), acc2);
     }
   }
-  for (; g < groups; ++g) {
-    V part = {}, a_sum = {};
-    for (int64_t k = g * group; k < (g + 1) * group; k += L::kLanes) {
-      const V x = L::load(a + k);
-      a_sum += x;
-      part = L::madd(x, L::widen(row + k), part);
-    }
-    acc = L::madd(part - zero_of(g) * a_sum, scale_of(g), acc);
+  for (; g < end; ++g) {
+    V part = {};
+    for (int64_t k = g * group; k < (g + 1) * group; k += L::kLanes)
+      part = L::madd(L::load(a + k), L::widen(row + k), part);
+    acc = L::madd(part - zero_of(g) * a_sums[g - first], scale_of(g), acc);
   }
-  return L::sum(acc + acc2);
+}
+// R rows of an f32 grouped GEMV, each read start to end, as lm_gemv_rows_sequential reads int8
+// weights; the group sums of `a` are made once per chunk of groups for all R rows.
+template <class L, int R>
+inline void lm_gemv_rows_grouped_f32(const float* a, const signed char* w, int64_t row_stride, int64_t depth,
+                                     int64_t group, const float* scale, int64_t scale_row, int64_t scale_group,
+                                     const signed char* zero, int64_t zero_row, int64_t zero_group, float* sums) {
+  typedef typename L::V V;
+  constexpr int64_t kChunkGroups = 256;  // 16 KiB of sums in 16 lanes: a row of 8192 at group 32
+  V a_sums[kChunkGroups];
+  V acc[R] = {}, acc2[R] = {};
+  const int64_t groups = depth / group;
+  for (int64_t first = 0; first < groups; first += kChunkGroups) {
+    const int64_t count = groups - first < kChunkGroups ? groups - first : kChunkGroups;
+    lm_group_sums<L>(a, first, count, group, a_sums);
+    for (int r = 0; r < R; ++r)
+      lm_gemv_row_groups<L>(a, a_sums, w + r * row_stride, first, count, group, scale + r * scale_row, scale_group,
+                            zero ? zero + r * zero_row : nullptr, zero_group, acc[r], acc2[r]);
+  }
+  for (int r = 0; r < R; ++r) sums[r] = L::sum(acc[r] + acc2[r]);
 }
 template <int R, class TA, class TS>
 inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_stride, int64_t depth, int64_t group,
@@ -918,19 +943,16 @@ inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_
       }
     }
     for (int r = 0; r < R; ++r) sums[r] = lm_sum8(acc[r]);
-  } else {  // f32: each row is read start to end, as lm_gemv_rows_sequential reads int8 weights
-    for (int r = 0; r < R; ++r) {
-      const signed char* row = w + r * row_stride;
-      const float* row_scale = scale + r * scale_row;
-      const signed char* row_zero = zero ? zero + r * zero_row : nullptr;
+  } else {
 #if defined(__AVX512F__)
-      if (group % 16 == 0) {
-        sums[r] = lm_gemv_row_grouped<lm_lanes16>(a, row, depth, group, row_scale, scale_group, row_zero, zero_group);
-        continue;
-      }
-#endif
-      sums[r] = lm_gemv_row_grouped<lm_lanes8>(a, row, depth, group, row_scale, scale_group, row_zero, zero_group);
+    if (group % 16 == 0) {
+      lm_gemv_rows_grouped_f32<lm_lanes16, R>(a, w, row_stride, depth, group, scale, scale_row, scale_group, zero,
+                                              zero_row, zero_group, sums);
+      return;
     }
+#endif
+    lm_gemv_rows_grouped_f32<lm_lanes8, R>(a, w, row_stride, depth, group, scale, scale_row, scale_group, zero,
+                                           zero_row, zero_group, sums);
   }
 }
 }  // namespace
