@@ -93,7 +93,9 @@ def compile_graph(
                 export_graph, graph, list(args), scalar_values, options.get("cache_dir")
             )
         export_ms = (time.perf_counter() - start) * 1000
-        program = _C.compile_pt2(exported.archive, factory, core_options(options), plain_weights(exported.weights))
+        program = _C.compile_pt2(
+            exported.archive, factory, core_options(options), plain_weights(exported.weights)
+        )
         bound = BoundProgram(
             program,
             exported.user_input_positions,

@@ -11,7 +11,7 @@ import torch
 from . import _C
 from .export import PythonOutputs, size_carrier
 from .input_device_moves import move_inputs
-from .subclass_weights import inner_paths, plain_weights, storage_key
+from .subclass_weights import bound_tensors, inner_paths, storage_key
 
 
 @dataclass
@@ -50,9 +50,10 @@ class BoundProgram:
     def rebind_moved(self, name: str, tensor: torch.Tensor) -> None:
         """Re-binds a weight whose storage was replaced (`p.data = ...`, or another module's
         weight where dynamo reuses the graph for a module of the same shapes): never read stale."""
-        key = storage_key(tensor, self.inner_paths[name])
+        paths = self.inner_paths[name]
+        key = storage_key(tensor, paths)
         if key != self.weight_ptrs[name]:
-            for part_name, part in plain_weights({name: tensor}).items():
+            for part_name, part in bound_tensors(name, tensor, paths).items():
                 self.program.rebind_weight(part_name, part)
             self.weights[name] = tensor
             self.weight_ptrs[name] = key

@@ -49,16 +49,19 @@ def parametrized_name(name: str, index: int) -> str:
     return f"{owner + '.' if owner else ''}parametrizations.{attribute}.original{index}"
 
 
+def bound_tensors(name: str, tensor: Any, paths: list[tuple[str, ...]] | None) -> dict[str, torch.Tensor]:
+    """What the weight `name` binds in the program: itself, or, for a subclass whose inner tensors
+    are at `paths` (inner_paths), each inner tensor under its export name."""
+    if paths is None:
+        return {name: tensor}
+    return {parametrized_name(name, index): inner_tensor(tensor, path) for index, path in enumerate(paths)}
+
+
 def plain_weights(weights: dict[str, Any]) -> dict[str, torch.Tensor]:
     """`weights` with each subclass replaced by its inner tensors under their export names."""
     plain: dict[str, torch.Tensor] = {}
     for name, tensor in weights.items():
-        paths = inner_paths(tensor)
-        if paths is None:
-            plain[name] = tensor
-            continue
-        for index, path in enumerate(paths):
-            plain[parametrized_name(name, index)] = inner_tensor(tensor, path)
+        plain.update(bound_tensors(name, tensor, inner_paths(tensor)))
     return plain
 
 

@@ -50,7 +50,9 @@ def compile_part(
     try:
         exported = export_aten_graph(graph)
         export_ms = (time.perf_counter() - start) * 1000
-        program = _C.compile_pt2(exported.archive, factory, core_options(options), plain_weights(exported.weights))
+        program = _C.compile_pt2(
+            exported.archive, factory, core_options(options), plain_weights(exported.weights)
+        )
     except LuminalError as error:
         # Which of the two graphs: a node of the backward is no line the user wrote.
         raise type(error)(f"in the {part} graph AOTAutograd derived: {error}") from error

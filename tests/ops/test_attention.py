@@ -76,7 +76,8 @@ CASES = [
     Case("sdpa_gqa", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), dtypes=FLOATS,
          arity=3, variants={}, extra_inputs=[qkv(q_heads=4, kv_heads=2)]),
     Case("sdpa_repeat_kv", attend_repeated, dtypes=FLOATS, arity=3, variants={},
-         extra_inputs=[qkv(q_heads=6, kv_heads=2), qkv(q_heads=4, kv_heads=1, L=1, S=7), qkv(q_heads=4, kv_heads=4)]),
+         extra_inputs=[qkv(q_heads=6, kv_heads=2), qkv(q_heads=4, kv_heads=1, L=1, S=7),
+                       qkv(q_heads=4, kv_heads=4)]),
     Case("sdpa_repeat_kv_mask", lambda q, k, v: attend_repeated(q, k, v, BOOL_MASK), dtypes=FLOATS, arity=3,
          variants={}, extra_inputs=[qkv(q_heads=4, kv_heads=2)]),
     Case("sdpa_repeat_key_only", attend_repeated_key_only, dtypes=FLOATS, arity=3, variants={},
@@ -95,6 +96,12 @@ def test_attention(case):
     run_case(case)
 
 
+def kernel_steps(debug_dir):
+    """The steps the CPU runtime ran, one line each, from the compile's cpu_stats.txt."""
+    lines = (debug_dir / "cpu_stats.txt").read_text().splitlines()
+    return [line for line in lines if line.startswith(("kernel", "gemm", "aten"))]
+
+
 def test_attention_is_one_kernel_without_a_scores_buffer(tmp_path):
     """The CPU runtime computes masked attention as one pattern kernel: no BLAS product and no
     softmax row kernel, so no [L, S] scores buffer exists between steps."""
@@ -102,7 +109,7 @@ def test_attention_is_one_kernel_without_a_scores_buffer(tmp_path):
     attend = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=BAND_MASK)  # noqa: E731
     compiled = torch.compile(attend, backend="luminal", options={"debug_dir": str(tmp_path), "fallback": "error"})
     torch.testing.assert_close(compiled(q, k, v), attend(q, k, v))
-    steps = [line for line in (tmp_path / "cpu_stats.txt").read_text().splitlines() if line.startswith(("kernel", "gemm", "aten"))]
+    steps = kernel_steps(tmp_path)
     assert sum("scaled dot-product attention" in line for line in steps) == 1, steps
     assert not any(line.startswith("gemm") or "row kernel" in line for line in steps), steps
 
@@ -115,7 +122,8 @@ def test_repeated_kv_is_read_in_place(tmp_path):
     q = torch.randn(1, 8, 1, 16, generator=g)
     cache_k, cache_v = (torch.randn(1, 2, 32, 16, generator=g) for _ in range(2))
     attend = lambda q, k, v: attend_repeated(q, k[:, :, :20], v[:, :, :20])  # noqa: E731
-    compiled = torch.compile(attend, backend="luminal", options={"debug_dir": str(tmp_path), "fallback": "error"})
+    options = {"debug_dir": str(tmp_path), "fallback": "error"}
+    compiled = torch.compile(attend, backend="luminal", options=options)
     torch.testing.assert_close(compiled(q, cache_k, cache_v), attend(q, cache_k, cache_v))
-    steps = [line for line in (tmp_path / "cpu_stats.txt").read_text().splitlines() if line.startswith(("kernel", "gemm", "aten"))]
+    steps = kernel_steps(tmp_path)
     assert len(steps) == 1 and "scaled dot-product attention" in steps[0], steps
