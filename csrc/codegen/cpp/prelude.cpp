@@ -264,8 +264,8 @@ struct lm_f32_i8 {
   static constexpr bool kSequentialRows = true;
 #if defined(__AVX512F__)
   // Sixteen weights per step in one register, half the instructions of AVX2's two (1.36x its
-  // rate on a 35 MB weight, 1.1x on a 134 MB one). Lane j sums what AVX2's lane j of `lo` (j < 8) or of `hi` sums,
-  // and fold adds the halves as AVX2's does, so both ISAs give the same bits.
+  // rate on a 35 MB weight, 1.1x on a 134 MB one). Lane j sums what AVX2's lane j of `lo`
+  // (j < 8) or of `hi` sums, and fold adds the halves as AVX2's does, so both ISAs give the same bits.
   typedef lm_f32x16 X;
   typedef X Acc;
   static X load_x(const float* p) {
