@@ -102,9 +102,13 @@ ir::Expr Kernel::inner_extent() const {
 }
 
 bool Kernel::gemv_strips() const {
-  return kind == KernelKind::Gemv && !gemv.columns && gemv.group == 0 && params.size() == 3 &&
-         params[0].dtype == ir::DType::F32 && params[1].dtype == ir::DType::F32 && domain.size() >= 2 &&
-         !is_one(domain[domain.size() - 2]);
+  // Params: a, the weight, out, then a grouped weight's scales and zero points.
+  if (kind != KernelKind::Gemv || gemv.columns || params.size() < 3 || params[0].dtype != ir::DType::F32 ||
+      domain.size() < 2 || is_one(domain[domain.size() - 2]))
+    return false;
+  const ir::DType weight = params[1].dtype;
+  return gemv.group > 0 ? params[3].dtype == ir::DType::F32
+                        : params.size() == 3 && (weight == ir::DType::F32 || weight == ir::DType::I8);
 }
 
 std::vector<int64_t> tile_candidates(const Kernel& kernel) {

@@ -266,8 +266,9 @@ LoweredKernel lower_group_quantized_gemv(const ir::Graph& graph, const passes::G
   LoweredKernel out;
   Kernel& kernel = out.kernel;
   kernel.kind = KernelKind::Gemv;
-  kernel.domain = node.shape;  // [1, N]
-  kernel.label = "gemv (M = 1 matmul, weight dequantized per group of " + std::to_string(pattern.group) + ")";
+  kernel.domain = node.shape;  // [M, N]
+  kernel.label = (is_one(node.shape[0]) ? "gemv (M = 1 matmul, " : "gemv per row (") +
+                 std::string("weight dequantized per group of ") + std::to_string(pattern.group) + ")";
   kernel.params = {Param{node.dtype, false}, Param{DType::I8, false}, Param{node.dtype, true},
                    Param{graph.node(pattern.scale.node).dtype, false}};
   out.param_nodes = {pattern.a.node, pattern.weight, pattern.out, pattern.scale.node};

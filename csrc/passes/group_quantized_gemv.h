@@ -8,6 +8,9 @@
 // so that no float copy of the weight is written per call (passes/quantized_weights.h does the
 // same for per-channel int8, whose scale is applied after the product).
 //
+// A prompt's f32 Linear of a few rows ([M, N] = Matmul(a [M, K], W^T), M <= f32_rows) is the same
+// pattern: the kernel dequantizes each block of weight rows once for all of a's rows.
+//
 // Only f32 and bf16 Linears, rank-2 Matmuls, and only where nothing outside the pattern reads
 // its intermediates, so that skipping them changes no other result.
 #pragma once
@@ -27,9 +30,9 @@ struct GroupOperand {
 };
 
 struct GroupQuantizedGemv {
-  ir::NodeId out = -1;            // the Matmul: [1, N]
+  ir::NodeId out = -1;            // the Matmul: [M, N]
   std::vector<ir::NodeId> nodes;  // every node of the pattern, ascending (the Matmul last)
-  ir::TensorRef a;                // [1, K], unit stride along K
+  ir::TensorRef a;                // [M, K], unit stride along K
   ir::NodeId weight = -1;         // q: int8, element (n, k) at n * K + k
   int64_t group = 0;              // weights per scale along K
   GroupOperand scale;             // the Linear's dtype
@@ -37,9 +40,11 @@ struct GroupQuantizedGemv {
 };
 
 // `users[n]` lists the nodes reading node n; `read_by_runtime[n]` whether the runtime reads it
-// after the kernels (a graph output or a data symbol's value).
+// after the kernels (a graph output or a data symbol's value); `f32_rows` the most rows of an f32
+// Linear the pattern takes (bf16: one).
 std::optional<GroupQuantizedGemv> match_group_quantized_gemv(const ir::Graph& graph, ir::NodeId matmul,
                                                              const std::vector<std::vector<ir::NodeId>>& users,
-                                                             const std::vector<bool>& read_by_runtime);
+                                                             const std::vector<bool>& read_by_runtime,
+                                                             int64_t f32_rows);
 
 }  // namespace luminal::passes

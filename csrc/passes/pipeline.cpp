@@ -22,7 +22,7 @@ KernelPlan plan_kernels(ir::Graph g, PassContext& cx) {
   int step = 0;
   dump(cx, step++, "input", ir::to_text(g));
   if (cx.quantized_gemv_weights) {
-    g = read_quantized_weights_in_gemvs(std::move(g));
+    g = read_quantized_weights_in_gemvs(std::move(g), cx.f32_gemv_rows);
     ir::verify(g);
     dump(cx, step++, "quantized_weights", ir::to_text(g));
   }

@@ -48,7 +48,7 @@ void cast_in_weight_layout(ir::Graph& graph, ir::NodeId matmul, const std::vecto
 
 }  // namespace
 
-ir::Graph read_quantized_weights_in_gemvs(ir::Graph graph) {
+ir::Graph read_quantized_weights_in_gemvs(ir::Graph graph, int64_t f32_rows) {
   std::vector<int> readers(graph.size(), 0);
   for (const ir::Node& node : graph.nodes())
     for (const ir::TensorRef& in : node.inputs) ++readers[in.node];
@@ -62,7 +62,7 @@ ir::Graph read_quantized_weights_in_gemvs(ir::Graph graph) {
       const std::optional<ir::TensorRef> weight = widened_int8(graph, node.inputs[1], node.dtype);
       if (!weight) continue;
       folded.inputs[1] = *weight;
-      if (!is_gemv(graph, folded)) {
+      if (!is_gemv(graph, folded, 1, f32_rows)) {
         cast_in_weight_layout(graph, static_cast<ir::NodeId>(i), readers);
         continue;
       }
@@ -75,7 +75,7 @@ ir::Graph read_quantized_weights_in_gemvs(ir::Graph graph) {
     } else {
       continue;
     }
-    if (!is_gemv(graph, folded)) continue;
+    if (!is_gemv(graph, folded, 1, f32_rows)) continue;
     graph.mutable_node(static_cast<ir::NodeId>(i)) = std::move(folded);
   }
   return graph;

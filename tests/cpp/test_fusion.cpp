@@ -563,7 +563,7 @@ TEST(Fusion, HalfGemvComputesAFewRowsInTheWeightsDtype) {
 
 TEST(Fusion, F32GemvMultipliesAFewRowsPackedIntoStrips) {
   // A short f32 prompt through a Linear (M <= kF32GemvRows) is the GEMV kernel: x's rows packed
-  // into strips of 16 that each block of six weight rows multiplies in registers
+  // into strips of 16 that each block of six weight rows (twelve for one strip) multiplies in registers
   // (lm_gemv_strips), the weight read in place; more rows go to BLAS. Row counts below, at and
   // past a strip (a zero-padded one), 37 outputs (a 1-row block after six of six), depth 70 and
   // 300 (a chunk of 256 and a tail), x's rows 75 or 310 apart (a view), and a batch dim with a
@@ -591,9 +591,13 @@ TEST(Fusion, F32GemvMultipliesAFewRowsPackedIntoStrips) {
       const bool gemv = rows <= codegen::kF32GemvRows;
       EXPECT_NE(program.steps[0].what.find(gemv ? "gemv per row" : "BLAS"), std::string::npos)
           << rows << ": " << program.steps[0].what;
+      const std::string block_rows =
+          std::to_string(rows <= 16 ? codegen::kGemvOneStripRows : codegen::kGemvStripRows);
       if (gemv)
-        EXPECT_NE(codegen::cpp::emit_kernel(codegen::lower_gemv(b.graph, product.node).kernel, "k").find("lm_gemv_strips<6>"),
-                  std::string::npos);
+        EXPECT_NE(codegen::cpp::emit_kernel(codegen::lower_gemv(b.graph, product.node).kernel, "k")
+                      .find("lm_gemv_strips<" + block_rows + ">"),
+                  std::string::npos)
+            << rows;
       expect_both_isas_match_the_reference(
           b.graph, {random_tensor(DType::F32, {2, rows, stride}, rng)},
           "f32 few-row gemv, rows " + std::to_string(rows) + ", depth " + std::to_string(depth),

@@ -8,15 +8,17 @@
 #include <random>
 
 #include "cpu_test_util.h"
+#include "codegen/kernel.h"
 #include "runtime/cpu/build_program.h"
 
 namespace luminal::testing {
 namespace {
 
-HostTensor int8_weight(int64_t rows, int64_t cols, std::mt19937& rng) {
+// Values in [lo, hi]: the whole int8 range by default, [-8, 7] for torchao's int4.
+HostTensor int8_weight(int64_t rows, int64_t cols, std::mt19937& rng, int lo = -128, int hi = 127) {
   HostTensor t = HostTensor::zeros(DType::I8, {rows, cols});
-  std::uniform_int_distribution<int> full(-128, 127);
-  for (auto& byte : t.bytes) byte = static_cast<std::byte>(static_cast<int8_t>(full(rng)));
+  std::uniform_int_distribution<int> values(lo, hi);
+  for (auto& byte : t.bytes) byte = static_cast<std::byte>(static_cast<int8_t>(values(rng)));
   return t;
 }
 
@@ -72,12 +74,13 @@ TEST(QuantizedGemv, ReadsTheInt8WeightAndMatchesTheReference) {
   }
 }
 
-// x [1, K] times torchao's IntxWeightOnlyConfig weight: W [N, G, group] =
+// x [rows, K] times torchao's IntxWeightOnlyConfig weight: W [N, G, group] =
 // (Cast(q) - Cast(zero)) * scale, read as W^T [K, N].
-ir::Graph group_quantized_linear(DType t, int64_t n, int64_t groups, int64_t group, bool zero_points) {
+ir::Graph group_quantized_linear(DType t, int64_t n, int64_t groups, int64_t group, bool zero_points,
+                                 int64_t rows = 1) {
   const int64_t k = groups * group;
   IrTestBuilder b;
-  auto x = b.input("x", t, {1, k});
+  auto x = b.input("x", t, {rows, k});
   auto q = b.weight("q", DType::I8, {n, k});
   auto scale = b.weight("scale", t, {n, groups});
   const ir::Shape grouped = {n, groups, group};
@@ -129,6 +132,38 @@ TEST(QuantizedGemv, DequantizesPerGroupInRegistersAndMatchesTheReference) {
       }
     }
   }
+}
+
+TEST(QuantizedGemv, APromptOfFewF32RowsDequantizesEachChunkOnceInStrips) {
+  // A prompt's f32 rows: the strip GEMV dequantizes each chunk of a block of weight rows once,
+  // as torch does ((q - zero) * scale in f32), for all the rows. Groups of 48 over a depth of
+  // 336 (the chunk of 256 ends inside a group), 32 (whole vectors), 12 (a vector of eight and a
+  // scalar tail); rows within one strip, past it and at the limit. Both ISAs: the same bits.
+  std::mt19937 rng(17);
+  for (auto [n, groups, group] : {std::tuple<int64_t, int64_t, int64_t>{37, 7, 48}, {13, 10, 32}, {9, 3, 12}})
+    for (int64_t rows : {int64_t{3}, int64_t{16}, int64_t{40}, codegen::kF32GemvRows})
+      for (bool zero_points : {true, false}) {
+        const ir::Graph graph = group_quantized_linear(DType::F32, n, groups, group, zero_points, rows);
+        // int4 values: with the whole int8 range, sums of products near 100 round by more than
+        // the tolerance wherever they cancel to near 0, in either order of summation.
+        HostTensor q = int8_weight(n, groups * group, rng, -8, 7);
+        HostTensor zero = int8_weight(n, groups, rng, -8, 7);
+        HostTensor scale = random_tensor(DType::F32, {n, groups}, rng, /*positive=*/true);
+        std::map<std::string, runtime::BufferRef> weights = {{"q", q.ref()}, {"scale", scale.ref()}};
+        if (zero_points) weights["zero"] = zero.ref();
+        const std::string what = std::to_string(rows) + " rows of " + std::to_string(n) + "x" +
+                                 std::to_string(groups) + "x" + std::to_string(group) +
+                                 (zero_points ? " with zero points" : "");
+        runtime::CompileOptions options;
+        options.cache_dir = test_cache_dir();
+        const runtime::cpu::Program program = runtime::cpu::build_program(graph, options);
+        ASSERT_EQ(program.steps.size(), 1u) << what;
+        EXPECT_NE(program.steps[0].what.find("gemv per row (weight dequantized per group of " + std::to_string(group)),
+                  std::string::npos)
+            << program.steps[0].what;
+        expect_both_isas_match_the_reference(graph, {random_tensor(DType::F32, {rows, groups * group}, rng)}, what,
+                                             1e-4, weights);
+      }
 }
 
 TEST(QuantizedGemv, AnIntermediateReadElsewhereKeepsTheOpsAsTheyAre) {
@@ -199,11 +234,45 @@ TEST(QuantizedGemv, AWeightWidenedWholeThenTransposedIsReadAsInt8) {
                            {{"w", weight.ref()}});
 }
 
-TEST(QuantizedGemv, APrefillKeepsTheCastAndBlas) {
-  // M > 1: no GEMV, so the weight is widened for BLAS, in its own [N, K] layout (contiguous
-  // reads and writes), and the matmul reads the widened weight transposed.
+TEST(QuantizedGemv, APromptOfFewF32RowsReadsTheInt8WeightInStrips) {
+  // A prompt of at most kF32GemvRows rows: the strip GEMV widens each chunk of a block of weight
+  // rows once for all the rows, the int8 weight read in place. Rows within one strip (twelve
+  // weight rows per block), past it and at the limit; 37 outputs (whole blocks, then single
+  // rows); depth 300 (a chunk of 256, then 44: vectors of eight and a scalar tail).
+  std::mt19937 rng(16);
+  for (int64_t rows : {int64_t{2}, int64_t{16}, int64_t{17}, int64_t{40}, codegen::kF32GemvRows}) {
+    const int64_t n = 37, k = 300;
+    IrTestBuilder b;
+    auto x = b.input("x", DType::F32, {rows, k + 9});
+    auto w = b.weight("w", DType::I8, {n, k});
+    auto scale = b.weight("scale", DType::F32, {n});
+    auto x_rows = viewed(x, x.view.slice(1, ir::Expr(int64_t{4}), ir::Expr(int64_t{4 + k}), 1));  // rows k + 9 apart
+    auto product = b.matmul(x_rows, b.unary(Op::Cast, viewed(w, w.view.permute({1, 0})), DType::F32));
+    b.output(b.binary(Op::Mul, product, viewed(scale, scale.view.unsqueeze(0).expand({rows, n}))));
+    const std::string what = std::to_string(rows) + " rows";
+    runtime::CompileOptions options;
+    options.cache_dir = test_cache_dir();
+    const runtime::cpu::Program program = runtime::cpu::build_program(b.graph, options);
+    const runtime::cpu::Step* gemv = gemv_step(program);
+    ASSERT_NE(gemv, nullptr) << what;
+    EXPECT_EQ(program.graph.node(program.slots[gemv->slots[1]].node).dtype, DType::I8) << what;
+    for (const runtime::cpu::Step& step : program.steps)
+      EXPECT_EQ(step.what.find("Cast"), std::string::npos) << what << ": " << step.what;
+    HostTensor weight = int8_weight(n, k, rng);
+    HostTensor scales = random_tensor(DType::F32, {n}, rng, /*positive=*/true);
+    // Before the scale, sums of 300 products of the whole int8 range reach thousands, where f32's
+    // ulp is 2.4e-4: the strips and the reference add in different orders, so outputs near 1
+    // differ by up to ~1e-3 (both ISAs give the same bits).
+    expect_both_isas_match_the_reference(b.graph, {random_tensor(DType::F32, {rows, k + 9}, rng)}, what, 2e-3,
+                                         {{"w", weight.ref()}, {"scale", scales.ref()}});
+  }
+}
+
+TEST(QuantizedGemv, APromptBeyondTheStripRowsKeepsTheCastAndBlas) {
+  // More rows than the strip GEMV takes: the weight is widened for BLAS, in its own [N, K]
+  // layout (contiguous reads and writes), and the matmul reads the widened weight transposed.
   IrTestBuilder b;
-  auto x = b.input("x", DType::F32, {5, 24});
+  auto x = b.input("x", DType::F32, {codegen::kF32GemvRows + 1, 24});
   auto w = b.weight("w", DType::I8, {16, 24});
   b.output(b.matmul(x, b.unary(Op::Cast, viewed(w, w.view.permute({1, 0})), DType::F32)));
   runtime::CompileOptions options;
@@ -214,10 +283,14 @@ TEST(QuantizedGemv, APrefillKeepsTheCastAndBlas) {
       EXPECT_EQ(node.shape, (ir::Shape{ir::Expr(int64_t{16}), ir::Expr(int64_t{24})}));
       EXPECT_TRUE(node.inputs[0].view.is_contiguous());
     }
+  int casts = 0;
+  for (const ir::Node& node : program.graph.nodes())
+    if (node.op == Op::Cast) ++casts;
+  EXPECT_EQ(casts, 1);
   std::mt19937 rng(6);
   HostTensor weight = int8_weight(16, 24, rng);
-  expect_matches_reference(b.graph, {random_tensor(DType::F32, {5, 24}, rng)}, "prefill", 1e-4,
-                           {{"w", weight.ref()}});
+  expect_matches_reference(b.graph, {random_tensor(DType::F32, {codegen::kF32GemvRows + 1, 24}, rng)}, "prefill",
+                           1e-4, {{"w", weight.ref()}});
 }
 
 }  // namespace

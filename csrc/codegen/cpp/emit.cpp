@@ -535,10 +535,17 @@ class Emitter {
     const DType w = k_.params[1].dtype;
     const int n_axis = rank_ - 1;
     const bool strips = k_.gemv_strips();
-    const std::string rows = std::to_string(k_.tile > 0 ? k_.tile : strips ? kGemvStripRows : kGemvRows);
+    const ir::Expr& a_rows = k_.domain[rank_ - 2];
+    const bool one_strip = a_rows.is_constant() && a_rows.constant_value() <= 16;
+    const std::string rows = std::to_string(k_.tile > 0 ? k_.tile
+                                            : strips   ? (one_strip ? kGemvOneStripRows : kGemvStripRows)
+                                                       : kGemvRows);
     std::ostringstream out, pointers;
-    // The row function's call is call_head + R + call_tail.
-    std::string call_head, call_tail;
+    // The row function's call is call_head + R + call_tail; with strips, the strip function's is
+    // strips_head + R + strips_tail.
+    std::string call_head, call_tail, strips_head = "lm_gemv_strips<",
+                                      strips_tail = ">(lm_strips, lm_strip_count, lm_w, lm_row_stride, lm_depth, ";
+    std::string group_args;  // a grouped weight's arguments after the depth
     const char* sum_type = "float";
     out << "  const int64_t lm_depth = " << expr_text(g.depth) << ";\n";
     if (t == DType::I32) {
@@ -563,9 +570,10 @@ class Emitter {
       pointers << "    const " << element << "* lm_s = p3 + " << index_text(g.scale, false) << ";\n";
       pointers << "    const signed char* lm_z = " << (g.has_zero ? "p4 + " + index_text(g.zero, false) : "nullptr")
                << ";\n";
+      group_args = std::to_string(g.group) + ", lm_s, lm_scale_row, lm_scale_group, lm_z, lm_zero_row, lm_zero_group, ";
       call_head = "lm_gemv_rows_grouped<";
-      call_tail = ">(lm_a_row, lm_w, lm_row_stride, lm_depth, " + std::to_string(g.group) +
-                  ", lm_s, lm_scale_row, lm_scale_group, lm_z, lm_zero_row, lm_zero_group, lm_sums)";
+      call_tail = ">(lm_a_row, lm_w, lm_row_stride, lm_depth, " + group_args + "lm_sums)";
+      strips_head = "lm_gemv_strips_grouped<";
     } else {
       const bool int8 = w == DType::I8;
       const char* element = t == DType::F32 ? (int8 ? "lm_f32_i8" : "lm_f32")
@@ -630,9 +638,9 @@ class Emitter {
       out << "      lm_pack_strips(lm_a, " << expr_text(g.a.strides[m_axis]) << ", " << m_count
           << ", lm_depth, lm_strips);\n";
       out << "      lm_packed = lm_a;\n    }\n";
-      out << "    if (lm_rows == " << rows << ") lm_gemv_strips<" << rows
-          << ">(lm_strips, lm_strip_count, lm_w, lm_row_stride, lm_depth, lm_block);\n";
-      out << "    else lm_gemv_strips<1>(lm_strips, lm_strip_count, lm_w, lm_row_stride, lm_depth, lm_block);\n";
+      strips_tail += group_args + "lm_block);\n";
+      out << "    if (lm_rows == " << rows << ") " << strips_head << rows << strips_tail;
+      out << "    else " << strips_head << "1" << strips_tail;
       out << "    for (int lm_u = 0; lm_u < lm_rows; ++lm_u)\n";
       out << "      for (int64_t lm_m = 0; lm_m < " << m_count << "; ++lm_m)\n";
       out << "        p2[lm_o + lm_m * " << expr_text(g.out.strides[m_axis])

@@ -378,6 +378,14 @@ inline void lm_tile_strips(const float* a, int64_t lda, const float* b, int64_t 
 template <int R>
 inline void lm_tile_strip_run(const float* a, int64_t lda, const float* b, int64_t strip_stride, int64_t count,
                               int64_t depth, float* c, int64_t ldc, bool accumulate) {
+#if !defined(__AVX512F__)
+  if constexpr (R > 6) {  // six rows of a strip fill 12 of AVX2's 16 registers: more run as two halves
+    lm_tile_strip_run<R / 2>(a, lda, b, strip_stride, count, depth, c, ldc, accumulate);
+    lm_tile_strip_run<R - R / 2>(a + R / 2 * lda, lda, b, strip_stride, count, depth, c + R / 2 * ldc, ldc,
+                                 accumulate);
+    return;
+  }
+#endif
   int64_t s = 0;
   for (; s + lm_tile_strip_count <= count; s += lm_tile_strip_count)
     lm_tile_strips<R, lm_tile_strip_count>(a, lda, b + s * strip_stride, strip_stride, depth, c + s * 16, ldc,
@@ -677,6 +685,84 @@ inline void lm_gemv_strips(const float* strips, int64_t count, const float* w, i
   for (int64_t d = 0; d < depth || d == 0; d += kChunk) {  // depth 0: the sums are zeros
     const int64_t chunk = depth - d < kChunk ? depth - d : kChunk;
     lm_tile_strip_run<R>(w + d, row_stride, strips + d * 16, depth * 16, count, chunk, sums, count * 16, d > 0);
+  }
+}
+// The same with int8 weight rows (Int8WeightOnlyConfig at a prompt's few rows): each chunk of the
+// block's rows is widened to f32 once, into a block that stays in L1 for every strip, so the
+// weight's bytes are read once and never copied to memory (a Cast then sgemm wrote and read four
+// bytes per weight: 16 x 1024 x 32000 took 17 ms, this 7-9). An int8 value is exact in f32: the
+// sums are the f32 kernel's on the widened weight. The rows' next chunk is prefetched into L2
+// while this one is multiplied, and AVX-512 widens sixteen at a time: before both, perf put 40%
+// of the time in the widening, stalled on the weight's loads.
+template <int R>
+inline void lm_gemv_strips(const float* strips, int64_t count, const signed char* w, int64_t row_stride,
+                           int64_t depth, float* sums) {
+  constexpr int64_t kChunk = 256;
+  alignas(64) float wide[R * kChunk];
+  for (int64_t d = 0; d < depth || d == 0; d += kChunk) {
+    const int64_t chunk = depth - d < kChunk ? depth - d : kChunk;
+    for (int r = 0; r < R; ++r) {
+      const signed char* row = w + r * row_stride + d;
+      for (int64_t line = 0; line < kChunk; line += 64) __builtin_prefetch(row + kChunk + line, 0, 2);
+      int64_t k = 0;
+#if defined(__AVX512F__)
+      for (; k + 16 <= chunk; k += 16) {
+        const lm_f32x16 v = lm_widen_i8x16(row + k);
+        __builtin_memcpy(wide + r * kChunk + k, &v, sizeof v);
+      }
+#endif
+      for (; k + 8 <= chunk; k += 8) {
+        const lm_f32x8 v = lm_widen_i8(row + k);
+        __builtin_memcpy(wide + r * kChunk + k, &v, sizeof v);
+      }
+      for (; k < chunk; ++k) wide[r * kChunk + k] = row[k];
+    }
+    lm_tile_strip_run<R>(wide, kChunk, strips + d * 16, depth * 16, count, chunk, sums, count * 16, d > 0);
+  }
+}
+// The same with weight rows quantized per group along K (IntxWeightOnlyConfig at a prompt's few
+// rows): each chunk is dequantized once, (q - zero) * scale in f32 with the group's scale and
+// zero point, the values torch's dequantization computes, then multiplied as f32 rows are.
+// Row r's group j has its scale at s[r * scale_row + j * scale_group] and its zero point at
+// z[r * zero_row + j * zero_group] (z null: no zero points).
+template <int R>
+inline void lm_gemv_strips_grouped(const float* strips, int64_t count, const signed char* w, int64_t row_stride,
+                                   int64_t depth, int64_t group, const float* s, int64_t scale_row,
+                                   int64_t scale_group, const signed char* z, int64_t zero_row, int64_t zero_group,
+                                   float* sums) {
+  constexpr int64_t kChunk = 256;
+  alignas(64) float wide[R * kChunk];
+  for (int64_t d = 0; d < depth || d == 0; d += kChunk) {
+    const int64_t chunk = depth - d < kChunk ? depth - d : kChunk;
+    for (int r = 0; r < R; ++r) {
+      const signed char* row = w + r * row_stride + d;
+      for (int64_t line = 0; line < kChunk; line += 64) __builtin_prefetch(row + kChunk + line, 0, 2);
+      const int64_t next_group = (d + kChunk) / group;  // the next chunk's first: its scale and zero point
+      __builtin_prefetch(s + r * scale_row + next_group * scale_group, 0, 2);
+      if (z != nullptr) __builtin_prefetch(z + r * zero_row + next_group * zero_group, 0, 2);
+      float* out = wide + r * kChunk;
+      // One run of the chunk per group it overlaps: its scale and zero point are constants.
+      for (int64_t k = 0; k < chunk;) {
+        const int64_t j = (d + k) / group;
+        const int64_t end = (j + 1) * group - d < chunk ? (j + 1) * group - d : chunk;
+        const float scale = s[r * scale_row + j * scale_group];
+        const float zero = z == nullptr ? 0.0f : (float)z[r * zero_row + j * zero_group];
+#if defined(__AVX512F__)
+        for (; k + 16 <= end; k += 16) {
+          const lm_f32x16 v = (lm_widen_i8x16(row + k) - zero) * scale;
+          __builtin_memcpy(out + k, &v, sizeof v);
+        }
+#endif
+        const lm_f32x8 scales = {scale, scale, scale, scale, scale, scale, scale, scale};
+        const lm_f32x8 zeros = {zero, zero, zero, zero, zero, zero, zero, zero};
+        for (; k + 8 <= end; k += 8) {
+          const lm_f32x8 v = (lm_widen_i8(row + k) - zeros) * scales;
+          __builtin_memcpy(out + k, &v, sizeof v);
+        }
+        for (; k < end; ++k) out[k] = ((float)row[k] - zero) * scale;
+      }
+    }
+    lm_tile_strip_run<R>(wide, kChunk, strips + d * 16, depth * 16, count, chunk, sums, count * 16, d > 0);
   }
 }
 // The GEMV pattern kernel's column form (GemvSpec::columns): the weight is [K, N] with N

@@ -91,7 +91,8 @@ void group_quantized_gemvs(const ir::Graph& graph, Partition& p, PassContext& cx
   for (size_t i = 0; i < graph.size(); ++i) {
     const ir::NodeId id = static_cast<ir::NodeId>(i);
     if (graph.node(id).op != ir::Op::Matmul) continue;
-    const std::optional<GroupQuantizedGemv> pattern = match_group_quantized_gemv(graph, id, p.users, p.read_by_runtime);
+    const std::optional<GroupQuantizedGemv> pattern =
+        match_group_quantized_gemv(graph, id, p.users, p.read_by_runtime, cx.f32_gemv_rows);
     if (!pattern) continue;
     group_pattern(p, id, pattern->nodes, GroupKind::QuantizedGemv);
     if (!cx.debug_dir.empty())

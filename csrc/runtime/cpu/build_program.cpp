@@ -246,7 +246,8 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       ++program.attention_kernels;
     } else if (group.kind == GroupKind::QuantizedGemv) {
       const std::optional<passes::GroupQuantizedGemv> pattern =
-          passes::match_group_quantized_gemv(graph, group.nodes.back(), partition.users, partition.read_by_runtime);
+          passes::match_group_quantized_gemv(graph, group.nodes.back(), partition.users, partition.read_by_runtime,
+                                             cx.f32_gemv_rows);
       INTERNAL_CHECK(pattern.has_value()) << "quantized gemv group %" << group.nodes.back() << " no longer matches";
       lowered = codegen::lower_group_quantized_gemv(graph, *pattern);
       program.fused_nodes += group.nodes.size();
