@@ -17,6 +17,7 @@
 #include "passes/fusion/fuse.h"
 #include "passes/fusion/legal.h"
 #include "passes/legalize_matmul.h"
+#include "passes/quantized_weights.h"
 #include "runtime/cpu/build_program.h"
 #include "runtime/cpu/cpu_executable.h"
 #include "runtime/cpu/fusion_search.h"
@@ -509,6 +510,51 @@ TEST(Fusion, HalfGemvReadsTheWeightInItsOwnDtype) {
                                std::string("gemv ") + ir::dtype_name(t) + " depth " + std::to_string(depth),
                                t == DType::F32 ? 1e-5 : 2e-2, weights);
     }
+}
+
+TEST(Fusion, SequentialRowGemvReadsTwoStreamsWithTheSameSums) {
+  // A [1, N] GEMV whose rows are read one after another (bf16, and f32 or bf16 activations times
+  // an int8 weight) runs the halves of each thread's whole blocks of rows as two streams
+  // (lm_gemv_rows_pair), the rest one block or row at a time. Each row's sums are the same
+  // whichever way it is read: one to three threads split 203 rows (101.5 apiece, so halves of
+  // whole blocks and leftovers) and give the same bits, which match the reference. Depth 300:
+  // paired vector steps, a lone one (bf16's 16-lane steps) and a scalar tail.
+  std::mt19937 rng(18);
+  const int64_t n = 203, depth = 300;
+  for (auto [activations, weight_dtype] : {std::pair<DType, DType>{DType::BF16, DType::BF16},
+                                           {DType::F32, DType::I8}, {DType::BF16, DType::I8}}) {
+    IrTestBuilder b;
+    auto x = b.input("x", activations, {1, depth});
+    auto w = b.weight("w", weight_dtype, {n, depth});
+    TensorRef weight_t = viewed(w, w.view.permute({1, 0}));
+    if (weight_dtype != activations) weight_t = b.unary(Op::Cast, weight_t, activations);
+    const TensorRef product = b.matmul(x, weight_t);
+    b.output(product);
+    HostTensor weight = random_tensor(weight_dtype, {n, depth}, rng);
+    std::map<std::string, runtime::BufferRef> weights{{"w", weight.ref()}};
+    const std::string what = std::string(ir::dtype_name(activations)) + " x " + ir::dtype_name(weight_dtype);
+    std::vector<HostTensor> inputs{random_tensor(activations, {1, depth}, rng)};
+    std::vector<HostTensor> reference_inputs = inputs;
+    const auto expected = run_executable(*compile_reference(b.graph, weights), b.graph, reference_inputs);
+    // The GEMV as the cpu runtime lowers it: reading the int8 weight past its Cast.
+    const ir::Graph folded = passes::read_quantized_weights_in_gemvs(b.graph, 1);
+    EXPECT_NE(codegen::cpp::emit_kernel(codegen::lower_gemv(folded, product.node).kernel, "k").find("lm_gemv_rows_pair<"),
+              std::string::npos)
+        << what;
+    std::vector<HostTensor> first;
+    for (int threads : {1, 2, 3}) {
+      runtime::CompileOptions options;
+      options.num_threads = threads;
+      auto exe = compile_cpu(b.graph, weights, options);
+      ASSERT_EQ(program_of(*exe).steps.size(), 1u) << what;
+      std::vector<HostTensor> cpu_inputs = inputs;
+      const auto actual = run_executable(*exe, b.graph, cpu_inputs);
+      expect_same(actual[0], expected[0], activations == DType::F32 ? 2e-3 : 2e-2,
+                  what + ", " + std::to_string(threads) + " threads");
+      if (first.empty()) first = actual;
+      EXPECT_TRUE(actual[0].bytes == first[0].bytes) << what << ": " << threads << " threads differ from one";
+    }
+  }
 }
 
 TEST(Fusion, HalfColumnGemvStreamsAKByNWeight) {

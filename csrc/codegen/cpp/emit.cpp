@@ -546,6 +546,9 @@ class Emitter {
     std::string call_head, call_tail, strips_head = "lm_gemv_strips<",
                                       strips_tail = ">(lm_strips, lm_strip_count, lm_w, lm_row_stride, lm_depth, ";
     std::string group_args;  // a grouped weight's arguments after the depth
+    // A [1, N] GEMV whose row kernel reads rows one after another (E::kSequentialRows) runs the
+    // halves of a chunk's whole blocks as two streams (lm_gemv_rows_pair): its element type E.
+    std::string pair_element;
     const char* sum_type = "float";
     out << "  const int64_t lm_depth = " << expr_text(g.depth) << ";\n";
     if (t == DType::I32) {
@@ -602,6 +605,7 @@ class Emitter {
       pointers << "    const " << element << "::TW* lm_w = p1 + " << index_text(g.w, false) << ";\n";
       call_head = std::string("lm_gemv_rows<") + element + ", ";
       call_tail = ">(lm_a_row, lm_w, lm_row_stride, lm_depth, lm_sums)";
+      if (rank_ == 2 && is_one(k_.domain[0])) pair_element = element;
     }
     out << "  const int64_t lm_row_stride = " << expr_text(g.w.strides[n_axis]) << ";\n";
     out << "  const int64_t lm_out_stride = " << expr_text(g.out.strides[n_axis]) << ";\n";
@@ -625,10 +629,29 @@ class Emitter {
       out << "  if (lm_strips == nullptr) return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n";
       out << "  const void* lm_packed = nullptr;  // the `a` lm_strips holds\n";
     }
-    out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end;) {\n";
     std::vector<int> dims;
     for (int d = 0; d < rank_; ++d)
       if (d != m_axis) dims.push_back(d);
+    std::string first_item = "lm_begin";
+    if (!pair_element.empty() && !strips) {
+      // Blocks lm_q of the first half and lm_half + lm_q of the second, together; the rest (at
+      // most 2 * rows - 1 items) below. Item n's weight row is lm_row_stride after item n - 1's.
+      out << "  const int64_t lm_half = " << pair_element << "::kSequentialRows ? (lm_end - lm_begin) / (2 * " << rows
+          << ") * " << rows << " : 0;\n";
+      out << "  " << sum_type << " lm_sums_b[" << rows << "];\n";
+      out << "  for (int64_t lm_q = 0; lm_q < lm_half; lm_q += " << rows << ") {\n";
+      out << "    const int64_t lm_p = lm_begin + lm_q;\n";
+      out << item_indices(dims) << "    const int64_t i" << m_axis << " = 0;\n" << pointers.str();
+      out << "    const int64_t lm_o = " << index_text(g.out, false) << ";\n";
+      out << "    lm_gemv_rows_pair<" << pair_element << ", " << rows
+          << ">(lm_a, lm_w, lm_w + lm_half * lm_row_stride, lm_row_stride, lm_depth, lm_sums, lm_sums_b);\n";
+      out << "    for (int lm_u = 0; lm_u < " << rows << "; ++lm_u) {\n";
+      out << "      p2[lm_o + lm_u * lm_out_stride] = " << table_.store(t, "lm_sums[lm_u]") << ";\n";
+      out << "      p2[lm_o + (lm_half + lm_u) * lm_out_stride] = " << table_.store(t, "lm_sums_b[lm_u]") << ";\n";
+      out << "    }\n  }\n";
+      first_item = "lm_begin + 2 * lm_half";
+    }
+    out << "  for (int64_t lm_p = " << first_item << "; lm_p < lm_end;) {\n";
     out << item_indices(dims) << "    const int64_t i" << m_axis << " = 0;\n" << pointers.str();
     out << "    const int64_t lm_o = " << index_text(g.out, false) << ";\n";
     out << "    const int lm_rows = (i" << n_axis << " + " << rows << " <= " << expr_text(k_.domain[n_axis])

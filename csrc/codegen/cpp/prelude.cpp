@@ -597,6 +597,44 @@ inline void lm_gemv_rows_sequential(const typename E::TA* a, const typename E::T
     sums[r] = t;
   }
 }
+// Two blocks of R rows at once, w0's and w1's, each row of one summed alongside the same row of
+// the other in one loop: two streams from far apart in the weight (the halves of a thread's
+// rows), each prefetched ahead. One stream per core streamed an int8 weight at 16-18 GB/s on two
+// Emerald Rapids cores, two at 20-23 (docs/lessons.md, 2026-11-27). Each row's sums are the
+// sequential kernel's, in the same order. The emitter calls it for E::kSequentialRows kinds only
+// (it compiles for every kind).
+template <class E, int R>
+inline void lm_gemv_rows_pair(const typename E::TA* a, const typename E::TW* w0, const typename E::TW* w1,
+                              int64_t row_stride, int64_t depth, float* sums0, float* sums1) {
+  for (int r = 0; r < R; ++r) {
+    const typename E::TW* row0 = w0 + r * row_stride;
+    const typename E::TW* row1 = w1 + r * row_stride;
+    typename E::Acc even0 = {}, odd0 = {}, even1 = {}, odd1 = {};
+    int64_t k = 0;
+    for (; k + 2 * E::kLanes <= depth; k += 2 * E::kLanes) {
+      __builtin_prefetch((const char*)(row0 + k) + lm_stream_prefetch_bytes);
+      __builtin_prefetch((const char*)(row1 + k) + lm_stream_prefetch_bytes);
+      const typename E::X x0 = E::load_x(a + k), x1 = E::load_x(a + k + E::kLanes);
+      E::madd(even0, x0, row0 + k);
+      E::madd(odd0, x1, row0 + k + E::kLanes);
+      E::madd(even1, x0, row1 + k);
+      E::madd(odd1, x1, row1 + k + E::kLanes);
+    }
+    if (k + E::kLanes <= depth) {
+      const typename E::X x = E::load_x(a + k);
+      E::madd(even0, x, row0 + k);
+      E::madd(even1, x, row1 + k);
+      k += E::kLanes;
+    }
+    float t0 = lm_sum8(E::fold(even0) + E::fold(odd0)), t1 = lm_sum8(E::fold(even1) + E::fold(odd1));
+    for (; k < depth; ++k) {
+      t0 += E::load1(a + k) * E::load1(row0 + k);
+      t1 += E::load1(a + k) * E::load1(row1 + k);
+    }
+    sums0[r] = t0;
+    sums1[r] = t1;
+  }
+}
 template <class E, int R>
 inline void lm_gemv_rows(const typename E::TA* a, const typename E::TW* w, int64_t row_stride, int64_t depth,
                          float* sums) {
