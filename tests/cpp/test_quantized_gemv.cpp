@@ -98,6 +98,26 @@ ir::Graph group_quantized_linear(DType t, int64_t n, int64_t groups, int64_t gro
   return b.graph;
 }
 
+// group_quantized_linear's weights, drawn in this order: q [n, groups * group] and zero points
+// [n, groups] with values in [lo, hi], positive scales [n, groups] of dtype t.
+struct GroupQuantizedWeights {
+  HostTensor q, zero, scale;
+  GroupQuantizedWeights(DType t, int64_t n, int64_t groups, int64_t group, std::mt19937& rng, int lo, int hi)
+      : q(int8_weight(n, groups * group, rng, lo, hi)),
+        zero(int8_weight(n, groups, rng, lo, hi)),
+        scale(random_tensor(t, {n, groups}, rng, /*positive=*/true)) {}
+  std::map<std::string, runtime::BufferRef> bound(bool zero_points) {
+    std::map<std::string, runtime::BufferRef> weights = {{"q", q.ref()}, {"scale", scale.ref()}};
+    if (zero_points) weights["zero"] = zero.ref();
+    return weights;
+  }
+};
+
+std::string group_case(int64_t n, int64_t groups, int64_t group, bool zero_points) {
+  return std::to_string(n) + "x" + std::to_string(groups) + "x" + std::to_string(group) +
+         (zero_points ? " with zero points" : "");
+}
+
 TEST(QuantizedGemv, DequantizesPerGroupInRegistersAndMatchesTheReference) {
   std::mt19937 rng(7);
   for (DType t : {DType::F32, DType::BF16}) {
@@ -108,14 +128,9 @@ TEST(QuantizedGemv, DequantizesPerGroupInRegistersAndMatchesTheReference) {
                                     {7, 5, 12}, {5, 5, 8}, {6, 6, 16}}) {
       for (bool zero_points : {true, false}) {
         const ir::Graph graph = group_quantized_linear(t, n, groups, group, zero_points);
-        HostTensor q = int8_weight(n, groups * group, rng);
-        HostTensor zero = int8_weight(n, groups, rng);
-        HostTensor scale = random_tensor(t, {n, groups}, rng, /*positive=*/true);
-        std::map<std::string, runtime::BufferRef> weights = {{"q", q.ref()}, {"scale", scale.ref()}};
-        if (zero_points) weights["zero"] = zero.ref();
-        const std::string what = std::string(ir::dtype_name(t)) + " " + std::to_string(n) + "x" +
-                                 std::to_string(groups) + "x" + std::to_string(group) +
-                                 (zero_points ? " with zero points" : "");
+        GroupQuantizedWeights drawn(t, n, groups, group, rng, -128, 127);
+        const std::map<std::string, runtime::BufferRef> weights = drawn.bound(zero_points);
+        const std::string what = std::string(ir::dtype_name(t)) + " " + group_case(n, groups, group, zero_points);
         runtime::CompileOptions options;
         options.cache_dir = test_cache_dir();
         const runtime::cpu::Program program = runtime::cpu::build_program(graph, options);
@@ -146,14 +161,9 @@ TEST(QuantizedGemv, APromptOfFewF32RowsDequantizesEachChunkOnceInStrips) {
         const ir::Graph graph = group_quantized_linear(DType::F32, n, groups, group, zero_points, rows);
         // int4 values: with the whole int8 range, sums of products near 100 round by more than
         // the tolerance wherever they cancel to near 0, in either order of summation.
-        HostTensor q = int8_weight(n, groups * group, rng, -8, 7);
-        HostTensor zero = int8_weight(n, groups, rng, -8, 7);
-        HostTensor scale = random_tensor(DType::F32, {n, groups}, rng, /*positive=*/true);
-        std::map<std::string, runtime::BufferRef> weights = {{"q", q.ref()}, {"scale", scale.ref()}};
-        if (zero_points) weights["zero"] = zero.ref();
-        const std::string what = std::to_string(rows) + " rows of " + std::to_string(n) + "x" +
-                                 std::to_string(groups) + "x" + std::to_string(group) +
-                                 (zero_points ? " with zero points" : "");
+        GroupQuantizedWeights drawn(DType::F32, n, groups, group, rng, -8, 7);
+        const std::map<std::string, runtime::BufferRef> weights = drawn.bound(zero_points);
+        const std::string what = std::to_string(rows) + " rows of " + group_case(n, groups, group, zero_points);
         runtime::CompileOptions options;
         options.cache_dir = test_cache_dir();
         const runtime::cpu::Program program = runtime::cpu::build_program(graph, options);

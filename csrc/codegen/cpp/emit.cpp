@@ -632,6 +632,9 @@ class Emitter {
     std::vector<int> dims;
     for (int d = 0; d < rank_; ++d)
       if (d != m_axis) dims.push_back(d);
+    // A work item's indices, operand pointers and output offset.
+    const std::string item_head = item_indices(dims) + "    const int64_t i" + std::to_string(m_axis) + " = 0;\n" +
+                                  pointers.str() + "    const int64_t lm_o = " + index_text(g.out, false) + ";\n";
     std::string first_item = "lm_begin";
     if (!pair_element.empty() && !strips) {
       // Blocks lm_q of the first half and lm_half + lm_q of the second, together; the rest (at
@@ -640,9 +643,7 @@ class Emitter {
           << ") * " << rows << " : 0;\n";
       out << "  " << sum_type << " lm_sums_b[" << rows << "];\n";
       out << "  for (int64_t lm_q = 0; lm_q < lm_half; lm_q += " << rows << ") {\n";
-      out << "    const int64_t lm_p = lm_begin + lm_q;\n";
-      out << item_indices(dims) << "    const int64_t i" << m_axis << " = 0;\n" << pointers.str();
-      out << "    const int64_t lm_o = " << index_text(g.out, false) << ";\n";
+      out << "    const int64_t lm_p = lm_begin + lm_q;\n" << item_head;
       out << "    lm_gemv_rows_pair<" << pair_element << ", " << rows
           << ">(lm_a, lm_w, lm_w + lm_half * lm_row_stride, lm_row_stride, lm_depth, lm_sums, lm_sums_b);\n";
       out << "    for (int lm_u = 0; lm_u < " << rows << "; ++lm_u) {\n";
@@ -651,9 +652,7 @@ class Emitter {
       out << "    }\n  }\n";
       first_item = "lm_begin + 2 * lm_half";
     }
-    out << "  for (int64_t lm_p = " << first_item << "; lm_p < lm_end;) {\n";
-    out << item_indices(dims) << "    const int64_t i" << m_axis << " = 0;\n" << pointers.str();
-    out << "    const int64_t lm_o = " << index_text(g.out, false) << ";\n";
+    out << "  for (int64_t lm_p = " << first_item << "; lm_p < lm_end;) {\n" << item_head;
     out << "    const int lm_rows = (i" << n_axis << " + " << rows << " <= " << expr_text(k_.domain[n_axis])
         << " && lm_p + " << rows << " <= lm_end) ? " << rows << " : 1;\n";
     if (strips) {
