@@ -11,7 +11,7 @@ import torch
 from . import _C
 from .export import PythonOutputs, size_carrier
 from .input_device_moves import move_inputs
-from .subclass_weights import bound_tensors, inner_paths, storage_key
+from .subclass_weights import bound_tensors, inner_paths, storage_key_fn
 
 
 @dataclass
@@ -40,23 +40,41 @@ class BoundProgram:
     def __post_init__(self) -> None:
         # Where each tensor-subclass weight keeps its inner tensors (None for a plain tensor).
         self.inner_paths = {name: inner_paths(t) for name, t in self.weights.items()}
-        self.weight_ptrs = {name: storage_key(t, self.inner_paths[name]) for name, t in self.weights.items()}
-        # (position, name, sharded), decided once here rather than per weight on every call.
-        self.sorted_weight_positions = sorted(
-            (position, name, position in self.sharded_weight_positions)
-            for position, name in self.weight_positions.items()
-        )
+        self.storage_key_of = {name: storage_key_fn(self.inner_paths[name]) for name in self.weights}
+        # (position, name, sharded, storage key function) per weight argument, in position order,
+        # and the storage keys of the weights bound now, in the same order: a call compares the
+        # whole list at once and walks the weights only when one of them moved.
+        self.weight_arguments = [
+            (position, name, position in self.sharded_weight_positions, self.storage_key_of[name])
+            for position, name in sorted(self.weight_positions.items())
+        ]
+        self.argument_keys = [key(self.weights[name]) for _, name, _, key in self.weight_arguments]
+        self.attribute_keys = [self.storage_key_of[name](self.weights[name]) for name in self.attribute_weights]
 
-    def rebind_moved(self, name: str, tensor: torch.Tensor) -> None:
-        """Re-binds a weight whose storage was replaced (`p.data = ...`, or another module's
-        weight where dynamo reuses the graph for a module of the same shapes): never read stale."""
-        paths = self.inner_paths[name]
-        key = storage_key(tensor, paths)
-        if key != self.weight_ptrs[name]:
-            for part_name, part in bound_tensors(name, tensor, paths).items():
-                self.program.rebind_weight(part_name, part)
-            self.weights[name] = tensor
-            self.weight_ptrs[name] = key
+    def argument_storage_keys(self, args: tuple) -> list:
+        return [key(args[p].to_local() if sharded else args[p]) for p, _, sharded, key in self.weight_arguments]
+
+    def rebind_moved_arguments(self, args: tuple, keys: list) -> None:
+        """Re-binds each weight argument whose storage was replaced (`p.data = ...`, or another
+        module's weight where dynamo reuses the graph for a module of the same shapes): never
+        read stale."""
+        for index, (position, name, sharded, _) in enumerate(self.weight_arguments):
+            if keys[index] != self.argument_keys[index]:
+                self.rebind(name, args[position].to_local() if sharded else args[position])
+        self.argument_keys = keys
+
+    def rebind_moved_attributes(self) -> None:
+        keys = [self.storage_key_of[name](self.weights[name]) for name in self.attribute_weights]
+        if keys != self.attribute_keys:
+            for index, name in enumerate(self.attribute_weights):
+                if keys[index] != self.attribute_keys[index]:
+                    self.rebind(name, self.weights[name])
+            self.attribute_keys = keys
+
+    def rebind(self, name: str, tensor: torch.Tensor) -> None:
+        for part_name, part in bound_tensors(name, tensor, self.inner_paths[name]).items():
+            self.program.rebind_weight(part_name, part)
+        self.weights[name] = tensor
 
 
 class CompiledModel:
@@ -94,10 +112,11 @@ class CompiledModel:
         if self._input_moves:
             args = move_inputs(args, self._input_moves)
         bound = self._bound or self._compiled(args)
-        for position, name, sharded in bound.sorted_weight_positions:
-            bound.rebind_moved(name, args[position].to_local() if sharded else args[position])
-        for name in bound.attribute_weights:
-            bound.rebind_moved(name, bound.weights[name])
+        keys = bound.argument_storage_keys(args)
+        if keys != bound.argument_keys:
+            bound.rebind_moved_arguments(args, keys)
+        if bound.attribute_weights:
+            bound.rebind_moved_attributes()
         carriers = bound.size_carrier_positions
         inputs = [size_carrier(args[p]) if p in carriers else args[p] for p in bound.user_input_positions]
         outputs = bound.program.run(inputs)

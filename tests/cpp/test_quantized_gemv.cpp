@@ -5,7 +5,10 @@
 // the whole int8 range, a batch broadcast, bf16 activations and every GEMV tile.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <unistd.h>
 
 #include "cpu_test_util.h"
 #include "codegen/kernel.h"
@@ -147,6 +150,59 @@ TEST(QuantizedGemv, DequantizesPerGroupInRegistersAndMatchesTheReference) {
       }
     }
   }
+}
+
+// The kernel sources a CPU compile of `graph` writes, concatenated.
+std::string kernel_sources(const ir::Graph& graph, const std::map<std::string, runtime::BufferRef>& weights,
+                           runtime::CompileOptions options) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("luminal-quantized-gemv-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  options.debug_dir = dir.string();
+  compile_cpu(graph, weights, options);
+  std::string sources;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (entry.path().extension() == ".cpp") {
+      std::ifstream file(entry.path());
+      sources += std::string(std::istreambuf_iterator<char>(file), {});
+    }
+  std::filesystem::remove_all(dir);
+  return sources;
+}
+
+TEST(QuantizedGemv, AGroupedDecodeGemvReadsTwoStreamsWithTheSameSums) {
+  // f32 activations at batch 1: the halves of each thread's whole blocks of rows are read as two
+  // streams (lm_gemv_rows_grouped_pair), the rest one block or row at a time. Each row's sums are
+  // the same whichever way it is read: one to three threads split 203 rows (halves of whole
+  // blocks and leftovers) and give the same bits, which match the reference. Groups of 32 and 16
+  // (sixteen lanes with AVX-512), 8 (eight lanes) and 12 (no whole vectors: each block alone);
+  // 9 groups, so a step of four groups and a lone one.
+  std::mt19937 rng(19);
+  const int64_t n = 203, groups = 9;
+  for (int64_t group : {32, 16, 8, 12})
+    for (bool zero_points : {true, false}) {
+      const ir::Graph graph = group_quantized_linear(DType::F32, n, groups, group, zero_points);
+      GroupQuantizedWeights drawn(DType::F32, n, groups, group, rng, -8, 7);
+      const std::map<std::string, runtime::BufferRef> weights = drawn.bound(zero_points);
+      const std::string what = group_case(n, groups, group, zero_points);
+      runtime::CompileOptions two_threads;
+      two_threads.num_threads = 2;
+      EXPECT_NE(kernel_sources(graph, weights, two_threads).find("lm_gemv_rows_grouped_pair<"), std::string::npos)
+          << what;
+      const std::vector<HostTensor> inputs{random_tensor(DType::F32, {1, groups * group}, rng)};
+      std::vector<HostTensor> reference_inputs = inputs;
+      const auto expected = run_executable(*compile_reference(graph, weights), graph, reference_inputs);
+      std::vector<HostTensor> first;
+      for (int threads : {1, 2, 3}) {
+        runtime::CompileOptions options;
+        options.num_threads = threads;
+        std::vector<HostTensor> cpu_inputs = inputs;
+        const auto actual = run_executable(*compile_cpu(graph, weights, options), graph, cpu_inputs);
+        expect_same(actual[0], expected[0], 1e-4, what + ", " + std::to_string(threads) + " threads");
+        if (first.empty()) first = actual;
+        EXPECT_TRUE(actual[0].bytes == first[0].bytes) << what << ": " << threads << " threads differ from one";
+      }
+    }
 }
 
 TEST(QuantizedGemv, APromptOfFewF32RowsDequantizesEachChunkOnceInStrips) {

@@ -94,6 +94,22 @@ def test_weights_are_bound_not_copied(grad_enabled):
         assert_close(compiled(x), model(x))
 
 
+def test_a_weight_whose_storage_is_replaced_is_read_from_its_new_storage():
+    """`p.data = ...` keeps the shape, so dynamo's guards pass and reuse the program: each call
+    compares the storage of every bound weight and rebinds the ones that moved."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8)).eval()
+    backend = CountingBackend()
+    compiled = torch.compile(model, backend=backend)
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        assert_close(compiled(x), model(x))
+        for replaced in (model[2].weight, model[0].bias, model[2].weight):
+            replaced.data = torch.randn_like(replaced)
+            assert_close(compiled(x), model(x))
+    assert len(backend.compiled) == 1
+
+
 def test_user_input_and_buffer_mutations_land_in_callers_tensors():
     class Mutating(torch.nn.Module):
         def __init__(self) -> None:

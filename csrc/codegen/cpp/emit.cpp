@@ -546,9 +546,10 @@ class Emitter {
     std::string call_head, call_tail, strips_head = "lm_gemv_strips<",
                                       strips_tail = ">(lm_strips, lm_strip_count, lm_w, lm_row_stride, lm_depth, ";
     std::string group_args;  // a grouped weight's arguments after the depth
-    // A [1, N] GEMV whose row kernel reads rows one after another (E::kSequentialRows) runs the
-    // halves of a chunk's whole blocks as two streams (lm_gemv_rows_pair): its element type E.
-    std::string pair_element;
+    // A [1, N] GEMV whose row kernel reads rows one after another runs the halves of a chunk's
+    // whole blocks as two streams: pair_call sums block lm_q's rows into lm_sums and block
+    // lm_half + lm_q's into lm_sums_b; pair_half, the count of rows of each half (0: no pairs).
+    std::string pair_call, pair_half;
     const char* sum_type = "float";
     out << "  const int64_t lm_depth = " << expr_text(g.depth) << ";\n";
     if (t == DType::I32) {
@@ -575,8 +576,21 @@ class Emitter {
                << ";\n";
       group_args = std::to_string(g.group) + ", lm_s, lm_scale_row, lm_scale_group, lm_z, lm_zero_row, lm_zero_group, ";
       call_head = "lm_gemv_rows_grouped<";
-      call_tail = ">(lm_a_row, lm_w, lm_row_stride, lm_depth, " + group_args + "lm_sums)";
+      call_tail = ">(lm_a_row, lm_w, lm_row_stride, lm_depth, " + group_args + "&lm_totals, lm_sums)";
       strips_head = "lm_gemv_strips_grouped<";
+      if (!strips) {
+        // The sums of `a` per group the row kernels share (lm_group_totals). (+ 1: no groups is
+        // not an allocation failure.)
+        out << "  float* lm_totals_sums = (float*)__builtin_malloc(sizeof(float) * (lm_depth / " << g.group
+            << " + 1));\n";
+        out << "  if (lm_totals_sums == nullptr) return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n";
+        out << "  lm_group_totals lm_totals{nullptr, lm_totals_sums};\n";
+      }
+      if (t == DType::F32 && rank_ == 2 && is_one(k_.domain[0])) {
+        pair_call = "lm_gemv_rows_grouped_pair<" + rows + ">(lm_a, lm_w, lm_row_stride, lm_depth, " + group_args +
+                    "&lm_totals, lm_half, lm_sums, lm_sums_b)";
+        pair_half = "(lm_end - lm_begin) / (2 * " + rows + ") * " + rows;
+      }
     } else {
       const bool int8 = w == DType::I8;
       const char* element = t == DType::F32 ? (int8 ? "lm_f32_i8" : "lm_f32")
@@ -605,7 +619,12 @@ class Emitter {
       pointers << "    const " << element << "::TW* lm_w = p1 + " << index_text(g.w, false) << ";\n";
       call_head = std::string("lm_gemv_rows<") + element + ", ";
       call_tail = ">(lm_a_row, lm_w, lm_row_stride, lm_depth, lm_sums)";
-      if (rank_ == 2 && is_one(k_.domain[0])) pair_element = element;
+      if (rank_ == 2 && is_one(k_.domain[0])) {
+        pair_call = std::string("lm_gemv_rows_pair<") + element + ", " + rows +
+                    ">(lm_a, lm_w, lm_w + lm_half * lm_row_stride, lm_row_stride, lm_depth, lm_sums, lm_sums_b)";
+        pair_half = std::string(element) + "::kSequentialRows ? (lm_end - lm_begin) / (2 * " + rows + ") * " + rows +
+                    " : 0";
+      }
     }
     out << "  const int64_t lm_row_stride = " << expr_text(g.w.strides[n_axis]) << ";\n";
     out << "  const int64_t lm_out_stride = " << expr_text(g.out.strides[n_axis]) << ";\n";
@@ -636,16 +655,15 @@ class Emitter {
     const std::string item_head = item_indices(dims) + "    const int64_t i" + std::to_string(m_axis) + " = 0;\n" +
                                   pointers.str() + "    const int64_t lm_o = " + index_text(g.out, false) + ";\n";
     std::string first_item = "lm_begin";
-    if (!pair_element.empty() && !strips) {
+    if (!pair_call.empty() && !strips) {
       // Blocks lm_q of the first half and lm_half + lm_q of the second, together; the rest (at
-      // most 2 * rows - 1 items) below. Item n's weight row is lm_row_stride after item n - 1's.
-      out << "  const int64_t lm_half = " << pair_element << "::kSequentialRows ? (lm_end - lm_begin) / (2 * " << rows
-          << ") * " << rows << " : 0;\n";
+      // most 2 * rows - 1 items) below. Item n's weight row (and scale and zero-point rows) are
+      // one row stride after item n - 1's.
+      out << "  const int64_t lm_half = " << pair_half << ";\n";
       out << "  " << sum_type << " lm_sums_b[" << rows << "];\n";
       out << "  for (int64_t lm_q = 0; lm_q < lm_half; lm_q += " << rows << ") {\n";
       out << "    const int64_t lm_p = lm_begin + lm_q;\n" << item_head;
-      out << "    lm_gemv_rows_pair<" << pair_element << ", " << rows
-          << ">(lm_a, lm_w, lm_w + lm_half * lm_row_stride, lm_row_stride, lm_depth, lm_sums, lm_sums_b);\n";
+      out << "    " << pair_call << ";\n";
       out << "    for (int lm_u = 0; lm_u < " << rows << "; ++lm_u) {\n";
       out << "      p2[lm_o + lm_u * lm_out_stride] = " << table_.store(t, "lm_sums[lm_u]") << ";\n";
       out << "      p2[lm_o + (lm_half + lm_u) * lm_out_stride] = " << table_.store(t, "lm_sums_b[lm_u]") << ";\n";
@@ -682,6 +700,7 @@ class Emitter {
     out << "    }\n";
     out << "    lm_p += lm_rows;\n  }\n";
     if (widens_activations()) out << "  __builtin_free(lm_wide);\n";
+    if (g.group > 0) out << "  __builtin_free(lm_totals_sums);\n";
     return out.str();
   }
 

@@ -970,72 +970,121 @@ struct lm_lanes16 {
   static float sum(V v) { return lm_sum8(lm_fold16(v)); }
 };
 #endif
-// The sums of `a` over `count` groups from group `first`, in lanes. They are the same for every
-// row, so a block of rows computes them once instead of once per row (one add per sixteen
-// weights of four), with the additions in the order a row's loop made them: the same bits.
+// An f32 grouped GEMV row is sum_g s_g * (sum_k a_k q_k - z_g * A_g), A_g the sum of `a` over
+// group g: the zero points come out of the loop over the weights as one dot product per row,
+// sum_g z_g s_g A_g, with the A_g made once for all rows. Per group the loop then does one FMA
+// by the scale, where widening, scaling and subtracting the zero point each group in registers
+// made it compute-bound at 11-14 GB/s on two Emerald Rapids cores (docs/lessons.md, 2026-11-27).
+// The sums of `a` over each group, A_g, made once per kernel call and row of `a`, not once per
+// block of rows: summing a group's lanes took 10-15% of a decode GEMV's time when each block
+// made them. The emitter gives each call (each thread's part of it) one of these, with room for
+// depth / group sums; `a` is an input of the kernel, unchanged while it runs.
+struct lm_group_totals {
+  const float* a;  // whose sums `sums` holds (nullptr: none yet)
+  float* sums;
+};
 template <class L>
-inline void lm_group_sums(const float* a, int64_t first, int64_t count, int64_t group, typename L::V* sums) {
-  for (int64_t g = 0; g < count; ++g) {
-    typename L::V s = {};
-    for (int64_t k = (first + g) * group; k < (first + g + 1) * group; k += L::kLanes) s += L::load(a + k);
-    sums[g] = s;
+inline const float* lm_group_totals_of(const float* a, int64_t depth, int64_t group, lm_group_totals* totals) {
+  if (totals->a != a) {
+    for (int64_t g = 0; g < depth / group; ++g) {
+      typename L::V s = {};
+      for (int64_t k = g * group; k < (g + 1) * group; k += L::kLanes) s += L::load(a + k);
+      totals->sums[g] = L::sum(s);
+    }
+    totals->a = a;
   }
+  return totals->sums;
 }
-// `count` groups from group `first` of one row of an f32 grouped GEMV, the group a multiple of
-// L::kLanes, `a_sums` their sums of `a`. A group's sum is a short dependency chain, so four
-// groups' are in flight at once.
-template <class L>
-inline void lm_gemv_row_groups(const float* a, const typename L::V* a_sums, const signed char* row, int64_t first,
-                               int64_t count, int64_t group, const float* scale, int64_t scale_group,
-                               const signed char* zero, int64_t zero_group, typename L::V& acc,
-                               typename L::V& acc2) {
+// sum_g z_g s_g A_g over the `groups` groups of one row; eight groups a step where the zero
+// points and scales of consecutive groups are adjacent (torchao's [N, groups] layout).
+inline float lm_zero_point_term(const signed char* zero, int64_t zero_group, const float* scale, int64_t scale_group,
+                                const float* totals, int64_t groups) {
+  float t = 0.0f;
+  int64_t g = 0;
+  if (zero_group == 1 && scale_group == 1) {
+    lm_f32x8 acc = {};
+    for (; g + 8 <= groups; g += 8)
+      acc = lm_madd8(lm_widen_i8(zero + g) * lm_load_f32x8(scale + g), lm_load_f32x8(totals + g), acc);
+    t = lm_sum8(acc);
+  }
+  for (; g < groups; ++g) t += (float)zero[g * zero_group] * scale[g * scale_group] * totals[g];
+  return t;
+}
+// sum_g s_g * sum_k a_k q_k over `count` groups from group `first` of S rows, one from each of S
+// blocks far apart in the weight (S = 2: the halves of a thread's rows, two streams as
+// lm_gemv_rows_pair reads them), the group a multiple of L::kLanes. A group's sum is a short
+// dependency chain, so four groups' are in flight at once. Each row's operations are the same,
+// in the same order, whatever S: the same bits.
+template <class L, int S>
+inline void lm_gemv_row_groups(const float* a, const signed char* const* rows, int64_t first, int64_t count,
+                               int64_t group, const float* const* scales, int64_t scale_group, typename L::V* acc,
+                               typename L::V* acc2) {
   typedef typename L::V V;
-  auto scale_of = [&](int64_t g) { return L::broadcast(scale[g * scale_group]); };
-  auto zero_of = [&](int64_t g) { return L::broadcast(zero ? (float)zero[g * zero_group] : 0.0f); };
+  auto scale_of = [&](int s, int64_t g) { return L::broadcast(scales[s][g * scale_group]); };
   const int64_t end = first + count;
   int64_t g = first;
   for (; g + 4 <= end; g += 4) {
-    V part[4] = {};
-    for (int64_t j = 0; j < 4 * group; j += 64) __builtin_prefetch(row + g * group + j + lm_stream_prefetch_bytes);
+    V part[S][4] = {};
+    for (int s = 0; s < S; ++s)
+      for (int64_t j = 0; j < 4 * group; j += 64)
+        __builtin_prefetch(rows[s] + g * group + j + lm_stream_prefetch_bytes);
     for (int64_t k = g * group; k < (g + 1) * group; k += L::kLanes)
-      for (int j = 0; j < 4; ++j)
-        part[j] = L::madd(L::load(a + k + j * group), L::widen(row + k + j * group), part[j]);
-    for (int j = 0; j < 4; j += 2) {
-      acc = L::madd(part[j] - zero_of(g + j) * a_sums[g + j - first], scale_of(g + j), acc);
-      acc2 = L::madd(part[j + 1] - zero_of(g + j + 1) * a_sums[g + j + 1 - first], scale_of(g + j + 1), acc2);
-    }
+      for (int j = 0; j < 4; ++j) {
+        const V x = L::load(a + k + j * group);
+        for (int s = 0; s < S; ++s) part[s][j] = L::madd(x, L::widen(rows[s] + k + j * group), part[s][j]);
+      }
+    for (int s = 0; s < S; ++s)
+      for (int j = 0; j < 4; j += 2) {
+        acc[s] = L::madd(part[s][j], scale_of(s, g + j), acc[s]);
+        acc2[s] = L::madd(part[s][j + 1], scale_of(s, g + j + 1), acc2[s]);
+      }
   }
   for (; g < end; ++g) {
-    V part = {};
-    for (int64_t k = g * group; k < (g + 1) * group; k += L::kLanes)
-      part = L::madd(L::load(a + k), L::widen(row + k), part);
-    acc = L::madd(part - zero_of(g) * a_sums[g - first], scale_of(g), acc);
+    V part[S] = {};
+    for (int64_t k = g * group; k < (g + 1) * group; k += L::kLanes) {
+      const V x = L::load(a + k);
+      for (int s = 0; s < S; ++s) part[s] = L::madd(x, L::widen(rows[s] + k), part[s]);
+    }
+    for (int s = 0; s < S; ++s) acc[s] = L::madd(part[s], scale_of(s, g), acc[s]);
   }
 }
-// R rows of an f32 grouped GEMV, each read start to end, as lm_gemv_rows_sequential reads int8
-// weights; the group sums of `a` are made once per chunk of groups for all R rows.
-template <class L, int R>
-inline void lm_gemv_rows_grouped_f32(const float* a, const signed char* w, int64_t row_stride, int64_t depth,
-                                     int64_t group, const float* scale, int64_t scale_row, int64_t scale_group,
-                                     const signed char* zero, int64_t zero_row, int64_t zero_group, float* sums) {
+// R rows from each of S blocks of an f32 grouped GEMV (w[s], scale[s], zero[s] where block s
+// starts; its sums to sums[s]), each row read start to end, as lm_gemv_rows_sequential reads int8
+// weights, a chunk of 256 groups at a time for all R rows: their piece of `a` stays in L1.
+template <class L, int R, int S>
+inline void lm_gemv_rows_grouped_f32(const float* a, const signed char* const* w, int64_t row_stride, int64_t depth,
+                                     int64_t group, const float* const* scale, int64_t scale_row, int64_t scale_group,
+                                     const signed char* const* zero, int64_t zero_row, int64_t zero_group,
+                                     lm_group_totals* totals, float* const* sums) {
   typedef typename L::V V;
-  constexpr int64_t kChunkGroups = 256;  // 16 KiB of sums in 16 lanes: a row of 8192 at group 32
-  V a_sums[kChunkGroups];
-  V acc[R] = {}, acc2[R] = {};
+  constexpr int64_t kChunkGroups = 256;
+  V acc[R][S] = {}, acc2[R][S] = {};
   const int64_t groups = depth / group;
   for (int64_t first = 0; first < groups; first += kChunkGroups) {
     const int64_t count = groups - first < kChunkGroups ? groups - first : kChunkGroups;
-    lm_group_sums<L>(a, first, count, group, a_sums);
-    for (int r = 0; r < R; ++r)
-      lm_gemv_row_groups<L>(a, a_sums, w + r * row_stride, first, count, group, scale + r * scale_row, scale_group,
-                            zero ? zero + r * zero_row : nullptr, zero_group, acc[r], acc2[r]);
+    for (int r = 0; r < R; ++r) {
+      const signed char* rows[S];
+      const float* scales[S];
+      for (int s = 0; s < S; ++s) {
+        rows[s] = w[s] + r * row_stride;
+        scales[s] = scale[s] + r * scale_row;
+      }
+      lm_gemv_row_groups<L, S>(a, rows, first, count, group, scales, scale_group, acc[r], acc2[r]);
+    }
   }
-  for (int r = 0; r < R; ++r) sums[r] = L::sum(acc[r] + acc2[r]);
+  const float* a_totals = zero[0] ? lm_group_totals_of<L>(a, depth, group, totals) : nullptr;
+  for (int r = 0; r < R; ++r)
+    for (int s = 0; s < S; ++s) {
+      const float zero_term = zero[s] ? lm_zero_point_term(zero[s] + r * zero_row, zero_group, scale[s] + r * scale_row,
+                                                           scale_group, a_totals, groups)
+                                      : 0.0f;
+      sums[s][r] = L::sum(acc[r][s] + acc2[r][s]) - zero_term;
+    }
 }
 template <int R, class TA, class TS>
 inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_stride, int64_t depth, int64_t group,
                                  const TS* scale, int64_t scale_row, int64_t scale_group, const signed char* zero,
-                                 int64_t zero_row, int64_t zero_group, float* sums) {
+                                 int64_t zero_row, int64_t zero_group, lm_group_totals* totals, float* sums) {
   auto zero_point = [&](int r, int64_t g) { return zero ? (float)zero[r * zero_row + g * zero_group] : 0.0f; };
   if (group % 8 != 0) {  // no whole vectors per group: one weight at a time
     for (int r = 0; r < R; ++r) {
@@ -1068,16 +1117,51 @@ inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_
     }
     for (int r = 0; r < R; ++r) sums[r] = lm_sum8(acc[r]);
   } else {
+    const signed char* const ws[1] = {w};
+    const float* const scales[1] = {scale};
+    const signed char* const zeros[1] = {zero};
+    float* const all_sums[1] = {sums};
 #if defined(__AVX512F__)
     if (group % 16 == 0) {
-      lm_gemv_rows_grouped_f32<lm_lanes16, R>(a, w, row_stride, depth, group, scale, scale_row, scale_group, zero,
-                                              zero_row, zero_group, sums);
+      lm_gemv_rows_grouped_f32<lm_lanes16, R, 1>(a, ws, row_stride, depth, group, scales, scale_row, scale_group,
+                                                 zeros, zero_row, zero_group, totals, all_sums);
       return;
     }
 #endif
-    lm_gemv_rows_grouped_f32<lm_lanes8, R>(a, w, row_stride, depth, group, scale, scale_row, scale_group, zero,
-                                           zero_row, zero_group, sums);
+    lm_gemv_rows_grouped_f32<lm_lanes8, R, 1>(a, ws, row_stride, depth, group, scales, scale_row, scale_group, zeros,
+                                              zero_row, zero_group, totals, all_sums);
   }
+}
+// The block of R rows at w and the one `half` rows further, as lm_gemv_rows_pair reads int8 rows:
+// two streams, for f32 activations with groups of whole vectors; any other form one block after
+// the other. Each row's sums are lm_gemv_rows_grouped's.
+template <int R, class TA, class TS>
+inline void lm_gemv_rows_grouped_pair(const TA* a, const signed char* w, int64_t row_stride, int64_t depth,
+                                      int64_t group, const TS* scale, int64_t scale_row, int64_t scale_group,
+                                      const signed char* zero, int64_t zero_row, int64_t zero_group,
+                                      lm_group_totals* totals, int64_t half, float* sums0, float* sums1) {
+  const signed char* const ws[2] = {w, w + half * row_stride};
+  const TS* const scales[2] = {scale, scale + half * scale_row};
+  const signed char* const zeros[2] = {zero, zero ? zero + half * zero_row : nullptr};
+  if constexpr (sizeof(TS) == 4) {
+    float* const sums[2] = {sums0, sums1};
+#if defined(__AVX512F__)
+    if (group % 16 == 0) {
+      lm_gemv_rows_grouped_f32<lm_lanes16, R, 2>(a, ws, row_stride, depth, group, scales, scale_row, scale_group,
+                                                 zeros, zero_row, zero_group, totals, sums);
+      return;
+    }
+#endif
+    if (group % 8 == 0) {
+      lm_gemv_rows_grouped_f32<lm_lanes8, R, 2>(a, ws, row_stride, depth, group, scales, scale_row, scale_group,
+                                                zeros, zero_row, zero_group, totals, sums);
+      return;
+    }
+  }
+  lm_gemv_rows_grouped<R>(a, ws[0], row_stride, depth, group, scales[0], scale_row, scale_group, zeros[0], zero_row,
+                          zero_group, totals, sums0);
+  lm_gemv_rows_grouped<R>(a, ws[1], row_stride, depth, group, scales[1], scale_row, scale_group, zeros[1], zero_row,
+                          zero_group, totals, sums1);
 }
 }  // namespace
 )LUMINAL";
