@@ -772,16 +772,18 @@ inline void lm_gemv_strips_grouped(const float* strips, int64_t count, const sig
   alignas(64) float wide[R * kChunk];
   for (int64_t d = 0; d < depth || d == 0; d += kChunk) {
     const int64_t chunk = depth - d < kChunk ? depth - d : kChunk;
+    const int64_t first_group = d / group, next_group = (d + kChunk) / group;
     for (int r = 0; r < R; ++r) {
       const signed char* row = w + r * row_stride + d;
       for (int64_t line = 0; line < kChunk; line += 64) __builtin_prefetch(row + kChunk + line, 0, 2);
-      const int64_t next_group = (d + kChunk) / group;  // the next chunk's first: its scale and zero point
+      // The next chunk's first group: its scale and zero point.
       __builtin_prefetch(s + r * scale_row + next_group * scale_group, 0, 2);
       if (z != nullptr) __builtin_prefetch(z + r * zero_row + next_group * zero_group, 0, 2);
       float* out = wide + r * kChunk;
-      // One run of the chunk per group it overlaps: its scale and zero point are constants.
-      for (int64_t k = 0; k < chunk;) {
-        const int64_t j = (d + k) / group;
+      // One run of the chunk per group it overlaps: its scale and zero point are constants. The
+      // groups are counted from the chunk's first, not divided out per run: a division per group
+      // of 32 made a 16-row int4 GEMV 1.33-1.41x the int8 one's time, counting 1.23-1.31x.
+      for (int64_t k = 0, j = first_group; k < chunk; ++j) {
         const int64_t end = (j + 1) * group - d < chunk ? (j + 1) * group - d : chunk;
         const float scale = s[r * scale_row + j * scale_group];
         const float zero = z == nullptr ? 0.0f : (float)z[r * zero_row + j * zero_group];
