@@ -1083,6 +1083,23 @@ inline void lm_gemv_rows_grouped_f32(const float* a, const signed char* const* w
       sums[s][r] = L::sum(acc[r][s] + acc2[r][s]) - zero_term;
     }
 }
+// lm_gemv_rows_grouped_f32 in sixteen lanes where AVX-512 has them and a group fills them, else
+// in eight (the group a multiple of 8).
+template <int R, int S>
+inline void lm_gemv_rows_grouped_f32_lanes(const float* a, const signed char* const* w, int64_t row_stride,
+                                           int64_t depth, int64_t group, const float* const* scale, int64_t scale_row,
+                                           int64_t scale_group, const signed char* const* zero, int64_t zero_row,
+                                           int64_t zero_group, lm_group_totals* totals, float* const* sums) {
+#if defined(__AVX512F__)
+  if (group % 16 == 0) {
+    lm_gemv_rows_grouped_f32<lm_lanes16, R, S>(a, w, row_stride, depth, group, scale, scale_row, scale_group, zero,
+                                               zero_row, zero_group, totals, sums);
+    return;
+  }
+#endif
+  lm_gemv_rows_grouped_f32<lm_lanes8, R, S>(a, w, row_stride, depth, group, scale, scale_row, scale_group, zero,
+                                            zero_row, zero_group, totals, sums);
+}
 template <int R, class TA, class TS>
 inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_stride, int64_t depth, int64_t group,
                                  const TS* scale, int64_t scale_row, int64_t scale_group, const signed char* zero,
@@ -1123,15 +1140,8 @@ inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_
     const float* const scales[1] = {scale};
     const signed char* const zeros[1] = {zero};
     float* const all_sums[1] = {sums};
-#if defined(__AVX512F__)
-    if (group % 16 == 0) {
-      lm_gemv_rows_grouped_f32<lm_lanes16, R, 1>(a, ws, row_stride, depth, group, scales, scale_row, scale_group,
-                                                 zeros, zero_row, zero_group, totals, all_sums);
-      return;
-    }
-#endif
-    lm_gemv_rows_grouped_f32<lm_lanes8, R, 1>(a, ws, row_stride, depth, group, scales, scale_row, scale_group, zeros,
-                                              zero_row, zero_group, totals, all_sums);
+    lm_gemv_rows_grouped_f32_lanes<R, 1>(a, ws, row_stride, depth, group, scales, scale_row, scale_group, zeros,
+                                         zero_row, zero_group, totals, all_sums);
   }
 }
 // The block of R rows at w and the one `half` rows further, as lm_gemv_rows_pair reads int8 rows:
@@ -1147,16 +1157,9 @@ inline void lm_gemv_rows_grouped_pair(const TA* a, const signed char* w, int64_t
   const signed char* const zeros[2] = {zero, zero ? zero + half * zero_row : nullptr};
   if constexpr (sizeof(TS) == 4) {
     float* const sums[2] = {sums0, sums1};
-#if defined(__AVX512F__)
-    if (group % 16 == 0) {
-      lm_gemv_rows_grouped_f32<lm_lanes16, R, 2>(a, ws, row_stride, depth, group, scales, scale_row, scale_group,
-                                                 zeros, zero_row, zero_group, totals, sums);
-      return;
-    }
-#endif
     if (group % 8 == 0) {
-      lm_gemv_rows_grouped_f32<lm_lanes8, R, 2>(a, ws, row_stride, depth, group, scales, scale_row, scale_group,
-                                                zeros, zero_row, zero_group, totals, sums);
+      lm_gemv_rows_grouped_f32_lanes<R, 2>(a, ws, row_stride, depth, group, scales, scale_row, scale_group, zeros,
+                                           zero_row, zero_group, totals, sums);
       return;
     }
   }
