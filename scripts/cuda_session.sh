@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One GPU session (docs/cuda.md): build luminal with the CUDA runtime on the GPU machine, run the
 # CUDA tests, optionally a per-kernel profile (LUMINAL_CUDA_PROFILE_CONFIG), then the GPU benchmark
-# (LUMINAL_CUDA_BENCH_CONFIGS; LUMINAL_CUDA_BENCH_TIMEOUT=0 skips it); logs and results go to $1
+# (LUMINAL_CUDA_BENCH_CONFIGS, LUMINAL_CUDA_BENCH_ARGS such as "--paths eager luminal --iters 3";
+# LUMINAL_CUDA_BENCH_TIMEOUT=0 skips it); logs and results go to $1
 # (default: $OUT, the device tool's output folder). Each stage has a time limit, so a hang still leaves the logs of what came before.
 # Libraries the machine's image lacks come from .gpu/debs (scripts/cuda_session_debs.sh), unpacked
 # under /tmp, not over /.
@@ -35,6 +36,11 @@ if [ -d .gpu/debs ]; then
   export LD_LIBRARY_PATH=$lib:$lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 
+# torchao (docs/quantization.md) for the quantized GPU tests and configs, without the torch it asks for.
+for wheel in .gpu/wheels/*.whl; do
+  [ -e "$wheel" ] && python3 -m pip install -q --disable-pip-version-check --no-deps "$wheel" >> "$out/env.txt" 2>&1
+done
+
 stamp "build"
 # The image's CXX (/opt/gcc/bin/g++) links libstdc++ statically, and torch loads the shared one:
 # _C then crashes at its first stream output (cmake/check_shared_libstdcxx.cmake stops such a
@@ -61,5 +67,5 @@ fi
 
 [ "${LUMINAL_CUDA_BENCH_TIMEOUT:-420}" = 0 ] && exit 0  # (timeout 0 would mean no limit)
 stamp "benchmark"
-timeout "${LUMINAL_CUDA_BENCH_TIMEOUT:-420}" python3 benchmarks/cuda/run.py --timeout 150 --out "$out" ${LUMINAL_CUDA_BENCH_CONFIGS:+--configs $LUMINAL_CUDA_BENCH_CONFIGS} 2> "$out/bench.log"
+timeout "${LUMINAL_CUDA_BENCH_TIMEOUT:-420}" python3 benchmarks/cuda/run.py --timeout 150 --out "$out" ${LUMINAL_CUDA_BENCH_CONFIGS:+--configs $LUMINAL_CUDA_BENCH_CONFIGS} ${LUMINAL_CUDA_BENCH_ARGS:-} 2> "$out/bench.log"
 stamp "benchmark exit $?"

@@ -149,6 +149,7 @@ void translate_addmm(NodeArgs& args);
 void translate_bmm(NodeArgs& args);
 void translate_int_mm(NodeArgs& args);
 void translate_mm(NodeArgs& args);
+void translate_out_dtype(NodeArgs& args);
 
 // ---- nn.cpp ----
 void translate_gelu(NodeArgs& args);

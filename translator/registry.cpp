@@ -247,6 +247,7 @@ constexpr std::pair<const char*, OpHandler> kHandlers[] = {
     {"aten::where.self", translate_where_self},
     {"aten::zeros.default", translate_zeros},
     {"aten::zeros_like.default", translate_zeros_like},
+    {"higher_order::out_dtype", translate_out_dtype},
     {"prims::convert_element_type.default", translate_convert_element_type},
     {"prims::fma.default", translate_prims_fma},
     {"torch.sym_max", translate_sym_max},

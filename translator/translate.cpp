@@ -90,6 +90,11 @@ void translate_node(TranslationContext& cx, const pt2::Node& node, const Transla
       UNSUPPORTED_CHECK(key.rfind("_c10d_functional::", 0) != 0 && key.rfind("c10d::", 0) != 0)
           << key << " is a collective luminal does not run yet (docs/distributed.md lists those it does); "
           << "the ATen fallback cannot run it, as its result is complete only after the call";
+      // A higher-order op has no schema (its operands are positional, some are graphs or ops), so
+      // the fallback, which calls an operator by its schema, cannot run one.
+      UNSUPPORTED_CHECK(key.rfind("higher_order::", 0) != 0)
+          << key << " is a higher-order op luminal does not translate, and the ATen fallback runs only "
+          << "operators with a schema; file an issue with the model that produced it";
       UNSUPPORTED_CHECK(!options.aten_op_exists || options.aten_op_exists(key))
           << key << " has no native translation, and torch's dispatcher in this process has no operator of that "
           << "name to run it with (a custom op whose library is not loaded? load it before compiling)";

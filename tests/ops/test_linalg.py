@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch._higher_order_ops.out_dtype import out_dtype
 
+import luminal
 from op_harness import FLOATS, INTS, Case, run_case
 
 DTYPES = FLOATS + INTS
@@ -153,3 +155,40 @@ def test_int_mm_is_exact(m, k, n, operand, tmp_path):
     assert torch.equal(actual, expected)
     if m == 1 and operand == "weight":
         assert "gemv" in (tmp_path / "cpu_stats.txt").read_text()
+
+
+class OutDtypeInt8Linear(Int8Linear):
+    """torchao's dynamic-activation Linear on CUDA (torchao.kernel.safe_int_mm): the product as
+    torch.ops.higher_order.out_dtype over aten.mm instead of _int_mm."""
+
+    def forward(self, x):
+        return out_dtype(torch.ops.aten.mm.default, torch.int32, x, self.weight.t())
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 4096, 24), (5, 48, 20)])
+@pytest.mark.parametrize("dtype", [torch.int8, torch.float32])
+def test_out_dtype_over_mm_is_exact(m, k, n, dtype, tmp_path):
+    """out_dtype(mm, int32, a, b) is torch's fallback: the operands cast to the promotion of theirs
+    and the output's dtype, multiplied, cast to int32. int8 operands sum exactly in i32 (and a
+    decode row is the int8 GEMV); f32 ones (torchao's CPU form) multiply in f32 and truncate."""
+    generator = torch.Generator().manual_seed(m * k + n)
+    a = torch.randint(-128, 128, (m, k), dtype=torch.int8, generator=generator).to(dtype)
+    w = torch.randint(-128, 128, (n, k), dtype=torch.int8, generator=generator).to(dtype)
+    if dtype == torch.float32:
+        a = a / 8  # fractions, so the cast to int32 truncates
+    model = OutDtypeInt8Linear(w)
+    actual = torch.compile(model, backend="luminal", options={"debug_dir": str(tmp_path)})(a)
+    expected = model(a)
+    assert actual.dtype == torch.int32
+    assert torch.equal(actual, expected)
+    if m == 1 and dtype == torch.int8:
+        assert "gemv" in (tmp_path / "cpu_stats.txt").read_text()
+
+
+def test_out_dtype_over_another_op_names_it():
+    def scaled(x, y):
+        return out_dtype(torch.ops.aten.mul.Tensor, torch.int32, x, y)
+
+    x = torch.ones(3, 4, dtype=torch.int8)
+    with pytest.raises(luminal.UnsupportedError, match=r"out_dtype over aten::mul.Tensor"):
+        torch.compile(scaled, backend="luminal")(x, x)

@@ -30,3 +30,12 @@ def test_unknown_fallback_policy_is_a_user_error():
     program = torch.export.export(torch.nn.ReLU(), (torch.ones(2),))
     with pytest.raises(luminal.UserError, match="'fallback' must be one of \\('aten', 'error'\\), got 'python'"):
         luminal.compile(program, options={"fallback": "python"})
+
+
+def test_an_untranslated_higher_order_op_is_unsupported_not_an_internal_error():
+    # A higher-order op has no schema, so the ATen fallback cannot call it either.
+    def branch(x):
+        return torch.cond(x.sum() > 0, lambda x: x + 1, lambda x: x - 1, (x,))
+
+    with pytest.raises(luminal.UnsupportedError, match="higher_order::cond is a higher-order op luminal does not"):
+        torch.compile(branch, backend="luminal")(torch.ones(3))
