@@ -94,6 +94,18 @@ def fmt_x(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}x"
 
 
+def token_agreement(row: dict[str, Any] | None, eager: dict[str, Any] | None) -> str:
+    """"yes", or "NO" with how many leading tokens agree: a near-tie that flips the last token
+    (16 of 17) and a graph that decodes garbage (0 of 17) must not read alike."""
+    if not row or row.get("tokens_match_eager") is None:
+        return "–"
+    if row["tokens_match_eager"]:
+        return "yes"
+    ours, theirs = row.get("tokens") or [], (eager or {}).get("tokens") or []
+    leading = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
+    return f"NO: the first {leading} of {len(theirs)} agree"
+
+
 def table_header(paths: dict[str, dict[str, Any]]) -> list[str]:
     header = ["metric", "eager", "inductor", "luminal"] + ([SEARCH] if SEARCH in paths else [])
     header += ["inductor vs eager", "luminal vs eager", "luminal vs inductor"]
@@ -137,7 +149,7 @@ def table_rows(paths: dict[str, dict[str, Any]]) -> list[list[str]]:
             rows.append(without_speedups(metric, label))
     rows.append(without_speedups(*NOISE))
     match = ["greedy tokens = eager's", "(reference)"]
-    match += [{None: "–", 1: "yes", 0: "NO"}[p.get("tokens_match_eager")] if p else "–" for p in shown[1:]]
+    match += [token_agreement(p, eager) for p in shown[1:]]
     rows.append(match + [""] * len(pairs))
     return rows
 

@@ -180,3 +180,15 @@ def test_unknown_name_lists_valid_ones(tmp_path, flag, name, listing):
     assert name in proc.stderr and listing in proc.stderr
     assert "tiny" in proc.stderr or "luminal" in proc.stderr
     assert not (tmp_path / "bench.db").exists(), "bad input must fail before anything is recorded"
+
+
+def test_token_disagreement_says_how_many_leading_tokens_agree():
+    # A near-tie flipping the last token and a graph decoding garbage must not both read "NO".
+    sys.path.insert(0, str(REPO))
+    from benchmarks.ttft.render import token_agreement
+
+    eager = {"tokens": [5, 6, 7, 8]}
+    assert token_agreement({"tokens_match_eager": 1, "tokens": [5, 6, 7, 8]}, eager) == "yes"
+    assert token_agreement({"tokens_match_eager": 0, "tokens": [5, 6, 7, 9]}, eager) == "NO: the first 3 of 4 agree"
+    assert token_agreement({"tokens_match_eager": 0, "tokens": [1, 1, 1, 1]}, eager) == "NO: the first 0 of 4 agree"
+    assert token_agreement({"tokens_match_eager": None}, eager) == "–"
