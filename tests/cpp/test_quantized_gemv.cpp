@@ -5,6 +5,7 @@
 // the whole int8 range, a batch broadcast, bf16 activations and every GEMV tile.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -152,6 +153,65 @@ TEST(QuantizedGemv, DequantizesPerGroupInRegistersAndMatchesTheReference) {
   }
 }
 
+// Every bf16 weight is (q - zero) * scale rounded to bf16, as the reference's bf16 Mul rounds it,
+// before its product: checked weight by weight (an `a` of one nonzero element, 1 + 2^-7, reads
+// out one column of the dequantized weight times it; the product is exact in f32, so the output
+// is that product rounded once, and an unrounded weight's product rounds elsewhere), for all int8
+// q and zero points and scales of either sign from 2^-40 to 2^118, across the kernel's two forms
+// (its floating-point split below |scale| 2^102, the integer rounding above) and the scalar path
+// of groups that are not whole vectors. Sums of all-equal weights tell them apart too.
+TEST(QuantizedGemv, EachBf16GroupedWeightIsRoundedToBf16BeforeItsProduct) {
+  constexpr float kReadOut = 1.0078125f;
+  std::mt19937 rng(11);
+  for (auto [groups, group] : {std::pair<int64_t, int64_t>{11, 32}, {3, 24}, {5, 8}, {4, 12}}) {
+    const int64_t n = 20, k = groups * group;
+    const ir::Graph graph = group_quantized_linear(DType::BF16, n, groups, group, /*zero_points=*/true);
+    GroupQuantizedWeights drawn(DType::BF16, n, groups, group, rng, -128, 127);
+    std::uniform_int_distribution<int> exponent(127 - 40, 127 + 118), mantissa(0, 127), sign(0, 1);
+    std::vector<float> scale(static_cast<size_t>(n * groups));
+    for (size_t i = 0; i < scale.size(); ++i) {
+      const uint16_t bits = static_cast<uint16_t>(sign(rng) << 15 | exponent(rng) << 7 | mantissa(rng));
+      std::memcpy(drawn.scale.bytes.data() + 2 * i, &bits, sizeof bits);
+      scale[i] = bf16_to_float(bits);
+    }
+    const auto* q = reinterpret_cast<const int8_t*>(drawn.q.bytes.data());
+    const auto* zero = reinterpret_cast<const int8_t*>(drawn.zero.bytes.data());
+    for (const std::string isa : {"native", "avx2"}) {
+      runtime::CompileOptions options;
+      options.cpu_isa = isa;
+      const auto executable = compile_cpu(graph, drawn.bound(true), options);
+      for (int64_t column = 0; column < k; ++column) {
+        std::vector<uint16_t> one_hot(static_cast<size_t>(k), 0);
+        one_hot[static_cast<size_t>(column)] = float_to_bf16(kReadOut);
+        std::vector<HostTensor> inputs{HostTensor::of(DType::BF16, {1, k}, one_hot)};
+        const HostTensor out = run_executable(*executable, graph, inputs)[0];
+        for (int64_t row = 0; row < n; ++row) {
+          const int64_t g = row * groups + column / group;
+          const float exact = static_cast<float>(q[row * k + column] - zero[g]) * scale[static_cast<size_t>(g)];
+          const float expected = bf16_to_float(float_to_bf16(bf16_to_float(float_to_bf16(exact)) * kReadOut));
+          ASSERT_EQ(element_as_double(out, static_cast<size_t>(row)), expected)
+              << isa << ", groups of " << group << ": weight (" << row << ", " << column << "), q "
+              << int{q[row * k + column]} << ", zero " << int{zero[g]} << ", scale " << scale[static_cast<size_t>(g)];
+        }
+      }
+    }
+    // All weights (4 - 1) * 1.0078125 = 3.0234375, which rounds to 3.03125: the sums of 24 and
+    // 96 of them round to different bf16 outputs than the unrounded weights' sums.
+    const int64_t equal_groups = group == 32 ? 3 : 24 / group;
+    const ir::Graph equal = group_quantized_linear(DType::BF16, n, equal_groups, group, /*zero_points=*/true);
+    HostTensor four = HostTensor::of(DType::I8, {n, equal_groups * group},
+                                     std::vector<int8_t>(static_cast<size_t>(n * equal_groups * group), 4));
+    const size_t per_group_count = static_cast<size_t>(n * equal_groups);
+    HostTensor one = HostTensor::of(DType::I8, {n, equal_groups}, std::vector<int8_t>(per_group_count, 1));
+    HostTensor scales = HostTensor::of(DType::BF16, {n, equal_groups},
+                                       std::vector<uint16_t>(per_group_count, float_to_bf16(1.0078125f)));
+    const std::vector<uint16_t> ones(static_cast<size_t>(equal_groups * group), float_to_bf16(1.0f));
+    expect_both_isas_match_the_reference(equal, {HostTensor::of(DType::BF16, {1, equal_groups * group}, ones)},
+                                         "equal weights in groups of " + std::to_string(group), 0.0,
+                                         {{"q", four.ref()}, {"zero", one.ref()}, {"scale", scales.ref()}});
+  }
+}
+
 // The kernel sources a CPU compile of `graph` writes, concatenated.
 std::string kernel_sources(const ir::Graph& graph, const std::map<std::string, runtime::BufferRef>& weights,
                            runtime::CompileOptions options) {
@@ -171,38 +231,42 @@ std::string kernel_sources(const ir::Graph& graph, const std::map<std::string, r
 }
 
 TEST(QuantizedGemv, AGroupedDecodeGemvReadsTwoStreamsWithTheSameSums) {
-  // f32 activations at batch 1: the halves of each thread's whole blocks of rows are read as two
-  // streams (lm_gemv_rows_grouped_pair), the rest one block or row at a time. Each row's sums are
-  // the same whichever way it is read: one to three threads split 203 rows (halves of whole
-  // blocks and leftovers) and give the same bits, which match the reference. Groups of 32 and 16
-  // (sixteen lanes with AVX-512), 8 (eight lanes) and 12 (no whole vectors: each block alone);
-  // 9 groups, so a step of four groups and a lone one.
+  // At batch 1 the halves of each thread's whole blocks of rows are read as two streams
+  // (lm_gemv_rows_grouped_pair), the rest one block or row at a time. Each row's sums are the
+  // same whichever way it is read: one to three threads split 203 rows (halves of whole blocks
+  // and leftovers) and give the same bits, which match the reference. f32 groups of 32 and 16
+  // (sixteen lanes with AVX-512), 8 (eight lanes) and 12 (no whole vectors: each block alone),
+  // 9 groups, so a step of four groups and a lone one; bf16 (activations widened once, weights
+  // rounded to bf16 each) the same sizes, 9 groups being a table of eight groups' scales and one.
   std::mt19937 rng(19);
   const int64_t n = 203, groups = 9;
-  for (int64_t group : {32, 16, 8, 12})
-    for (bool zero_points : {true, false}) {
-      const ir::Graph graph = group_quantized_linear(DType::F32, n, groups, group, zero_points);
-      GroupQuantizedWeights drawn(DType::F32, n, groups, group, rng, -8, 7);
-      const std::map<std::string, runtime::BufferRef> weights = drawn.bound(zero_points);
-      const std::string what = group_case(n, groups, group, zero_points);
-      runtime::CompileOptions two_threads;
-      two_threads.num_threads = 2;
-      EXPECT_NE(kernel_sources(graph, weights, two_threads).find("lm_gemv_rows_grouped_pair<"), std::string::npos)
-          << what;
-      const std::vector<HostTensor> inputs{random_tensor(DType::F32, {1, groups * group}, rng)};
-      std::vector<HostTensor> reference_inputs = inputs;
-      const auto expected = run_executable(*compile_reference(graph, weights), graph, reference_inputs);
-      std::vector<HostTensor> first;
-      for (int threads : {1, 2, 3}) {
-        runtime::CompileOptions options;
-        options.num_threads = threads;
-        std::vector<HostTensor> cpu_inputs = inputs;
-        const auto actual = run_executable(*compile_cpu(graph, weights, options), graph, cpu_inputs);
-        expect_same(actual[0], expected[0], 1e-4, what + ", " + std::to_string(threads) + " threads");
-        if (first.empty()) first = actual;
-        EXPECT_TRUE(actual[0].bytes == first[0].bytes) << what << ": " << threads << " threads differ from one";
+  for (DType t : {DType::F32, DType::BF16})
+    for (int64_t group : {32, 16, 8, 12})
+      for (bool zero_points : {true, false}) {
+        const ir::Graph graph = group_quantized_linear(t, n, groups, group, zero_points);
+        GroupQuantizedWeights drawn(t, n, groups, group, rng, -8, 7);
+        const std::map<std::string, runtime::BufferRef> weights = drawn.bound(zero_points);
+        const std::string what = std::string(ir::dtype_name(t)) + " " + group_case(n, groups, group, zero_points);
+        runtime::CompileOptions two_threads;
+        two_threads.num_threads = 2;
+        EXPECT_NE(kernel_sources(graph, weights, two_threads).find("lm_gemv_rows_grouped_pair<"), std::string::npos)
+            << what;
+        const std::vector<HostTensor> inputs{random_tensor(t, {1, groups * group}, rng)};
+        std::vector<HostTensor> reference_inputs = inputs;
+        const auto expected = run_executable(*compile_reference(graph, weights), graph, reference_inputs);
+        std::vector<HostTensor> first;
+        for (int threads : {1, 2, 3}) {
+          runtime::CompileOptions options;
+          options.num_threads = threads;
+          std::vector<HostTensor> cpu_inputs = inputs;
+          const auto actual = run_executable(*compile_cpu(graph, weights, options), graph, cpu_inputs);
+          // bf16: the output's rounding, after sums in another order than the reference's.
+          const std::string run = what + ", " + std::to_string(threads) + " threads";
+          expect_same(actual[0], expected[0], t == DType::F32 ? 1e-4 : 1e-2, run);
+          if (first.empty()) first = actual;
+          EXPECT_TRUE(actual[0].bytes == first[0].bytes) << what << ": " << threads << " threads differ from one";
+        }
       }
-    }
 }
 
 TEST(QuantizedGemv, APromptOfFewF32RowsDequantizesEachChunkOnceInStrips) {

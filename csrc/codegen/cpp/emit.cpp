@@ -552,6 +552,20 @@ class Emitter {
     std::string pair_call, pair_half;
     const char* sum_type = "float";
     out << "  const int64_t lm_depth = " << expr_text(g.depth) << ";\n";
+    if (widens_activations()) {
+      // bf16 activations times int8 weights without batch dims: `a` is widened to f32 once per
+      // call, so that the rows stream one after another as with f32 activations
+      // (lm_gemv_rows_sequential, lm_gemv_row_groups_bf16); the products are the same f32 values.
+      // (+ 1: an empty `a` is not an allocation failure.)
+      out << "  const int64_t lm_a_rows = " << expr_text(k_.domain[rank_ - 2]) << ";\n";
+      out << "  float* lm_wide = (float*)__builtin_malloc(sizeof(float) * (lm_a_rows * lm_depth + 1));\n";
+      out << "  if (lm_wide == nullptr) return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n";
+      out << "  for (int64_t lm_m = 0; lm_m < lm_a_rows; ++lm_m) {\n";
+      out << "    const int64_t i0 = 0, i1 = 0;  // a's index at row 0 (its stride along N is 0)\n";
+      out << "    (void)i0; (void)i1;\n";
+      out << "    lm_widen_bf16(p0 + " << index_text(g.a, false) << " + lm_m * " << expr_text(g.a.strides[rank_ - 2])
+          << ", lm_depth, lm_wide + lm_m * lm_depth);\n  }\n";
+    }
     if (t == DType::I32) {
       // int8 x int8, summed exactly in i32 (lm_gemv_rows_i8).
       INTERNAL_CHECK(w == DType::I8 && k_.params[0].dtype == DType::I8) << "i32 gemv of " << ir::dtype_name(w);
@@ -569,7 +583,10 @@ class Emitter {
           << ", lm_scale_group = " << expr_text(g.scale_group_stride) << ";\n";
       out << "  const int64_t lm_zero_row = " << (g.has_zero ? expr_text(g.zero.strides[n_axis]) : "0")
           << ", lm_zero_group = " << (g.has_zero ? expr_text(g.zero_group_stride) : "0") << ";\n";
-      pointers << "    const " << element << "* lm_a = p0 + " << index_text(g.a, false) << ";\n";
+      if (widens_activations())
+        pointers << "    const float* lm_a = lm_wide;\n";
+      else
+        pointers << "    const " << element << "* lm_a = p0 + " << index_text(g.a, false) << ";\n";
       pointers << "    const signed char* lm_w = p1 + " << index_text(g.w, false) << ";\n";
       pointers << "    const " << element << "* lm_s = p3 + " << index_text(g.scale, false) << ";\n";
       pointers << "    const signed char* lm_z = " << (g.has_zero ? "p4 + " + index_text(g.zero, false) : "nullptr")
@@ -586,7 +603,7 @@ class Emitter {
         out << "  if (lm_totals_sums == nullptr) return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n";
         out << "  lm_group_totals lm_totals{nullptr, lm_totals_sums};\n";
       }
-      if (t == DType::F32 && rank_ == 2 && is_one(k_.domain[0])) {
+      if (rank_ == 2 && is_one(k_.domain[0])) {
         pair_call = "lm_gemv_rows_grouped_pair<" + rows + ">(lm_a, lm_w, lm_row_stride, lm_depth, " + group_args +
                     "&lm_totals, lm_half, lm_sums, lm_sums_b)";
         pair_half = "(lm_end - lm_begin) / (2 * " + rows + ") * " + rows;
@@ -599,18 +616,6 @@ class Emitter {
       INTERNAL_CHECK((t == DType::F32 || t == DType::BF16 || t == DType::F16) && (w == t || (int8 && t != DType::F16)))
           << "gemv of " << ir::dtype_name(t) << " by a " << ir::dtype_name(w) << " weight";
       if (widens_activations()) {
-        // bf16 activations times int8 weights without batch dims: `a` is widened to f32 once per
-        // call, so that the rows stream one after another as with f32 activations
-        // (lm_gemv_rows_sequential); the products are the same f32 values.
-        // (+ 1: an empty `a` is not an allocation failure.)
-        out << "  const int64_t lm_a_rows = " << expr_text(k_.domain[rank_ - 2]) << ";\n";
-        out << "  float* lm_wide = (float*)__builtin_malloc(sizeof(float) * (lm_a_rows * lm_depth + 1));\n";
-        out << "  if (lm_wide == nullptr) return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n";
-        out << "  for (int64_t lm_m = 0; lm_m < lm_a_rows; ++lm_m) {\n";
-        out << "    const int64_t i0 = 0, i1 = 0;  // a's index at row 0 (its stride along N is 0)\n";
-        out << "    (void)i0; (void)i1;\n";
-        out << "    lm_widen_bf16(p0 + " << index_text(g.a, false) << " + lm_m * " << expr_text(g.a.strides[rank_ - 2])
-            << ", lm_depth, lm_wide + lm_m * lm_depth);\n  }\n";
         element = "lm_f32_i8";
         pointers << "    const float* lm_a = lm_wide;\n";
       } else {
@@ -706,8 +711,7 @@ class Emitter {
 
   // Whether the row GEMV widens its bf16 activations once per call (gemv_body).
   bool widens_activations() const {
-    return !k_.gemv.columns && k_.gemv.group == 0 && k_.params[2].dtype == DType::BF16 &&
-           k_.params[1].dtype == DType::I8 && rank_ == 2;
+    return !k_.gemv.columns && k_.params[2].dtype == DType::BF16 && k_.params[1].dtype == DType::I8 && rank_ == 2;
   }
 
   // A work item is a run of k_.column_run() output columns of one batch index, computed in one

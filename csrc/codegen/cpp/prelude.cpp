@@ -1100,6 +1100,97 @@ inline void lm_gemv_rows_grouped_f32_lanes(const float* a, const signed char* co
   lm_gemv_rows_grouped_f32<lm_lanes8, R, S>(a, w, row_stride, depth, group, scale, scale_row, scale_group, zero,
                                             zero_row, zero_group, totals, sums);
 }
+// A bf16 grouped row: each weight dequantized in f32, (q - zero) * scale (exact: a 9-bit integer
+// times a bf16 scale), then rounded to bf16 as the IR's bf16 Mul (and eager) rounds it, since
+// that rounding moves a bf16 sum by far more than f32's; `a` is f32, widened once per call by
+// the emitter. The scale cannot leave the loop as in the f32 form: the rounding is per weight.
+// The exact form, for any scale: q - zero, times the scale, rounded in integer lanes.
+inline lm_f32x8 lm_dequantize_bf16x8(const signed char* q, lm_f32x8 zero, lm_f32x8 scale) {
+  const lm_u32x8 bits = (lm_u32x8)((lm_widen_i8(q) - zero) * scale);
+  // The product of a finite scale, or a NaN one's widened bits (low half zero): no NaN case.
+  return (lm_f32x8)((bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u);
+}
+// The same values in four floating-point operations instead of seven, for |scale| < 2^102:
+// q * scale - zero * scale in one fused multiply-add (both products exact below 2^110, so the
+// difference rounds once to the exact (q - zero) * scale, up to the sign of a zero product, which
+// no sum starting from +0 keeps), then Veltkamp's split at 16 bits, c - (c - x) with c = x (2^16
+// + 1), which is x rounded to 8 significant bits. It ties to even for every such product: checked
+// against the integer rounding for all 65,536 bf16 scales below 2^102 times all (q, zero) int8
+// pairs (tests/cpp/test_quantized_gemv.cpp checks a sample). Requires -ffp-contract=off (jit.cpp).
+inline lm_f32x8 lm_dequantize_bf16x8_split(const signed char* q, lm_f32x8 scale, lm_f32x8 minus_zero_scale) {
+  const lm_f32x8 x = lm_madd8(lm_widen_i8(q), scale, minus_zero_scale);
+  const lm_f32x8 c = x * 65537.0f;
+  return c - (c - x);
+}
+// S rows (one from each of S blocks far apart in the weight: two streams, as lm_gemv_rows_pair
+// reads int8 rows), each read start to end with two sums in flight, sixteen weights a step.
+// The scales (and zero points' products) of eight groups are made at once into a small table,
+// vectorised where they are adjacent (torchao's [N, groups] layout), and each group broadcasts
+// its own from there: made one group at a time, a group's scalar loads, conversions and
+// broadcasts were a large share of its 32 weights' work. The form before this one dequantized a
+// block of four rows at once, k outermost, and spilled their scales, zero points and sums: a
+// decode MLP's bf16 int4 GEMVs took 1.45x this form's time on two AVX2 cores (docs/lessons.md,
+// 2026-11-28). Each row's operations are the same, in the same order, whatever S: the same bits.
+template <int S>
+inline void lm_gemv_row_groups_bf16(const float* a, const signed char* const* rows, int64_t depth, int64_t group,
+                                    const uint16_t* const* scales, int64_t scale_group,
+                                    const signed char* const* zeros, int64_t zero_group, float* const* sums) {
+  constexpr int kTable = 8;
+  lm_f32x8 acc[S] = {}, acc2[S] = {};
+  const int64_t groups = depth / group;
+  for (int64_t first = 0; first < groups; first += kTable) {
+    const int count = groups - first < kTable ? (int)(groups - first) : kTable;
+    alignas(32) float scale[S][kTable], zero[S][kTable], minus_zero_scale[S][kTable];
+    bool split = true;
+    for (int s = 0; s < S; ++s) {
+      for (int64_t j = 0; j < count * group; j += 64)
+        __builtin_prefetch(rows[s] + first * group + j + lm_stream_prefetch_bytes);
+      if (count == kTable && scale_group == 1 && (zeros[s] == nullptr || zero_group == 1)) {
+        const lm_f32x8 sv = lm_bf16::load8(scales[s] + first);
+        const lm_f32x8 zv = zeros[s] == nullptr ? lm_f32x8{} : lm_widen_i8(zeros[s] + first);
+        const lm_f32x8 mzs = -(zv * sv);
+        __builtin_memcpy(scale[s], &sv, sizeof sv);
+        __builtin_memcpy(zero[s], &zv, sizeof zv);
+        __builtin_memcpy(minus_zero_scale[s], &mzs, sizeof mzs);
+      } else {
+        for (int j = 0; j < count; ++j) {
+          scale[s][j] = lm_bf2f(scales[s][(first + j) * scale_group]);
+          zero[s][j] = zeros[s] == nullptr ? 0.0f : (float)zeros[s][(first + j) * zero_group];
+          minus_zero_scale[s][j] = -(zero[s][j] * scale[s][j]);
+        }
+      }
+      for (int j = 0; j < count; ++j) split = split && __builtin_fabsf(scale[s][j]) < 0x1p102f;  // false for NaN
+    }
+    // One loop per form, so that the choice is made once per eight groups, not per vector.
+    auto run = [&](auto dequantize) {
+      for (int j = 0; j < count; ++j) {
+        const int64_t start = (first + j) * group;
+        int64_t k = start;
+        for (; k + 16 <= start + group; k += 16) {
+          const lm_f32x8 x = lm_load_f32x8(a + k), x2 = lm_load_f32x8(a + k + 8);
+          for (int s = 0; s < S; ++s) {
+            acc[s] = lm_madd8(x, dequantize(s, j, k), acc[s]);
+            acc2[s] = lm_madd8(x2, dequantize(s, j, k + 8), acc2[s]);
+          }
+        }
+        if (k < start + group) {  // a group of 8 (mod 16)
+          const lm_f32x8 x = lm_load_f32x8(a + k);
+          for (int s = 0; s < S; ++s) acc[s] = lm_madd8(x, dequantize(s, j, k), acc[s]);
+        }
+      }
+    };
+    auto broadcast = [](float v) { return lm_f32x8{v, v, v, v, v, v, v, v}; };
+    if (split)
+      run([&](int s, int j, int64_t k) {
+        return lm_dequantize_bf16x8_split(rows[s] + k, broadcast(scale[s][j]), broadcast(minus_zero_scale[s][j]));
+      });
+    else
+      run([&](int s, int j, int64_t k) {
+        return lm_dequantize_bf16x8(rows[s] + k, broadcast(zero[s][j]), broadcast(scale[s][j]));
+      });
+  }
+  for (int s = 0; s < S; ++s) *sums[s] = lm_sum8(acc[s] + acc2[s]);
+}
 template <int R, class TA, class TS>
 inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_stride, int64_t depth, int64_t group,
                                  const TS* scale, int64_t scale_row, int64_t scale_group, const signed char* zero,
@@ -1108,33 +1199,24 @@ inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_
   if (group % 8 != 0) {  // no whole vectors per group: one weight at a time
     for (int r = 0; r < R; ++r) {
       float t = 0.0f;
-      for (int64_t k = 0; k < depth; ++k)
-        t += lm_load_f32(a + k) * ((w[r * row_stride + k] - zero_point(r, k / group)) *
-                                   lm_load_f32(scale + r * scale_row + k / group * scale_group));
+      for (int64_t k = 0; k < depth; ++k) {
+        const float weight = (w[r * row_stride + k] - zero_point(r, k / group)) *
+                             lm_load_f32(scale + r * scale_row + k / group * scale_group);
+        t += lm_load_f32(a + k) * (sizeof(TS) == 2 ? lm_rbf(weight) : weight);
+      }
       sums[r] = t;
     }
     return;
   }
-  if constexpr (sizeof(TS) == 2) {  // bf16 scales: bf16 weights (and activations: interleaved, as lm_gemv_rows)
-    lm_f32x8 acc[R] = {};
-    for (int64_t start = 0, g = 0; start < depth; start += group, ++g) {
-      lm_f32x8 s8[R], z8[R];
-      for (int r = 0; r < R; ++r) {
-        const float s = lm_load_f32(scale + r * scale_row + g * scale_group), z = zero_point(r, g);
-        s8[r] = lm_f32x8{s, s, s, s, s, s, s, s};
-        z8[r] = lm_f32x8{z, z, z, z, z, z, z, z};
-      }
-      for (int64_t k = start; k < start + group; k += 8) {
-        const lm_f32x8 x = lm_load_f32x8(a + k);
-        for (int r = 0; r < R; ++r) {
-          __builtin_prefetch(w + (R + r) * row_stride + k);
-          lm_u32x8 bits = (lm_u32x8)((lm_widen_i8(w + r * row_stride + k) - z8[r]) * s8[r]);
-          bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;  // finite: no NaN case
-          acc[r] = lm_madd8(x, (lm_f32x8)bits, acc[r]);
-        }
-      }
+  if constexpr (sizeof(TS) == 2) {  // bf16 scales: bf16 weights, `a` widened to f32
+    static_assert(sizeof(TA) == 4, "a bf16 grouped GEMV's activations are widened to f32 once per call");
+    for (int r = 0; r < R; ++r) {
+      const signed char* const rows[1] = {w + r * row_stride};
+      const TS* const scales[1] = {scale + r * scale_row};
+      const signed char* const zeros[1] = {zero ? zero + r * zero_row : nullptr};
+      float* const row_sums[1] = {sums + r};
+      lm_gemv_row_groups_bf16<1>(a, rows, depth, group, scales, scale_group, zeros, zero_group, row_sums);
     }
-    for (int r = 0; r < R; ++r) sums[r] = lm_sum8(acc[r]);
   } else {
     const signed char* const ws[1] = {w};
     const float* const scales[1] = {scale};
@@ -1145,8 +1227,8 @@ inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_
   }
 }
 // The block of R rows at w and the one `half` rows further, as lm_gemv_rows_pair reads int8 rows:
-// two streams, for f32 activations with groups of whole vectors; any other form one block after
-// the other. Each row's sums are lm_gemv_rows_grouped's.
+// two streams, for groups of whole vectors; groups of any other size one block after the other.
+// Each row's sums are lm_gemv_rows_grouped's.
 template <int R, class TA, class TS>
 inline void lm_gemv_rows_grouped_pair(const TA* a, const signed char* w, int64_t row_stride, int64_t depth,
                                       int64_t group, const TS* scale, int64_t scale_row, int64_t scale_group,
@@ -1155,13 +1237,22 @@ inline void lm_gemv_rows_grouped_pair(const TA* a, const signed char* w, int64_t
   const signed char* const ws[2] = {w, w + half * row_stride};
   const TS* const scales[2] = {scale, scale + half * scale_row};
   const signed char* const zeros[2] = {zero, zero ? zero + half * zero_row : nullptr};
-  if constexpr (sizeof(TS) == 4) {
-    float* const sums[2] = {sums0, sums1};
-    if (group % 8 == 0) {
+  if (group % 8 == 0) {
+    if constexpr (sizeof(TS) == 4) {
+      float* const sums[2] = {sums0, sums1};
       lm_gemv_rows_grouped_f32_lanes<R, 2>(a, ws, row_stride, depth, group, scales, scale_row, scale_group, zeros,
                                            zero_row, zero_group, totals, sums);
-      return;
+    } else {
+      for (int r = 0; r < R; ++r) {
+        const signed char* const rows[2] = {ws[0] + r * row_stride, ws[1] + r * row_stride};
+        const TS* const row_scales[2] = {scales[0] + r * scale_row, scales[1] + r * scale_row};
+        const signed char* const row_zeros[2] = {zero ? zeros[0] + r * zero_row : nullptr,
+                                                 zero ? zeros[1] + r * zero_row : nullptr};
+        float* const row_sums[2] = {sums0 + r, sums1 + r};
+        lm_gemv_row_groups_bf16<2>(a, rows, depth, group, row_scales, scale_group, row_zeros, zero_group, row_sums);
+      }
     }
+    return;
   }
   lm_gemv_rows_grouped<R>(a, ws[0], row_stride, depth, group, scales[0], scale_row, scale_group, zeros[0], zero_row,
                           zero_group, totals, sums0);
