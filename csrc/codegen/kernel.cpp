@@ -103,10 +103,16 @@ ir::Expr Kernel::inner_extent() const {
 
 bool Kernel::gemv_strips() const {
   // Params: a, the weight, out, then a grouped weight's scales and zero points.
-  if (kind != KernelKind::Gemv || gemv.columns || params.size() < 3 || params[0].dtype != ir::DType::F32 ||
-      domain.size() < 2 || is_one(domain[domain.size() - 2]))
+  if (kind != KernelKind::Gemv || gemv.columns || params.size() < 3 || domain.size() < 2 ||
+      is_one(domain[domain.size() - 2]))
     return false;
-  const ir::DType weight = params[1].dtype;
+  const ir::DType a = params[0].dtype, weight = params[1].dtype;
+  // bf16 activations times an int8 or group-quantized weight: `a` widened to f32 once per
+  // call, then packed.
+  if (a == ir::DType::BF16)
+    return domain.size() == 2 && weight == ir::DType::I8 &&
+           (gemv.group > 0 ? params[3].dtype == ir::DType::BF16 : params.size() == 3);
+  if (a != ir::DType::F32) return false;
   return gemv.group > 0 ? params[3].dtype == ir::DType::F32
                         : params.size() == 3 && (weight == ir::DType::F32 || weight == ir::DType::I8);
 }

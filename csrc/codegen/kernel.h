@@ -212,9 +212,10 @@ struct Kernel {
   ir::Expr inner_extent() const;
   // A column Gemv's columns per work item.
   int64_t column_run() const { return tile > 0 ? tile : kGemvColumns; }
-  // Whether this Gemv is an f32 one (its weight f32, int8 or group-quantized) with several rows
-  // of `a`, which it packs into strips (lm_gemv_strips), kGemvStripRows or kGemvOneStripRows
-  // weight rows per block (tile_candidates offers no others).
+  // Whether this Gemv is an f32 one (its weight f32, int8 or group-quantized), or a rank-2 bf16
+  // one with an int8 or group-quantized weight, with several rows of `a`, which it packs into f32 strips
+  // (lm_gemv_strips), kGemvStripRows or kGemvOneStripRows weight rows per block
+  // (tile_candidates offers no others).
   bool gemv_strips() const;
 };
 

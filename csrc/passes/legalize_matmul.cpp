@@ -37,10 +37,16 @@ bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows, 
   // weight stays in cache between rows at a prefill's sizes). So are a few half-precision rows
   // where the caller allows them (no widened copy of the weight), and a few f32 rows (sgemm
   // would first pack the whole weight, another pass over it).
+  // So are a prompt's few rows of bf16 activations times an int8 weight (torchao's weight-only
+  // int8, passes/quantized_weights.h) as f32 rows are: widened and packed into f32 strips, the
+  // weight read as int8 (rank 2, the strips' form).
   const ir::Expr& m = matmul.shape[rank - 2];
-  const int64_t few_rows = ir::is_half(matmul.dtype) ? half_rows : matmul.dtype == ir::DType::F32 ? f32_rows : 1;
-  const bool few = m.is_constant() && m.constant_value() <= few_rows &&
-                   (matmul.dtype != ir::DType::F32 || !weight_repeats_over_batch(matmul));
+  const bool f32_strips = matmul.dtype == ir::DType::F32 ||
+                          (matmul.dtype == ir::DType::BF16 && rank == 2 &&
+                           graph.node(matmul.inputs[1].node).dtype == ir::DType::I8);
+  const int64_t few_rows = f32_strips ? f32_rows : ir::is_half(matmul.dtype) ? half_rows : 1;
+  const bool few =
+      m.is_constant() && m.constant_value() <= few_rows && (!f32_strips || !weight_repeats_over_batch(matmul));
   return (is_one(m) || int8_product || few) && reads_k_with_unit_strides(matmul);
 }
 
@@ -60,15 +66,16 @@ bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul) {
   return is_one(matmul.shape[rank - 2]) && is_one(matmul.inputs[1].view.strides()[rank - 1]);
 }
 
-ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half, int64_t half_gemv_rows) {
+ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half, int64_t half_gemv_rows,
+                          int64_t f32_gemv_rows) {
   ir::Graph out;
   std::vector<ir::NodeId> renumber(graph.size(), -1);
   for (size_t i = 0; i < graph.size(); ++i) {
     ir::Node node = graph.node(static_cast<ir::NodeId>(i));
     for (ir::TensorRef& in : node.inputs) in.node = renumber[in.node];
     const bool native = std::find(native_half.begin(), native_half.end(), node.dtype) != native_half.end();
-    if (node.op != ir::Op::Matmul || !ir::is_half(node.dtype) || is_gemv(out, node, half_gemv_rows) || is_column_gemv(out, node) ||
-        native) {
+    if (node.op != ir::Op::Matmul || !ir::is_half(node.dtype) || is_gemv(out, node, half_gemv_rows, f32_gemv_rows) ||
+        is_column_gemv(out, node) || native) {
       renumber[i] = out.add(std::move(node));
       continue;
     }

@@ -15,9 +15,10 @@
 namespace luminal::passes {
 
 // A Matmul of `graph` the GEMV pattern kernel computes (codegen/kernel.h GemvSpec): f32, f16 or
-// bf16 with M = 1, f16/bf16 with a constant M <= `half_rows`, f32 with a constant M <= `f32_rows`,
-// or i32 reading two int8 operands (passes/quantized_weights.h) with any M (a GEMV per row), and
-// both operands read K with unit stride (a Linear's weight is [N, K] row-major).
+// bf16 with M = 1, f16/bf16 with a constant M <= `half_rows`, f32 (and a rank-2 bf16 one reading
+// an int8 weight, passes/quantized_weights.h) with a constant M <= `f32_rows`, or i32 reading two
+// int8 operands with any M (a GEMV per row), and both operands read K with unit stride (a
+// Linear's weight is [N, K] row-major).
 bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows = 1, int64_t f32_rows = 1);
 
 // An f32 Matmul with a symbolic M (a dynamic-shape prefill) that is_gemv would take for a
@@ -29,6 +30,7 @@ bool is_gemv_for_few_rows(const ir::Graph& graph, const ir::Node& matmul);
 // Conv1D): the GEMV pattern kernel's column form (codegen/kernel.h GemvSpec::columns).
 bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul);
 
-ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half, int64_t half_gemv_rows);
+ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half, int64_t half_gemv_rows,
+                          int64_t f32_gemv_rows);
 
 }  // namespace luminal::passes

@@ -22,8 +22,9 @@ struct PassContext {
   // f16/bf16 Matmuls of at most this many rows (a short prompt's) that the runtime's GEMV kernel
   // computes a row at a time in their dtype (passes::is_gemv), rather than widening the weight.
   int64_t half_gemv_rows = 1;
-  // The same for f32 Matmuls: the runtime's GEMV kernel computes a few rows at once in
-  // registers, reading the weight in place instead of sgemm's packed copy.
+  // The same for f32 Matmuls (and bf16 ones reading a quantized weight, their activations
+  // widened): the runtime's GEMV kernel computes a few rows at once in registers, reading the
+  // weight in place instead of sgemm's packed copy.
   int64_t f32_gemv_rows = 1;
   // GEMVs read int8 weights themselves (passes/quantized_weights.h): the runtime's GEMV kernel
   // widens them in registers.

@@ -708,7 +708,7 @@ TEST(Fusion, HalfGemmWidensTheWeightInStorageOrder) {
   auto x = b.input("x", DType::BF16, {kRows, 64});
   auto w = b.weight("w", DType::BF16, {48, 64});
   b.output(b.matmul(x, viewed(w, w.view.permute({1, 0}))));
-  const ir::Graph legal = passes::legalize_matmul(b.graph, {}, codegen::kHalfGemvRows);
+  const ir::Graph legal = passes::legalize_matmul(b.graph, {}, codegen::kHalfGemvRows, codegen::kF32GemvRows);
   int casts = 0;
   for (size_t i = 0; i < legal.size(); ++i) {
     const ir::Node& node = legal.node(static_cast<ir::NodeId>(i));

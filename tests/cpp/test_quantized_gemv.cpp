@@ -269,31 +269,36 @@ TEST(QuantizedGemv, AGroupedDecodeGemvReadsTwoStreamsWithTheSameSums) {
       }
 }
 
-TEST(QuantizedGemv, APromptOfFewF32RowsDequantizesEachChunkOnceInStrips) {
-  // A prompt's f32 rows: the strip GEMV dequantizes each chunk of a block of weight rows once,
-  // as torch does ((q - zero) * scale in f32), for all the rows. Groups of 48 over a depth of
-  // 336 (the chunk of 256 ends inside a group), 32 (whole vectors), 12 (a vector of eight and a
-  // scalar tail); rows within one strip, past it and at the limit. Both ISAs: the same bits.
+TEST(QuantizedGemv, APromptOfFewRowsDequantizesEachChunkOnceInStrips) {
+  // A prompt's rows: the strip GEMV dequantizes each chunk of a block of weight rows once, as
+  // torch does ((q - zero) * scale in f32; bf16: rounded to bf16), for all the rows. Groups of 48
+  // over a depth of 336 (the chunk of 256 ends inside a group), 32 (whole vectors), 12 (a vector
+  // of eight and a scalar tail); f32 rows within one strip, past it and at the limit; bf16 rows
+  // (activations widened to f32 once) up to kHalfGemvRows, where legalize_matmul leaves the
+  // Matmul in bf16 on a CPU without a native bf16 GEMM. Both ISAs: the same bits.
   std::mt19937 rng(17);
-  for (auto [n, groups, group] : {std::tuple<int64_t, int64_t, int64_t>{37, 7, 48}, {13, 10, 32}, {9, 3, 12}})
-    for (int64_t rows : {int64_t{3}, int64_t{16}, int64_t{40}, codegen::kF32GemvRows})
-      for (bool zero_points : {true, false}) {
-        const ir::Graph graph = group_quantized_linear(DType::F32, n, groups, group, zero_points, rows);
-        // int4 values: with the whole int8 range, sums of products near 100 round by more than
-        // the tolerance wherever they cancel to near 0, in either order of summation.
-        GroupQuantizedWeights drawn(DType::F32, n, groups, group, rng, -8, 7);
-        const std::map<std::string, runtime::BufferRef> weights = drawn.bound(zero_points);
-        const std::string what = std::to_string(rows) + " rows of " + group_case(n, groups, group, zero_points);
-        runtime::CompileOptions options;
-        options.cache_dir = test_cache_dir();
-        const runtime::cpu::Program program = runtime::cpu::build_program(graph, options);
-        ASSERT_EQ(program.steps.size(), 1u) << what;
-        EXPECT_NE(program.steps[0].what.find("gemv per row (weight dequantized per group of " + std::to_string(group)),
-                  std::string::npos)
-            << program.steps[0].what;
-        expect_both_isas_match_the_reference(graph, {random_tensor(DType::F32, {rows, groups * group}, rng)}, what,
-                                             1e-4, weights);
-      }
+  for (DType t : {DType::F32, DType::BF16})
+    for (auto [n, groups, group] : {std::tuple<int64_t, int64_t, int64_t>{37, 7, 48}, {13, 10, 32}, {9, 3, 12}})
+      for (int64_t rows : t == DType::F32 ? std::vector<int64_t>{3, 16, 40, codegen::kF32GemvRows}
+                                          : std::vector<int64_t>{3, codegen::kHalfGemvRows})
+        for (bool zero_points : {true, false}) {
+          const ir::Graph graph = group_quantized_linear(t, n, groups, group, zero_points, rows);
+          // int4 values: with the whole int8 range, sums of products near 100 round by more than
+          // the tolerance wherever they cancel to near 0, in either order of summation.
+          GroupQuantizedWeights drawn(t, n, groups, group, rng, -8, 7);
+          const std::map<std::string, runtime::BufferRef> weights = drawn.bound(zero_points);
+          const std::string what = std::string(ir::dtype_name(t)) + " " + std::to_string(rows) + " rows of " +
+                                   group_case(n, groups, group, zero_points);
+          runtime::CompileOptions options;
+          options.cache_dir = test_cache_dir();
+          const runtime::cpu::Program program = runtime::cpu::build_program(graph, options);
+          ASSERT_EQ(program.steps.size(), 1u) << what;
+          const std::string label = "gemv per row (weight dequantized per group of " + std::to_string(group);
+          EXPECT_NE(program.steps[0].what.find(label), std::string::npos) << program.steps[0].what;
+          // bf16: the output's rounding, after sums in another order than the reference's.
+          expect_both_isas_match_the_reference(graph, {random_tensor(t, {rows, groups * group}, rng)}, what,
+                                               t == DType::F32 ? 1e-4 : 1e-2, weights);
+        }
 }
 
 TEST(QuantizedGemv, AnIntermediateReadElsewhereKeepsTheOpsAsTheyAre) {
@@ -364,38 +369,42 @@ TEST(QuantizedGemv, AWeightWidenedWholeThenTransposedIsReadAsInt8) {
                            {{"w", weight.ref()}});
 }
 
-TEST(QuantizedGemv, APromptOfFewF32RowsReadsTheInt8WeightInStrips) {
+TEST(QuantizedGemv, APromptOfFewRowsReadsTheInt8WeightInStrips) {
   // A prompt of at most kF32GemvRows rows: the strip GEMV widens each chunk of a block of weight
-  // rows once for all the rows, the int8 weight read in place. Rows within one strip (twelve
-  // weight rows per block), past it and at the limit; 37 outputs (whole blocks, then single
-  // rows); depth 300 (a chunk of 256, then 44: vectors of eight and a scalar tail).
+  // rows once for all the rows, the int8 weight read in place; bf16 activations are widened to
+  // f32 once per call and packed the same way. Rows within one strip (twelve weight rows per
+  // block), past it and at the limit; 37 outputs (whole blocks, then single rows); depth 300 (a
+  // chunk of 256, then 44: vectors of eight and a scalar tail); rows k + 9 apart.
   std::mt19937 rng(16);
-  for (int64_t rows : {int64_t{2}, int64_t{16}, int64_t{17}, int64_t{40}, codegen::kF32GemvRows}) {
-    const int64_t n = 37, k = 300;
-    IrTestBuilder b;
-    auto x = b.input("x", DType::F32, {rows, k + 9});
-    auto w = b.weight("w", DType::I8, {n, k});
-    auto scale = b.weight("scale", DType::F32, {n});
-    auto x_rows = viewed(x, x.view.slice(1, ir::Expr(int64_t{4}), ir::Expr(int64_t{4 + k}), 1));  // rows k + 9 apart
-    auto product = b.matmul(x_rows, b.unary(Op::Cast, viewed(w, w.view.permute({1, 0})), DType::F32));
-    b.output(b.binary(Op::Mul, product, viewed(scale, scale.view.unsqueeze(0).expand({rows, n}))));
-    const std::string what = std::to_string(rows) + " rows";
-    runtime::CompileOptions options;
-    options.cache_dir = test_cache_dir();
-    const runtime::cpu::Program program = runtime::cpu::build_program(b.graph, options);
-    const runtime::cpu::Step* gemv = gemv_step(program);
-    ASSERT_NE(gemv, nullptr) << what;
-    EXPECT_EQ(program.graph.node(program.slots[gemv->slots[1]].node).dtype, DType::I8) << what;
-    for (const runtime::cpu::Step& step : program.steps)
-      EXPECT_EQ(step.what.find("Cast"), std::string::npos) << what << ": " << step.what;
-    HostTensor weight = int8_weight(n, k, rng);
-    HostTensor scales = random_tensor(DType::F32, {n}, rng, /*positive=*/true);
-    // Before the scale, sums of 300 products of the whole int8 range reach thousands, where f32's
-    // ulp is 2.4e-4: the strips and the reference add in different orders, so outputs near 1
-    // differ by up to ~1e-3 (both ISAs give the same bits).
-    expect_both_isas_match_the_reference(b.graph, {random_tensor(DType::F32, {rows, k + 9}, rng)}, what, 2e-3,
-                                         {{"w", weight.ref()}, {"scale", scales.ref()}});
-  }
+  for (DType t : {DType::F32, DType::BF16})
+    for (int64_t rows : {int64_t{2}, int64_t{16}, int64_t{17}, int64_t{40}, codegen::kF32GemvRows}) {
+      const int64_t n = 37, k = 300;
+      IrTestBuilder b;
+      auto x = b.input("x", t, {rows, k + 9});
+      auto w = b.weight("w", DType::I8, {n, k});
+      auto scale = b.weight("scale", t, {n});
+      auto x_rows = viewed(x, x.view.slice(1, ir::Expr(int64_t{4}), ir::Expr(int64_t{4 + k}), 1));
+      auto product = b.matmul(x_rows, b.unary(Op::Cast, viewed(w, w.view.permute({1, 0})), t));
+      b.output(b.binary(Op::Mul, product, viewed(scale, scale.view.unsqueeze(0).expand({rows, n}))));
+      const std::string what = std::string(ir::dtype_name(t)) + " " + std::to_string(rows) + " rows";
+      runtime::CompileOptions options;
+      options.cache_dir = test_cache_dir();
+      const runtime::cpu::Program program = runtime::cpu::build_program(b.graph, options);
+      const runtime::cpu::Step* gemv = gemv_step(program);
+      ASSERT_NE(gemv, nullptr) << what;
+      EXPECT_NE(gemv->what.find("gemv per row"), std::string::npos) << what << ": " << gemv->what;
+      EXPECT_EQ(program.graph.node(program.slots[gemv->slots[1]].node).dtype, DType::I8) << what;
+      for (const runtime::cpu::Step& step : program.steps)
+        EXPECT_EQ(step.what.find("Cast"), std::string::npos) << what << ": " << step.what;
+      HostTensor weight = int8_weight(n, k, rng);
+      HostTensor scales = random_tensor(t, {n}, rng, /*positive=*/true);
+      // Before the scale, sums of 300 products of the whole int8 range reach thousands, where f32's
+      // ulp is 2.4e-4: the strips and the reference add in different orders, so outputs near 1
+      // differ by up to ~1e-3 (both ISAs give the same bits); bf16 outputs by their rounding.
+      expect_both_isas_match_the_reference(b.graph, {random_tensor(t, {rows, k + 9}, rng)}, what,
+                                           t == DType::F32 ? 2e-3 : 2e-2,
+                                           {{"w", weight.ref()}, {"scale", scales.ref()}});
+    }
 }
 
 TEST(QuantizedGemv, APromptBeyondTheStripRowsKeepsTheCastAndBlas) {

@@ -680,7 +680,8 @@ class Emitter {
         << " && lm_p + " << rows << " <= lm_end) ? " << rows << " : 1;\n";
     if (strips) {
       out << "    if (lm_packed != lm_a) {\n";
-      out << "      lm_pack_strips(lm_a, " << expr_text(g.a.strides[m_axis]) << ", " << m_count
+      out << "      lm_pack_strips(lm_a, "
+          << (widens_activations() ? std::string("lm_depth") : expr_text(g.a.strides[m_axis])) << ", " << m_count
           << ", lm_depth, lm_strips);\n";
       out << "      lm_packed = lm_a;\n    }\n";
       strips_tail += group_args + "lm_block);\n";

@@ -758,14 +758,32 @@ inline void lm_gemv_strips(const float* strips, int64_t count, const signed char
     lm_tile_strip_run<R>(wide, kChunk, strips + d * 16, depth * 16, count, chunk, sums, count * 16, d > 0);
   }
 }
+// Eight f32 or bf16 values as f32, or one (a grouped GEMV's activations and scales).
+inline lm_f32x8 lm_load_f32x8(const float* p) {
+  lm_f32x8 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+inline lm_f32x8 lm_load_f32x8(const uint16_t* p) { return lm_bf16_i8::load_x(p); }
+inline float lm_load_f32(const float* p) { return *p; }
+inline float lm_load_f32(const uint16_t* p) { return lm_bf2f(*p); }
+// Eight weights of a group with a bf16 scale: (q - zero) * scale in f32 (exact: a 9-bit integer
+// times a bf16 scale), rounded to bf16 in integer lanes as the IR's bf16 Mul (and eager) rounds
+// it, since that rounding moves a bf16 sum by far more than f32's. Exact for any scale.
+inline lm_f32x8 lm_dequantize_bf16x8(const signed char* q, lm_f32x8 zero, lm_f32x8 scale) {
+  const lm_u32x8 bits = (lm_u32x8)((lm_widen_i8(q) - zero) * scale);
+  // The product of a finite scale, or a NaN one's widened bits (low half zero): no NaN case.
+  return (lm_f32x8)((bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u);
+}
 // The same with weight rows quantized per group along K (IntxWeightOnlyConfig at a prompt's few
 // rows): each chunk is dequantized once, (q - zero) * scale in f32 with the group's scale and
-// zero point, the values torch's dequantization computes, then multiplied as f32 rows are.
+// zero point, the values torch's dequantization computes (bf16 scales: rounded to bf16, as
+// lm_gemv_row_groups_bf16 rounds them), then multiplied as f32 rows are.
 // Row r's group j has its scale at s[r * scale_row + j * scale_group] and its zero point at
 // z[r * zero_row + j * zero_group] (z null: no zero points).
-template <int R>
+template <int R, class TS>
 inline void lm_gemv_strips_grouped(const float* strips, int64_t count, const signed char* w, int64_t row_stride,
-                                   int64_t depth, int64_t group, const float* s, int64_t scale_row,
+                                   int64_t depth, int64_t group, const TS* s, int64_t scale_row,
                                    int64_t scale_group, const signed char* z, int64_t zero_row, int64_t zero_group,
                                    float* sums) {
   constexpr int64_t kChunk = 256;
@@ -785,16 +803,24 @@ inline void lm_gemv_strips_grouped(const float* strips, int64_t count, const sig
       // of 32 made a 16-row int4 GEMV 1.33-1.41x the int8 one's time, counting 1.23-1.31x.
       for (int64_t k = 0, j = first_group; k < chunk; ++j) {
         const int64_t end = (j + 1) * group - d < chunk ? (j + 1) * group - d : chunk;
-        const float scale = s[r * scale_row + j * scale_group];
+        const float scale = lm_load_f32(s + r * scale_row + j * scale_group);
         const float zero = z == nullptr ? 0.0f : (float)z[r * zero_row + j * zero_group];
+        const lm_f32x8 scales = {scale, scale, scale, scale, scale, scale, scale, scale};
+        const lm_f32x8 zeros = {zero, zero, zero, zero, zero, zero, zero, zero};
+        if constexpr (sizeof(TS) == 2) {
+          for (; k + 8 <= end; k += 8) {
+            const lm_f32x8 v = lm_dequantize_bf16x8(row + k, zeros, scales);
+            __builtin_memcpy(out + k, &v, sizeof v);
+          }
+          for (; k < end; ++k) out[k] = lm_rbf(((float)row[k] - zero) * scale);
+          continue;
+        }
 #if defined(__AVX512F__)
         for (; k + 16 <= end; k += 16) {
           const lm_f32x16 v = (lm_widen_i8x16(row + k) - zero) * scale;
           __builtin_memcpy(out + k, &v, sizeof v);
         }
 #endif
-        const lm_f32x8 scales = {scale, scale, scale, scale, scale, scale, scale, scale};
-        const lm_f32x8 zeros = {zero, zero, zero, zero, zero, zero, zero, zero};
         for (; k + 8 <= end; k += 8) {
           const lm_f32x8 v = (lm_widen_i8(row + k) - zeros) * scales;
           __builtin_memcpy(out + k, &v, sizeof v);
@@ -938,14 +964,6 @@ inline void lm_gemv_rows_i8(const signed char* a, const signed char* w, int64_t 
 // equal to dequantizing first up to f32 rounding. bf16: each weight is dequantized and rounded
 // to bf16 first, as the IR's bf16 Mul (and eager) rounds it, since that rounding moves a bf16
 // sum by far more than f32's.
-inline lm_f32x8 lm_load_f32x8(const float* p) {
-  lm_f32x8 v;
-  __builtin_memcpy(&v, p, sizeof v);
-  return v;
-}
-inline lm_f32x8 lm_load_f32x8(const uint16_t* p) { return lm_bf16_i8::load_x(p); }
-inline float lm_load_f32(const float* p) { return *p; }
-inline float lm_load_f32(const uint16_t* p) { return lm_bf2f(*p); }
 // The f32 vectors a grouped row is summed in: eight lanes, or sixteen where AVX-512 has them
 // (half the instructions per weight, as lm_f32_i8).
 struct lm_lanes8 {
@@ -1100,17 +1118,10 @@ inline void lm_gemv_rows_grouped_f32_lanes(const float* a, const signed char* co
   lm_gemv_rows_grouped_f32<lm_lanes8, R, S>(a, w, row_stride, depth, group, scale, scale_row, scale_group, zero,
                                             zero_row, zero_group, totals, sums);
 }
-// A bf16 grouped row: each weight dequantized in f32, (q - zero) * scale (exact: a 9-bit integer
-// times a bf16 scale), then rounded to bf16 as the IR's bf16 Mul (and eager) rounds it, since
-// that rounding moves a bf16 sum by far more than f32's; `a` is f32, widened once per call by
-// the emitter. The scale cannot leave the loop as in the f32 form: the rounding is per weight.
-// The exact form, for any scale: q - zero, times the scale, rounded in integer lanes.
-inline lm_f32x8 lm_dequantize_bf16x8(const signed char* q, lm_f32x8 zero, lm_f32x8 scale) {
-  const lm_u32x8 bits = (lm_u32x8)((lm_widen_i8(q) - zero) * scale);
-  // The product of a finite scale, or a NaN one's widened bits (low half zero): no NaN case.
-  return (lm_f32x8)((bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u);
-}
-// The same values in four floating-point operations instead of seven, for |scale| < 2^102:
+// A bf16 grouped row: each weight dequantized and rounded to bf16 (lm_dequantize_bf16x8); `a`
+// is f32, widened once per call by the emitter. The scale cannot leave the loop as in the f32
+// form: the rounding is per weight. lm_dequantize_bf16x8's values in four floating-point
+// operations instead of seven, for |scale| < 2^102:
 // q * scale - zero * scale in one fused multiply-add (both products exact below 2^110, so the
 // difference rounds once to the exact (q - zero) * scale, up to the sign of a zero product, which
 // no sum starting from +0 keeps), then Veltkamp's split at 16 bits, c - (c - x) with c = x (2^16
