@@ -36,10 +36,9 @@ bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows, 
   // An int8 product of any M: one GEMV per row of `a` (BLAS has no exact int8 product; the
   // weight stays in cache between rows at a prefill's sizes). So are a few half-precision rows
   // where the caller allows them (no widened copy of the weight), and a few f32 rows (sgemm
-  // would first pack the whole weight, another pass over it).
-  // So are a prompt's few rows of bf16 activations times an int8 weight (torchao's weight-only
-  // int8, passes/quantized_weights.h) as f32 rows are: widened and packed into f32 strips, the
-  // weight read as int8 (rank 2, the strips' form).
+  // would first pack the whole weight, another pass over it), counted as f32 rows are for bf16
+  // activations times an int8 weight (torchao's weight-only int8, passes/quantized_weights.h):
+  // widened and packed into f32 strips, the weight read as int8 (rank 2, the strips' form).
   const ir::Expr& m = matmul.shape[rank - 2];
   const bool f32_strips = matmul.dtype == ir::DType::F32 ||
                           (matmul.dtype == ir::DType::BF16 && rank == 2 &&

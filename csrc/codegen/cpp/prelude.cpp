@@ -1202,6 +1202,35 @@ inline void lm_gemv_row_groups_bf16(const float* a, const signed char* const* ro
   }
   for (int s = 0; s < S; ++s) *sums[s] = lm_sum8(acc[s] + acc2[s]);
 }
+// R rows from each of S blocks of a grouped GEMV whose groups are whole vectors (w[s], scale[s],
+// zero[s] where block s starts; its sums to sums[s]): f32 scales sum each group and scale the sum
+// (lm_gemv_rows_grouped_f32_lanes); bf16 ones dequantize every weight (lm_gemv_row_groups_bf16),
+// row r of every block together, with `a` widened to f32 once per call by the emitter.
+template <int R, int S, class TA, class TS>
+inline void lm_gemv_rows_grouped_blocks(const TA* a, const signed char* const* w, int64_t row_stride, int64_t depth,
+                                        int64_t group, const TS* const* scale, int64_t scale_row, int64_t scale_group,
+                                        const signed char* const* zero, int64_t zero_row, int64_t zero_group,
+                                        lm_group_totals* totals, float* const* sums) {
+  if constexpr (sizeof(TS) == 4) {
+    lm_gemv_rows_grouped_f32_lanes<R, S>(a, w, row_stride, depth, group, scale, scale_row, scale_group, zero, zero_row,
+                                         zero_group, totals, sums);
+  } else {
+    static_assert(sizeof(TA) == 4, "a bf16 grouped GEMV's activations are widened to f32 once per call");
+    for (int r = 0; r < R; ++r) {
+      const signed char* rows[S];
+      const TS* scales[S];
+      const signed char* zeros[S];
+      float* row_sums[S];
+      for (int s = 0; s < S; ++s) {
+        rows[s] = w[s] + r * row_stride;
+        scales[s] = scale[s] + r * scale_row;
+        zeros[s] = zero[s] ? zero[s] + r * zero_row : nullptr;
+        row_sums[s] = sums[s] + r;
+      }
+      lm_gemv_row_groups_bf16<S>(a, rows, depth, group, scales, scale_group, zeros, zero_group, row_sums);
+    }
+  }
+}
 template <int R, class TA, class TS>
 inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_stride, int64_t depth, int64_t group,
                                  const TS* scale, int64_t scale_row, int64_t scale_group, const signed char* zero,
@@ -1219,23 +1248,12 @@ inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_
     }
     return;
   }
-  if constexpr (sizeof(TS) == 2) {  // bf16 scales: bf16 weights, `a` widened to f32
-    static_assert(sizeof(TA) == 4, "a bf16 grouped GEMV's activations are widened to f32 once per call");
-    for (int r = 0; r < R; ++r) {
-      const signed char* const rows[1] = {w + r * row_stride};
-      const TS* const scales[1] = {scale + r * scale_row};
-      const signed char* const zeros[1] = {zero ? zero + r * zero_row : nullptr};
-      float* const row_sums[1] = {sums + r};
-      lm_gemv_row_groups_bf16<1>(a, rows, depth, group, scales, scale_group, zeros, zero_group, row_sums);
-    }
-  } else {
-    const signed char* const ws[1] = {w};
-    const float* const scales[1] = {scale};
-    const signed char* const zeros[1] = {zero};
-    float* const all_sums[1] = {sums};
-    lm_gemv_rows_grouped_f32_lanes<R, 1>(a, ws, row_stride, depth, group, scales, scale_row, scale_group, zeros,
-                                         zero_row, zero_group, totals, all_sums);
-  }
+  const signed char* const ws[1] = {w};
+  const TS* const scales[1] = {scale};
+  const signed char* const zeros[1] = {zero};
+  float* const all_sums[1] = {sums};
+  lm_gemv_rows_grouped_blocks<R, 1>(a, ws, row_stride, depth, group, scales, scale_row, scale_group, zeros, zero_row,
+                                    zero_group, totals, all_sums);
 }
 // The block of R rows at w and the one `half` rows further, as lm_gemv_rows_pair reads int8 rows:
 // two streams, for groups of whole vectors; groups of any other size one block after the other.
@@ -1249,20 +1267,9 @@ inline void lm_gemv_rows_grouped_pair(const TA* a, const signed char* w, int64_t
   const TS* const scales[2] = {scale, scale + half * scale_row};
   const signed char* const zeros[2] = {zero, zero ? zero + half * zero_row : nullptr};
   if (group % 8 == 0) {
-    if constexpr (sizeof(TS) == 4) {
-      float* const sums[2] = {sums0, sums1};
-      lm_gemv_rows_grouped_f32_lanes<R, 2>(a, ws, row_stride, depth, group, scales, scale_row, scale_group, zeros,
-                                           zero_row, zero_group, totals, sums);
-    } else {
-      for (int r = 0; r < R; ++r) {
-        const signed char* const rows[2] = {ws[0] + r * row_stride, ws[1] + r * row_stride};
-        const TS* const row_scales[2] = {scales[0] + r * scale_row, scales[1] + r * scale_row};
-        const signed char* const row_zeros[2] = {zero ? zeros[0] + r * zero_row : nullptr,
-                                                 zero ? zeros[1] + r * zero_row : nullptr};
-        float* const row_sums[2] = {sums0 + r, sums1 + r};
-        lm_gemv_row_groups_bf16<2>(a, rows, depth, group, row_scales, scale_group, row_zeros, zero_group, row_sums);
-      }
-    }
+    float* const sums[2] = {sums0, sums1};
+    lm_gemv_rows_grouped_blocks<R, 2>(a, ws, row_stride, depth, group, scales, scale_row, scale_group, zeros, zero_row,
+                                      zero_group, totals, sums);
     return;
   }
   lm_gemv_rows_grouped<R>(a, ws[0], row_stride, depth, group, scales[0], scale_row, scale_group, zeros[0], zero_row,
