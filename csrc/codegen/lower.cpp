@@ -352,8 +352,9 @@ LoweredKernel lower_attention(const ir::Graph& graph, const passes::AttentionPat
   a.k = matrix(kt, rank - 1, rank - 2);  // kᵀ's columns are k's rows
   a.v = matrix(pattern.v.view, rank - 2, rank - 1);
   a.scale = pattern.scale;
-  kernel.params = {Param{DType::F32, false}, Param{DType::F32, false}, Param{DType::F32, false}};
+  // q, k and v are f32, or f16/bf16 that the kernel widens as it reads them (passes/attention.h).
   out.param_nodes = {pattern.q.node, pattern.k_transposed.node, pattern.v.node};
+  for (ir::NodeId operand : out.param_nodes) kernel.params.push_back(Param{graph.node(operand).dtype, false});
   if (pattern.bias) {
     a.has_bias = true;
     a.bias = matrix(pattern.bias->view, rank - 2, rank - 1);

@@ -71,7 +71,7 @@ class Matcher {
 
 std::optional<AttentionPattern> match_attention(const ir::Graph& graph, NodeId matmul,
                                                 const std::vector<std::vector<NodeId>>& users,
-                                                const std::vector<bool>& read_by_runtime) {
+                                                const std::vector<bool>& read_by_runtime, bool half_operands) {
   const ir::Node& out = graph.node(matmul);
   if (out.op != Op::Matmul || out.dtype != ir::DType::F32) return std::nullopt;
   Matcher m(graph);
@@ -104,6 +104,24 @@ std::optional<AttentionPattern> match_attention(const ir::Graph& graph, NodeId m
   pattern.k_transposed = product->inputs[1];
   pattern.v = out.inputs[1];
   pattern.out = matmul;
+  if (half_operands) {
+    // A widening cast that reads its whole input in its own layout and that only the pattern's
+    // products read: the view the product applies to the cast applies to its input as well.
+    const NodeId product_id = scores->inputs[0].node;
+    for (ir::TensorRef* operand : {&pattern.q, &pattern.k_transposed, &pattern.v}) {
+      const ir::Node& cast = graph.node(operand->node);
+      if (cast.op != Op::Cast || cast.dtype != ir::DType::F32 || read_by_runtime[operand->node]) continue;
+      const ir::TensorRef& source = cast.inputs[0];
+      const ir::DType from = graph.node(source.node).dtype;
+      if ((from != ir::DType::BF16 && from != ir::DType::F16) || source.view != ir::View::contiguous(cast.shape))
+        continue;
+      const std::vector<NodeId>& readers = users[operand->node];
+      if (!std::all_of(readers.begin(), readers.end(), [&](NodeId u) { return u == product_id || u == matmul; }))
+        continue;
+      m.nodes().push_back(operand->node);
+      operand->node = source.node;
+    }
+  }
 
   std::vector<NodeId>& nodes = m.nodes();
   nodes.push_back(matmul);

@@ -4,7 +4,10 @@
 //   out = Matmul(P, v),  P = exps / where(sum == 0, 1, sum),  exps = exp(x - where(max == -inf, 0, max)),
 //   x = Matmul(q, kᵀ) * scale [+ bias],  max and sum reduced over the last axis.
 // Only f32 (the translator computes f16/bf16 attention in f32) and only where nothing outside
-// the pattern reads its intermediates, so that skipping them changes no other result.
+// the pattern reads its intermediates, so that skipping them changes no other result. With
+// `half_operands`, a q, k or v that is an f16/bf16 tensor cast whole to f32 for the pattern alone
+// is read as the f16/bf16 tensor (the cast joins the pattern): the kernel widens each element as
+// it reads it, which is exact, so the result is the same.
 #pragma once
 
 #include <optional>
@@ -17,9 +20,9 @@ namespace luminal::passes {
 struct AttentionPattern {
   ir::NodeId out = -1;                 // the P x v Matmul: [batch.., L, Ev]
   std::vector<ir::NodeId> nodes;       // every non-constant node of the pattern, ascending
-  ir::TensorRef q;                     // [batch.., L, E]
-  ir::TensorRef k_transposed;          // [batch.., E, S]
-  ir::TensorRef v;                     // [batch.., S, Ev]
+  ir::TensorRef q;                     // [batch.., L, E], f32 or (half_operands) f16/bf16
+  ir::TensorRef k_transposed;          // [batch.., E, S], likewise
+  ir::TensorRef v;                     // [batch.., S, Ev], likewise
   std::optional<ir::TensorRef> bias;   // [batch.., L, S], added to the scaled scores
   double scale = 1.0;
 };
@@ -28,6 +31,6 @@ struct AttentionPattern {
 // the kernels (a graph output or a data symbol's value).
 std::optional<AttentionPattern> match_attention(const ir::Graph& graph, ir::NodeId matmul,
                                                 const std::vector<std::vector<ir::NodeId>>& users,
-                                                const std::vector<bool>& read_by_runtime);
+                                                const std::vector<bool>& read_by_runtime, bool half_operands);
 
 }  // namespace luminal::passes

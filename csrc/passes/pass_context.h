@@ -16,6 +16,8 @@ struct PassContext {
   size_t max_group_nodes = 96;        // a fused kernel never grows beyond this many nodes
   // Group scaled dot-product attention into one pattern kernel (a runtime that has one).
   bool attention_kernels = false;
+  // Its attention kernel reads f16/bf16 q, k and v itself (passes/attention.h, half_operands).
+  bool attention_half_operands = false;
   // f16/bf16 dtypes whose Matmuls stay in their dtype (the runtime has a GEMM that computes them
   // natively) instead of being widened to f32.
   std::vector<ir::DType> native_half_matmuls;

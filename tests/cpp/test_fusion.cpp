@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "codegen/cpp/emit.h"
@@ -128,11 +129,15 @@ TEST(Fusion, HalfSoftmaxStashesExpOnTheStack) {
 
 // Attention as translator/attention.cpp composes it: q [H, L, E], k [H, S, E] read transposed,
 // v [H, S, E], a [L, S] bias broadcast over heads. `scores_out` also returns the scaled scores.
-ir::Graph attention_graph(int64_t heads, int64_t L, int64_t S, int64_t E, bool scores_out) {
+// f16/bf16 `operands` are cast to f32 first, as the translator computes their attention;
+// `widened_k_out` also returns k's cast.
+ir::Graph attention_graph(int64_t heads, int64_t L, int64_t S, int64_t E, bool scores_out, DType operands = DType::F32,
+                          bool widened_k_out = false) {
   IrTestBuilder b;
-  auto q = b.input("q", DType::F32, {heads, L, E});
-  auto k = b.input("k", DType::F32, {heads, S, E});
-  auto v = b.input("v", DType::F32, {heads, S, E});
+  auto widened = [&](const TensorRef& x) { return operands == DType::F32 ? x : b.unary(Op::Cast, x, DType::F32); };
+  auto q = widened(b.input("q", operands, {heads, L, E}));
+  auto k = widened(b.input("k", operands, {heads, S, E}));
+  auto v = widened(b.input("v", operands, {heads, S, E}));
   auto bias = b.input("bias", DType::F32, {L, S});
   const ir::Shape scores_shape = {heads, L, S};
   const ir::Shape row_shape = {heads, L, 1};
@@ -151,6 +156,7 @@ ir::Graph attention_graph(int64_t heads, int64_t L, int64_t S, int64_t E, bool s
   auto probabilities = b.binary(Op::Div, exps, viewed(safe_sum, safe_sum.view.expand(scores_shape)));
   b.output(b.matmul(probabilities, v));
   if (scores_out) b.output(scaled);
+  if (widened_k_out) b.output(k);
   return b.graph;
 }
 
@@ -215,6 +221,59 @@ TEST(Fusion, AttentionWindowsStartingInsideAKeyStripMatchTheReference) {
       {random_tensor(DType::F32, {2, L, 24}, rng), random_tensor(DType::F32, {2, S, 24}, rng),
        random_tensor(DType::F32, {2, S, 24}, rng), window_bias(L, S)},
       "attention windows", 1e-5, {}, /*same_bits=*/false);
+}
+
+// Groups that are not sources, by kind.
+std::map<passes::GroupKind, int> group_kinds(const passes::Partition& p) {
+  std::map<passes::GroupKind, int> kinds;
+  for (int g : passes::topological_groups(p))
+    if (p.groups[g].kind != passes::GroupKind::Source) ++kinds[p.groups[g].kind];
+  return kinds;
+}
+
+TEST(Fusion, HalfAttentionReadsItsOperandsThroughTheirCasts) {
+  // Odd sizes; 2 query rows take the decode path, 41 the packed blocks.
+  for (const DType t : {DType::BF16, DType::F16}) {
+    for (const int64_t L : {2, 41}) {
+      const ir::Graph graph = attention_graph(3, L, 43, 20, /*scores_out=*/false, t);
+      passes::PassContext cx;
+      cx.attention_kernels = true;
+      cx.attention_half_operands = true;
+      const std::map<passes::GroupKind, int> kinds = group_kinds(passes::fuse(graph, cx));
+      EXPECT_EQ(kinds, (std::map<passes::GroupKind, int>{{passes::GroupKind::Attention, 1}}))
+          << "the casts of q, k and v are part of the attention kernel";
+      cx.attention_half_operands = false;
+      EXPECT_EQ(group_kinds(passes::fuse(graph, cx)).size(), 2u) << "without it they are kernels of their own";
+      std::mt19937 rng(11);
+      expect_both_isas_match_the_reference(
+          graph,
+          {random_tensor(t, {3, L, 20}, rng), random_tensor(t, {3, 43, 20}, rng), random_tensor(t, {3, 43, 20}, rng),
+           band_bias(L, 43)},
+          std::string("half attention ") + ir::dtype_name(t), 1e-5, {}, /*same_bits=*/false);
+    }
+  }
+}
+
+TEST(Fusion, HalfAttentionKeepsACastThatIsReadElsewhere) {
+  // k's f32 copy is also an output: it keeps its kernel, which the attention reads; q and v's
+  // casts still join the attention.
+  const ir::Graph graph = attention_graph(2, 5, 7, 16, /*scores_out=*/false, DType::BF16, /*widened_k_out=*/true);
+  passes::PassContext cx;
+  cx.attention_kernels = true;
+  cx.attention_half_operands = true;
+  const passes::Partition p = passes::fuse(graph, cx);
+  EXPECT_EQ(group_kinds(p)[passes::GroupKind::Attention], 1);
+  for (int g : passes::topological_groups(p)) {
+    if (p.groups[g].kind != passes::GroupKind::Attention) continue;
+    const auto casts = std::count_if(p.groups[g].nodes.begin(), p.groups[g].nodes.end(),
+                                     [&](ir::NodeId id) { return graph.node(id).op == Op::Cast; });
+    EXPECT_EQ(casts, 2) << "q's and v's casts joined the attention, k's did not";
+  }
+  std::mt19937 rng(12);
+  expect_matches_reference(graph,
+                           {random_tensor(DType::BF16, {2, 5, 16}, rng), random_tensor(DType::BF16, {2, 7, 16}, rng),
+                            random_tensor(DType::BF16, {2, 7, 16}, rng), random_tensor(DType::F32, {5, 7}, rng)},
+                           "half attention + widened k", 1e-5);
 }
 
 TEST(Fusion, AttentionWhoseScoresAreReadElsewhereIsNotGrouped) {

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import luminal
-from op_harness import FLOATS, Case, run_case
+from op_harness import FLOATS, TOLERANCE, Case, run_case
 
 
 def qkv(q_heads=4, kv_heads=4, L=5, S=5):
@@ -127,3 +127,29 @@ def test_repeated_kv_is_read_in_place(tmp_path):
     torch.testing.assert_close(compiled(q, cache_k, cache_v), attend(q, cache_k, cache_v))
     steps = kernel_steps(tmp_path)
     assert len(steps) == 1 and "scaled dot-product attention" in steps[0], steps
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("L", [1, 6], ids=lambda n: f"L{n}")
+def test_half_attention_reads_its_operands_in_place(tmp_path, dtype, L):
+    """f16/bf16 attention computes in f32. The kernel widens q, k and v as it reads them instead
+    of running a cast kernel over each first (the whole static cache on every decode step): the
+    only kernel beyond the f32 graph's is the output's cast. Widening is exact, so the result has
+    the bits of the f32 graph fed the widened tensors."""
+    g = torch.Generator().manual_seed(L)
+    q = torch.randn(1, 8, L, 16, generator=g).to(dtype)
+    cache_k, cache_v = (torch.randn(1, 2, 32, 16, generator=g).to(dtype) for _ in range(2))
+    mask = torch.arange(32)[None, :] <= torch.arange(L)[:, None] + 9  # a static cache's filled slots
+    attend = lambda q, k, v: attend_repeated(q, k, v, mask)  # noqa: E731
+    results, steps = [], []
+    for inputs, debug_dir in (((q, cache_k, cache_v), tmp_path / "half"),
+                              ((q.float(), cache_k.float(), cache_v.float()), tmp_path / "f32")):
+        torch._dynamo.reset()
+        options = {"debug_dir": str(debug_dir), "fallback": "error"}
+        results.append(torch.compile(attend, backend="luminal", options=options)(*inputs))
+        steps.append(kernel_steps(debug_dir))
+    assert sum("scaled dot-product attention" in line for line in steps[0]) == 1, steps[0]
+    assert len(steps[0]) == len(steps[1]) + 1, steps
+    assert torch.equal(results[0], results[1].to(dtype))
+    tolerance = TOLERANCE[dtype]  # eager's own half attention rounds on the way
+    torch.testing.assert_close(results[0], attend(q, cache_k, cache_v), rtol=tolerance, atol=tolerance)

@@ -768,7 +768,16 @@ class Emitter {
     out << "  const int64_t lm_L = " << expr_text(a.q_len) << ", lm_Ev = " << expr_text(a.value_dim) << ";\n";
     out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end; ++lm_p) {\n";
     out << item_indices(batch_dims);
-    out << "    if (!lm_attention_head(" << pointer(0, a.q) << ", " << strides(a.q) << ",\n        " << pointer(1, a.k)
+    // The prelude's element kind of each operand: f16/bf16 q, k and v widen as they are read.
+    auto element = [&](int param) {
+      switch (k_.params[param].dtype) {
+        case DType::BF16: return "lm_bf16";
+        case DType::F16: return "lm_f16";
+        default: return "lm_f32";
+      }
+    };
+    out << "    if (!lm_attention_head<" << element(0) << ", " << element(1) << ", " << element(2) << ">("
+        << pointer(0, a.q) << ", " << strides(a.q) << ",\n        " << pointer(1, a.k)
         << ", " << strides(a.k) << ",\n        " << pointer(2, a.v) << ", " << strides(a.v) << ",\n        "
         << (a.has_bias ? pointer(3, a.bias) : std::string("nullptr")) << ", "
         << (a.has_bias ? strides(a.bias) : std::string("0, 0")) << ",\n        p" << out_param

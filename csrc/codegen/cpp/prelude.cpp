@@ -474,11 +474,15 @@ inline void lm_attention_softmax(float* scores, int64_t lds, int64_t rows, int64
 // straight from k and v; more rows share k and v packed once into zero-padded panels of
 // 16-column strips (kᵀ [E, n16], v [n, ev16]) and go in blocks of `block` rows whose scores
 // stay in cache.
+// Q, K and V (lm_f32, lm_bf16 or lm_f16) say how q, k and v are stored: f16/bf16 attention
+// computes in f32, and each element widens exactly as it is read, so a half-precision KV cache is
+// read in place (only its attended rows) instead of cast whole to an f32 copy every call.
 // Returns false when its scratch memory cannot be allocated.
-inline bool lm_attention_head(const float* q, int64_t q_rs, int64_t q_cs, const float* k, int64_t k_rs, int64_t k_cs,
-                              const float* v, int64_t v_rs, int64_t v_cs, const float* bias, int64_t b_rs,
-                              int64_t b_cs, float* out, int64_t L, int64_t S, int64_t E, int64_t Ev, float scale,
-                              int64_t block) {
+template <class Q, class K, class V>
+inline bool lm_attention_head(const typename Q::TA* q, int64_t q_rs, int64_t q_cs, const typename K::TA* k,
+                              int64_t k_rs, int64_t k_cs, const typename V::TA* v, int64_t v_rs, int64_t v_cs,
+                              const float* bias, int64_t b_rs, int64_t b_cs, float* out, int64_t L, int64_t S,
+                              int64_t E, int64_t Ev, float scale, int64_t block) {
   int64_t lo, hi;
   lm_attended_columns(bias, b_rs, b_cs, L, S, lo, hi);
   for (int64_t i = 0; i < L * Ev; ++i) out[i] = 0.0f;
@@ -488,15 +492,15 @@ inline bool lm_attention_head(const float* q, int64_t q_rs, int64_t q_cs, const 
     float* scores = (float*)__builtin_malloc(sizeof(float) * n);
     if (scores == nullptr) return false;
     for (int64_t r = 0; r < L; ++r) {
-      const float* qr = q + r * q_rs;
+      const typename Q::TA* qr = q + r * q_rs;
       for (int64_t j = 0; j < n; ++j) {
-        const float* kj = k + (lo + j) * k_rs;
+        const typename K::TA* kj = k + (lo + j) * k_rs;
         float dot = 0.0f;
         if (q_cs == 1 && k_cs == 1) {
 #pragma omp simd reduction(+ : dot)
-          for (int64_t e = 0; e < E; ++e) dot += qr[e] * kj[e];
+          for (int64_t e = 0; e < E; ++e) dot += Q::load1(qr + e) * K::load1(kj + e);
         } else {
-          for (int64_t e = 0; e < E; ++e) dot += qr[e * q_cs] * kj[e * k_cs];
+          for (int64_t e = 0; e < E; ++e) dot += Q::load1(qr + e * q_cs) * K::load1(kj + e * k_cs);
         }
         scores[j] = dot;
       }
@@ -504,12 +508,12 @@ inline bool lm_attention_head(const float* q, int64_t q_rs, int64_t q_cs, const 
       float* o = out + r * Ev;
       for (int64_t j = 0; j < n; ++j) {
         const float p = scores[j];
-        const float* vj = v + (lo + j) * v_rs;
+        const typename V::TA* vj = v + (lo + j) * v_rs;
         if (v_cs == 1) {
 #pragma omp simd
-          for (int64_t c = 0; c < Ev; ++c) o[c] += p * vj[c];
+          for (int64_t c = 0; c < Ev; ++c) o[c] += p * V::load1(vj + c);
         } else {
-          for (int64_t c = 0; c < Ev; ++c) o[c] += p * vj[c * v_cs];
+          for (int64_t c = 0; c < Ev; ++c) o[c] += p * V::load1(vj + c * v_cs);
         }
       }
     }
@@ -533,11 +537,13 @@ inline bool lm_attention_head(const float* q, int64_t q_rs, int64_t q_cs, const 
   for (int64_t j0 = 0; j0 < n; j0 += 8) {  // 8 key rows at a time, so their lines stay in L1
     const int64_t j1 = j0 + 8 < n ? j0 + 8 : n;
     for (int64_t e = 0; e < E; ++e)
-      for (int64_t j = j0; j < j1; ++j) kp[j / 16 * E * 16 + e * 16 + j % 16] = k[(lo + j) * k_rs + e * k_cs];
+      for (int64_t j = j0; j < j1; ++j)
+        kp[j / 16 * E * 16 + e * 16 + j % 16] = K::load1(k + (lo + j) * k_rs + e * k_cs);
   }
   for (int64_t j = 0; j < n; ++j) {
-    const float* src = v + (lo + j) * v_rs;
-    for (int64_t c = 0; c < ev16; ++c) vp[c / 16 * n * 16 + j * 16 + c % 16] = c < Ev ? src[c * v_cs] : 0.0f;
+    const typename V::TA* src = v + (lo + j) * v_rs;
+    for (int64_t c = 0; c < ev16; ++c)
+      vp[c / 16 * n * 16 + j * 16 + c % 16] = c < Ev ? V::load1(src + c * v_cs) : 0.0f;
   }
   for (int64_t r0 = 0; r0 < L; r0 += rows) {
     const int64_t count = L - r0 < rows ? L - r0 : rows;
@@ -551,7 +557,7 @@ inline bool lm_attention_head(const float* q, int64_t q_rs, int64_t q_cs, const 
     const int64_t bn = bhi - lo - w0, bn16 = (bn + 15) / 16 * 16;
     const int64_t count6 = (count + 5) / 6 * 6;
     for (int64_t r = 0; r < count6; ++r)
-      for (int64_t e = 0; e < E; ++e) qp[r * E + e] = r < count ? q[(r0 + r) * q_rs + e * q_cs] : 0.0f;
+      for (int64_t e = 0; e < E; ++e) qp[r * E + e] = r < count ? Q::load1(q + (r0 + r) * q_rs + e * q_cs) : 0.0f;
     lm_panel_product(qp, E, kp + w0 * E, E * 16, E, sc, n16, count6, bn16);
     lm_attention_softmax(sc, n16, count, bn, b ? b + (lo + w0) * b_cs : nullptr, b_rs, b_cs, scale);
     for (int64_t i = count * n16; i < count6 * n16; ++i) sc[i] = 0.0f;

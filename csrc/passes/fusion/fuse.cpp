@@ -71,13 +71,18 @@ void group_pattern(Partition& p, ir::NodeId out, const std::vector<ir::NodeId>& 
 }
 
 // Each attention pattern becomes one Attention group, before loop fusion could split it up.
-// Its bias must keep a buffer of its own: an inlined constant has none.
+// Its operands must keep buffers of their own: an inlined constant has none.
 void group_attention(const ir::Graph& graph, Partition& p, PassContext& cx) {
   for (size_t i = 0; i < graph.size(); ++i) {
     const ir::NodeId id = static_cast<ir::NodeId>(i);
     if (graph.node(id).op != ir::Op::Matmul) continue;
-    const std::optional<AttentionPattern> pattern = match_attention(graph, id, p.users, p.read_by_runtime);
-    if (!pattern || (pattern->bias && p.group_of[pattern->bias->node] < 0)) continue;
+    const std::optional<AttentionPattern> pattern =
+        match_attention(graph, id, p.users, p.read_by_runtime, cx.attention_half_operands);
+    if (!pattern) continue;
+    const bool inlined_operand =
+        p.group_of[pattern->q.node] < 0 || p.group_of[pattern->k_transposed.node] < 0 ||
+        p.group_of[pattern->v.node] < 0 || (pattern->bias && p.group_of[pattern->bias->node] < 0);
+    if (inlined_operand) continue;
     group_pattern(p, id, pattern->nodes, GroupKind::Attention);
     if (!cx.debug_dir.empty())
       cx.log.push_back("attention %" + std::to_string(id) + ": " + std::to_string(pattern->nodes.size()) +

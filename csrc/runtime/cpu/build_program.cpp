@@ -117,6 +117,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   passes::PassContext cx;
   cx.debug_dir = options.debug_dir;
   cx.attention_kernels = fusion.attention_kernels;
+  cx.attention_half_operands = true;
   cx.quantized_gemv_weights = true;
   cx.group_quantized_gemvs = true;
   for (ir::DType half : {ir::DType::BF16, ir::DType::F16})
@@ -239,7 +240,8 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       if (lowered.kernel.gemv.columns) lowered.kernel.tile = column_run(lowered.kernel, program_threads(options));
     } else if (group.kind == GroupKind::Attention) {
       const std::optional<passes::AttentionPattern> pattern =
-          passes::match_attention(graph, group.nodes.back(), partition.users, partition.read_by_runtime);
+          passes::match_attention(graph, group.nodes.back(), partition.users, partition.read_by_runtime,
+                                  cx.attention_half_operands);
       INTERNAL_CHECK(pattern.has_value()) << "attention group %" << group.nodes.back() << " no longer matches";
       lowered = codegen::lower_attention(graph, *pattern);
       program.fused_nodes += group.nodes.size();

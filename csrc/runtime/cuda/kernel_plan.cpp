@@ -60,8 +60,9 @@ CudaKernelPlan plan_cuda_kernels(const ir::Graph& input_graph, passes::PassConte
       step.lowered =
           passes::is_gemv(graph, graph.node(id)) ? codegen::lower_gemv(graph, id) : codegen::lower_matmul_loop(graph, id);
     } else if (group.kind == GroupKind::Attention) {
-      const std::optional<passes::AttentionPattern> pattern = passes::match_attention(
-          graph, group.nodes.back(), plan.partition.users, plan.partition.read_by_runtime);
+      const std::optional<passes::AttentionPattern> pattern =
+          passes::match_attention(graph, group.nodes.back(), plan.partition.users, plan.partition.read_by_runtime,
+                                  cx.attention_half_operands);
       INTERNAL_CHECK(pattern.has_value()) << "attention group %" << group.nodes.back() << " no longer matches";
       step.lowered = codegen::lower_attention(graph, *pattern);
     } else if (group.kind == GroupKind::Scatter) {
