@@ -33,7 +33,7 @@ IMPL_LANG = {"eager": "aten", "inductor": "inductor-cpp", "luminal": "luminal-cp
 LEADERBOARD = ["device_id", "kernel_id", "dtype", "input_shape", "batch_size", "impl_lang", "latency_us",
                "driver_version", "toolchain", "git_sha", "submitter"]
 EXTRA = ["impl", "gbps", "gflops", "pct_roofline", "vs_eager", "vs_inductor", "error",
-         "compile_ms", "runs", "warmups", "note"]
+         "compile_ms", "runs", "warmups", "note", "backend_call_us"]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -118,7 +118,8 @@ def build_rows(measured: dict[str, dict[str, dict]], roof: dict[str, float], inf
                     "batch_size": kernel.shape[0], "impl_lang": IMPL_LANG[impl], "driver_version": platform.release(),
                     "toolchain": f"torch {torch.__version__}", "git_sha": info["git_commit"],
                     "submitter": "benchmarks/kernels/run.py", "impl": impl, "error": result.get("error"),
-                    "note": result.get("note"),
+                    "note": "; ".join(filter(None, [result.get("note"), result.get("backend_call_note")])) or None,
+                    "backend_call_us": _round(result.get("backend_call_us")),
                 }
                 if result.get("latency_us"):
                     seconds = result["latency_us"] / 1e6
@@ -166,6 +167,10 @@ def markdown(rows: list[dict], roof: dict[str, float], info: dict, args: argpars
         f"Roofline measured in this run: copy bandwidth **{roof['copy_gbps']:.1f} GB/s**, "
         f"f32 GEMM peak **{roof['sgemm_gflops']:.1f} GFLOP/s**. `% roof` = roofline time / latency "
         "(roofline time = max(bytes / bandwidth, flops / peak)). Speedups: > 1 = luminal faster.", "",
+        "`luminal call µs`: the program luminal's backend returned to dynamo, called directly with the "
+        "same inputs: luminal's own share of a call. Every compiled column also pays dynamo's per-call Python "
+        "(guards, the frame's wrapper), which no backend can skip and which dominates kernels under ~100 µs "
+        "here (docs/lessons.md, 2026-11-28).", "",
         "Other processes' CPU while each impl ran (% of the machine; above a few %, latencies are inflated): "
         + ", ".join(f"{impl} {pct:.0f}%" for impl, pct in other_cpu.items() if pct is not None) + ".", "",
     ]
@@ -179,15 +184,17 @@ def markdown(rows: list[dict], roof: dict[str, float], info: dict, args: argpars
         geo = math.exp(sum(map(math.log, speedups)) / len(speedups)) if speedups else None
         lines += [f"luminal: {len(luminal_ok)} kernels ran, {len(luminal_err)} failed; geometric-mean speedup vs eager "
                   f"over the ones that ran: {x(geo)}.", ""]
-    lines += ["| kernel | shape | dtype | eager µs | inductor µs | luminal µs | luminal vs eager | luminal vs inductor "
-              "| eager % roof | inductor % roof | luminal % roof | notes |", "|" + "---|" * 12]
+    lines += ["| kernel | shape | dtype | eager µs | inductor µs | luminal µs | luminal call µs | luminal vs eager "
+              "| luminal vs inductor | eager % roof | inductor % roof | luminal % roof | notes |", "|" + "---|" * 13]
     for (kernel, shape, dtype), impls in grouped.items():
         e, i, l = (impls.get(n) for n in IMPLS)
         notes = "; ".join(f"{n}: {(r.get('error') or r.get('note'))}" for n, r in impls.items()
                           if r.get("error") or r.get("note"))
         notes = notes.replace("|", "\\|").replace("\n", " ")[:300]
         pct = [f"{r['pct_roofline']:.1f}" if r and r.get("pct_roofline") is not None else "–" for r in (e, i, l)]
-        lines.append(f"| {kernel} | {shape} | {dtype} | {us(e)} | {us(i)} | {us(l)} | {x(l and l.get('vs_eager'))} | "
+        call = f"{l['backend_call_us']:,.1f}" if l and l.get("backend_call_us") else "–"
+        lines.append(f"| {kernel} | {shape} | {dtype} | {us(e)} | {us(i)} | {us(l)} | {call} | "
+                     f"{x(l and l.get('vs_eager'))} | "
                      f"{x(l and l.get('vs_inductor'))} | {' | '.join(pct)} | {notes} |")
     return "\n".join(lines) + "\n"
 

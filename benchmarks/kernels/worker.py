@@ -3,6 +3,9 @@ per kernel. The parent (run.py) restarts a worker that crashes, skipping the ker
 
 Per kernel: the first call is timed as compile time; then warmups and timed runs, each cut short by
 the time cap (at least 1 warmup and 3 runs are always done; the result says when the cap cut runs).
+For luminal, the program the backend returned to dynamo is also timed called directly
+(`backend_call_us`): a call through torch.compile adds dynamo's own per-call Python (guards and
+the frame's wrapper, 30-100 µs on a 2-core box whatever the backend), which dominates small kernels.
 """
 
 from __future__ import annotations
@@ -25,15 +28,22 @@ DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 torch._dynamo.config.capture_dynamic_output_shape_ops = True
 
 
-def wrap(impl: str, fn, threads: int):
+def wrap(impl: str, fn, threads: int, programs: list):
+    """fn compiled for `impl`; for luminal, `programs` receives (program, its example inputs) of
+    each graph the backend compiles."""
     torch._dynamo.reset()  # each kernel compiles alone, without guards piled up by earlier ones
     if impl == "eager":
         return fn
     if impl == "inductor":
         return torch.compile(fn, dynamic=False, fullgraph=True)
-    import luminal  # noqa: F401 - registers the backend
+    import luminal
 
-    return torch.compile(fn, backend="luminal", dynamic=False, fullgraph=True, options={"num_threads": threads})
+    def backend(gm, example_inputs):
+        program = luminal.luminal_backend(gm, example_inputs, options={"num_threads": threads})
+        programs.append((program, list(example_inputs)))
+        return program
+
+    return torch.compile(fn, backend=backend, dynamic=False, fullgraph=True)
 
 
 def time_kernel(fn, inputs, warmups: int, runs: int, cap_s: float) -> dict:
@@ -72,6 +82,19 @@ def check_output(actual: torch.Tensor, expected: torch.Tensor) -> str | None:
     return f"WRONG OUTPUT: max abs error {error:.3g} vs eager"
 
 
+def backend_call(compiled: tuple, expected: torch.Tensor, args: argparse.Namespace) -> dict:
+    """The median µs of calling the one program luminal compiled, with the arguments dynamo
+    passed it (the kernel's inputs, the same tensors every call), or a note when its output is
+    not eager's."""
+    program, example_inputs = compiled
+    timing, outputs = time_kernel(lambda: program(*example_inputs), (), args.warmups, args.runs, args.time_cap)
+    output = outputs[0] if isinstance(outputs, (list, tuple)) and len(outputs) == 1 else outputs
+    mismatch = check_output(output, expected) if isinstance(output, torch.Tensor) else "not one tensor"
+    if mismatch:
+        return {"backend_call_note": f"direct call: {mismatch}"}
+    return {"backend_call_us": timing["latency_us"]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--impl", choices=["eager", "inductor", "luminal"], required=True)
@@ -90,10 +113,14 @@ def main() -> None:
         row = {"key": key, "impl": args.impl}
         try:
             inputs = kernel.make_inputs(DTYPES[dtype], torch.Generator().manual_seed(0))
-            timing, output = time_kernel(wrap(args.impl, kernel.fn, args.threads), inputs, args.warmups, args.runs,
-                                         args.time_cap)
+            programs = []
+            timing, output = time_kernel(wrap(args.impl, kernel.fn, args.threads, programs), inputs, args.warmups,
+                                         args.runs, args.time_cap)
             row.update(timing, bytes=traffic_bytes(kernel, inputs, output), flops=kernel.flops)
-            mismatch = check_output(output, kernel.fn(*inputs))
+            expected = kernel.fn(*inputs)
+            mismatch = check_output(output, expected)
+            if len(programs) == 1 and not mismatch:
+                row.update(backend_call(programs[0], expected, args))
             if mismatch:
                 row["note"] = "; ".join(filter(None, [row.get("note"), mismatch]))
         except Exception as exc:  # noqa: BLE001 - an unsupported kernel is an error row, the worker goes on
