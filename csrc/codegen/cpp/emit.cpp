@@ -168,6 +168,19 @@ std::string scan_row(const Kernel& kernel, const CppOpTable& table, const std::s
 
 namespace {
 
+// The prelude's element kind (lm_f32, lm_bf16, lm_f16) that reads a kernel operand of this float
+// dtype, widening f16/bf16 to f32 in registers.
+const char* prelude_element(DType t) {
+  switch (t) {
+    case DType::F32: return "lm_f32";
+    case DType::BF16: return "lm_bf16";
+    case DType::F16: return "lm_f16";
+    default: break;
+  }
+  INTERNAL_ERROR() << "no prelude element kind for " << ir::dtype_name(t);
+  return "";
+}
+
 class Emitter {
  public:
   Emitter(const Kernel& k) : k_(k), table_(cpp_op_table()) {
@@ -610,11 +623,9 @@ class Emitter {
       }
     } else {
       const bool int8 = w == DType::I8;
-      const char* element = t == DType::F32 ? (int8 ? "lm_f32_i8" : "lm_f32")
-                            : t == DType::BF16 ? (int8 ? "lm_bf16_i8" : "lm_bf16")
-                                               : "lm_f16";
       INTERNAL_CHECK((t == DType::F32 || t == DType::BF16 || t == DType::F16) && (w == t || (int8 && t != DType::F16)))
           << "gemv of " << ir::dtype_name(t) << " by a " << ir::dtype_name(w) << " weight";
+      const char* element = !int8 ? prelude_element(t) : t == DType::F32 ? "lm_f32_i8" : "lm_bf16_i8";
       if (widens_activations()) {
         element = "lm_f32_i8";
         pointers << "    const float* lm_a = lm_wide;\n";
@@ -741,7 +752,7 @@ class Emitter {
     out << "    const int64_t lm_o = " << index_text(g.out, false) << ";\n";
     out << "    const int64_t lm_cols = " << n << " - i" << n_axis << " < " << run << " ? " << n << " - i" << n_axis
         << " : " << run << ";\n";
-    out << "    lm_gemv_columns<" << (t == DType::BF16 ? "lm_bf16" : "lm_f16")
+    out << "    lm_gemv_columns<" << prelude_element(t)
         << ">(lm_a, lm_a_step, lm_w, lm_w_step, lm_depth, lm_cols, lm_sums);\n";
     out << "    for (int64_t lm_u = 0; lm_u < lm_cols; ++lm_u) p2[lm_o + lm_u * lm_out_stride] = "
         << table_.store(t, "lm_sums[lm_u]") << ";\n";
@@ -768,15 +779,9 @@ class Emitter {
     out << "  const int64_t lm_L = " << expr_text(a.q_len) << ", lm_Ev = " << expr_text(a.value_dim) << ";\n";
     out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end; ++lm_p) {\n";
     out << item_indices(batch_dims);
-    // The prelude's element kind of each operand: f16/bf16 q, k and v widen as they are read.
-    auto element = [&](int param) {
-      switch (k_.params[param].dtype) {
-        case DType::BF16: return "lm_bf16";
-        case DType::F16: return "lm_f16";
-        default: return "lm_f32";
-      }
-    };
-    out << "    if (!lm_attention_head<" << element(0) << ", " << element(1) << ", " << element(2) << ">("
+    // f16/bf16 q, k and v widen as they are read.
+    out << "    if (!lm_attention_head<" << prelude_element(k_.params[0].dtype) << ", "
+        << prelude_element(k_.params[1].dtype) << ", " << prelude_element(k_.params[2].dtype) << ">("
         << pointer(0, a.q) << ", " << strides(a.q) << ",\n        " << pointer(1, a.k)
         << ", " << strides(a.k) << ",\n        " << pointer(2, a.v) << ", " << strides(a.v) << ",\n        "
         << (a.has_bias ? pointer(3, a.bias) : std::string("nullptr")) << ", "
