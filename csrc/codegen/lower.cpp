@@ -260,6 +260,25 @@ LoweredKernel lower_gemv(const ir::Graph& graph, NodeId id) {
   return out;
 }
 
+LoweredKernel lower_expert_gemv(const ir::Graph& graph, NodeId id) {
+  const ir::Node& node = graph.node(id);
+  const ir::View& a = node.inputs[0].view;  // [S, K]
+  const ir::View& b = node.inputs[1].view;  // [G, K, N]
+  LoweredKernel out;
+  Kernel& kernel = out.kernel;
+  kernel.kind = KernelKind::Gemv;
+  kernel.domain = {Expr::symbol(kExpertRowsSymbol), node.shape[1]};
+  kernel.label = "gemv per expert (its rows in strips, its weight streamed once)";
+  kernel.params = {Param{DType::F32, false}, Param{DType::F32, false}, Param{DType::F32, true}};
+  out.param_nodes = {node.inputs[0].node, node.inputs[1].node, id};
+  GemvSpec& g = kernel.gemv;
+  g.depth = a.shape()[1];
+  g.a = Index{a.offset(), zero_unit_dims(kernel.domain, {a.strides()[0], Expr(int64_t{0})})};
+  g.w = Index{b.offset(), zero_unit_dims(kernel.domain, {Expr(int64_t{0}), b.strides()[2]})};
+  g.out = Index{Expr(int64_t{0}), zero_unit_dims(kernel.domain, {node.shape[1], Expr(int64_t{1})})};
+  return out;
+}
+
 LoweredKernel lower_group_quantized_gemv(const ir::Graph& graph, const passes::GroupQuantizedGemv& pattern) {
   const ir::Node& node = graph.node(pattern.out);
   const Expr depth = node.inputs[1].view.shape()[0];  // K, also q's row stride

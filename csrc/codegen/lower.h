@@ -32,6 +32,16 @@ LoweredKernel lower_matmul_loop(const ir::Graph& graph, ir::NodeId node);
 // A Matmul for which passes::is_gemv holds, as the GEMV pattern kernel.
 LoweredKernel lower_gemv(const ir::Graph& graph, ir::NodeId node);
 
+// The symbol lower_expert_gemv's kernel reads one expert's row count from.
+inline constexpr const char* kExpertRowsSymbol = "lm_expert_rows";
+
+// One expert's rows of an f32 GroupedMatmul for which passes::is_expert_gemv holds, as the GEMV
+// pattern kernel: a [kExpertRowsSymbol, K] (a's rows from the expert's first) times the expert's
+// weight, out [kExpertRowsSymbol, N] (out's rows from the expert's first). The caller points the
+// params at the expert's rows and weight; indices within them are the node's views' (offsets
+// included, the expert dim left out).
+LoweredKernel lower_expert_gemv(const ir::Graph& graph, ir::NodeId grouped_matmul);
+
 // A matched group-quantized GEMV as the GEMV pattern kernel, dequantizing in registers.
 LoweredKernel lower_group_quantized_gemv(const ir::Graph& graph, const passes::GroupQuantizedGemv& pattern);
 

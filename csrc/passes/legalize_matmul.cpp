@@ -57,6 +57,14 @@ bool is_gemv_for_few_rows(const ir::Graph& graph, const ir::Node& matmul) {
          reads_k_with_unit_strides(matmul);
 }
 
+bool is_expert_gemv(const ir::Graph& graph, const ir::Node& grouped_matmul) {
+  if (grouped_matmul.op != ir::Op::GroupedMatmul || grouped_matmul.dtype != ir::DType::F32) return false;
+  for (int i : {0, 1})
+    if (graph.node(grouped_matmul.inputs[i].node).dtype != ir::DType::F32) return false;
+  // a [S, K] and b [G, K, N]
+  return is_one(grouped_matmul.inputs[0].view.strides()[1]) && is_one(grouped_matmul.inputs[1].view.strides()[1]);
+}
+
 bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul) {
   if (matmul.op != ir::Op::Matmul || !ir::is_half(matmul.dtype)) return false;
   for (const ir::TensorRef& in : matmul.inputs)

@@ -107,6 +107,40 @@ def test_grouped_mm_fallback():
     run_case(FALLBACK_CASE)
 
 
+def fallback_of_linear_weights(a, w, o):
+    """transformers' layout: each expert's weight [N, K], transposed inside the graph (an input is
+    passed contiguous, so a transpose outside would not reach the backend)."""
+    return fallback(a, w.transpose(-2, -1), o)
+
+
+def fallback_of_slices(a, w, o):
+    """Both operands slices: a's rows 24 apart from element 3, each expert's rows from element 2."""
+    return fallback(a[:, 3:23], w[:, :, 2:22].transpose(-2, -1), o)
+
+
+# f32 experts whose weights read K with unit stride run each expert of 2 to 64 rows as the GEMV
+# kernel, and one row or more than 64 rows through BLAS. K = 20 and N = 13: no whole vectors.
+EXPERT_GEMV_CASES = [
+    Case("grouped_mm_fallback_linear_weights", fallback_of_linear_weights, dtypes=FLOATS, arity=3,
+         variants={
+             # groups of 1, 5, 0, 17 (two strips of rows) and 72 rows, then rows in no group
+             "mixed_groups": (lambda m: m((97, 20)), lambda m: m((5, 13, 20)), offs(1, 6, 6, 23, 95)),
+             "one_row_each": (lambda m: m((2, 20)), lambda m: m((4, 13, 20)), offs(0, 1, 1, 2)),
+             "not_ascending": (lambda m: m((6, 20)), lambda m: m((3, 13, 20)), offs(4, 2, 6)),
+             "ends_past_rows": (lambda m: m((6, 20)), lambda m: m((3, 13, 20)), offs(2, 9, 9)),
+         },
+         short=("mixed_groups", "one_row_each"), domains=((-2, 2), (-2, 2)), tolerance_scale=2.0),
+    Case("grouped_mm_fallback_slices", fallback_of_slices, dtypes=FLOATS, arity=3,
+         variants={"slices": (lambda m: m((30, 24)), lambda m: m((3, 13, 24)), offs(4, 4, 30))},
+         short=("slices",), domains=((-2, 2), (-2, 2)), tolerance_scale=2.0),
+]
+
+
+@pytest.mark.parametrize("case", EXPERT_GEMV_CASES, ids=str)
+def test_grouped_mm_fallback_expert_gemv(case):
+    run_case(case)
+
+
 def test_grouped_mm_fallback_one_compile_for_every_routing():
     """offs is a runtime tensor: new routings reuse the compile and give eager's result."""
     backend = CountingBackend()
@@ -135,18 +169,33 @@ def test_grouped_rows_run_one_blas_call_per_expert(tmp_path):
     assert not any(line.startswith(("gemm", "aten")) or "gather" in line for line in steps), steps
 
 
-@pytest.mark.parametrize("rows", [2, 4], ids=["gathered_per_row", "grouped_per_expert"])
-def test_grouped_mm_reads_only_routed_experts(rows):
-    """A NaN in an expert no row is routed to never reaches the output, in both lowerings: a row
-    gathers its own expert's weight, or each expert with rows multiplies only its own (a dense
-    product masked afterwards would spread it: NaN * 0 is NaN)."""
-    compiled = torch.compile(fallback, backend=CountingBackend(), fullgraph=True)
-    a, w = torch.randn(rows, 8), torch.randn(3, 8, 5)
+@pytest.mark.parametrize("rows,weight_n_k", [(2, False), (4, False), (4, True)],
+                         ids=["gathered_per_row", "grouped_per_expert", "expert_gemv"])
+def test_grouped_mm_reads_only_routed_experts(rows, weight_n_k):
+    """A NaN in an expert no row is routed to never reaches the output, in every lowering: a row
+    gathers its own expert's weight, or each expert with rows multiplies only its own, through
+    BLAS or the expert GEMV (a dense product masked afterwards would spread it: NaN * 0 is NaN)."""
+    fn = fallback_of_linear_weights if weight_n_k else fallback
+    compiled = torch.compile(fn, backend=CountingBackend(), fullgraph=True)
+    a = torch.randn(rows, 8)
+    w = torch.randn(3, 5, 8) if weight_n_k else torch.randn(3, 8, 5)
     w[1] = float("nan")
     o = torch.tensor([rows // 2, rows // 2, rows], dtype=torch.int32)
     out = compiled(a, w, o)
     assert not out.isnan().any()
-    assert_close(out, fallback(a, w, o))
+    assert_close(out, fn(a, w, o))
+
+
+def test_few_rows_per_expert_run_the_expert_gemv(tmp_path):
+    """An f32 prefill's few rows per expert (weights [G, N, K] as transformers stores them) run
+    as one GEMV kernel per expert: sgemm would pack each expert's whole weight first."""
+    compiled = torch.compile(fallback_of_linear_weights, backend="luminal",
+                             options={"debug_dir": str(tmp_path), "fallback": "error"})
+    a, w = torch.randn(16, 32), torch.randn(4, 24, 32)
+    o = torch.tensor([3, 8, 8, 16], dtype=torch.int32)
+    assert_close(compiled(a, w, o), fallback_of_linear_weights(a, w, o))
+    steps = [line for line in (tmp_path / "cpu_stats.txt").read_text().splitlines() if line.startswith("grouped")]
+    assert len(steps) == 1 and "the GEMV lm_" in steps[0], steps
 
 
 def grouped_mm(a, b, o=None):

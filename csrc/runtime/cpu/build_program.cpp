@@ -228,6 +228,15 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       step.what = step.groups_through_aten
                       ? std::string("grouped matmul (ATen per expert, ") + ir::dtype_name(node.dtype) + ") from " + node.origin
                       : "grouped matmul (BLAS per expert) from " + node.origin;
+      if (!step.groups_through_aten && passes::is_expert_gemv(graph, node)) {
+        const codegen::LoweredKernel gemv = codegen::lower_expert_gemv(graph, group.nodes[0]);
+        auto kernel = std::make_shared<Step>();
+        make_kernel_step(*kernel, gemv.kernel, node.origin);
+        kernel->slots = {step.slots[0], step.slots[1], step.slots[3]};
+        step.what = "grouped matmul (the GEMV " + kernel->kernel_name + " for experts of 2 to " +
+                    std::to_string(codegen::kF32GemvRows) + " rows, BLAS for the others) from " + node.origin;
+        step.few_rows = std::move(kernel);
+      }
       program.steps.push_back(std::move(step));
       continue;
     }

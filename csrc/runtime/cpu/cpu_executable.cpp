@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "codegen/kernel.h"
+#include "codegen/lower.h"
 #include "common/error.h"
 #include "ir/bind_symbols.h"
 #include "runtime/aligned_buffer.h"
@@ -170,6 +171,10 @@ struct CpuExecutable::StepPlan {
   // A Gemm step with few enough rows for its GEMV kernel (Step::few_rows), which runs instead:
   // symbols, items and parallel are that kernel's.
   bool few_rows = false;
+  // A GroupedGemm's expert GEMV (Step::few_rows): the position of the expert's row count among
+  // symbols, and the work per item of each of its rows (the kernel reads K per row and item).
+  int expert_rows_symbol = -1;
+  int64_t expert_work_per_row = 0;
   int variant = -1;  // a Kernel step: the variant (Step::variants) the search chose; -1: none
   StridedLayout a, b, offs;  // Gemm and GroupedGemm steps
   // Scatter steps updating a caller's buffer: the bytes of the copy of that buffer (none when
@@ -204,7 +209,16 @@ CpuExecutable::StepPlan CpuExecutable::plan_step(const Step& step, const ir::Sym
   plan.a = layout(step.a);
   plan.b = layout(step.b);
   plan.offs = layout(step.offs);
-  if (step.few_rows && plan.a.shape[plan.a.shape.size() - 2] <= codegen::kF32GemvRows) {
+  if (step.kind == Step::Kind::GroupedGemm && step.few_rows) {
+    // Planned for an expert of one row; expert_gemvs sets each expert's count.
+    ir::SymbolBindings expert = bindings;
+    expert[codegen::kExpertRowsSymbol] = 1;
+    plan_kernel(*step.few_rows, expert, plan.symbols, plan.items, plan.parallel);
+    plan.expert_rows_symbol = static_cast<int>(
+        std::find(step.few_rows->symbols.begin(), step.few_rows->symbols.end(), codegen::kExpertRowsSymbol) -
+        step.few_rows->symbols.begin());
+    plan.expert_work_per_row = step.few_rows->work_per_item.evaluate(expert);
+  } else if (step.few_rows && plan.a.shape[plan.a.shape.size() - 2] <= codegen::kF32GemvRows) {
     plan.few_rows = true;
     plan_kernel(*step.few_rows, bindings, plan.symbols, plan.items, plan.parallel);
   }
@@ -410,6 +424,39 @@ void CpuExecutable::aten_grouped_matmul(const Step& step, const StepPlan& plan, 
                      });
 }
 
+void CpuExecutable::expert_gemvs(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
+                                 Arena& arena) const {
+  const Step& gemv = *step.few_rows;
+  const StridedLayout& a = plan.a;
+  const StridedLayout& b = plan.b;
+  const int64_t rows = a.shape[0], k = a.shape[1], n = b.shape[2];
+  const auto* a_data = static_cast<const float*>(ptr[step.slots[0]]);
+  const auto* b_data = static_cast<const float*>(ptr[step.slots[1]]);
+  auto* out = static_cast<float*>(ptr[step.slots[3]]);
+  // Rows in no group are zero; the groups overwrite theirs.
+  std::memset(out, 0, static_cast<size_t>(rows * n) * sizeof(float));
+  if (n == 0 || k == 0) return;
+  std::vector<int64_t> symbols = plan.symbols;
+  std::vector<void*>& params = arena.params;
+  for_each_row_group(
+      static_cast<const int64_t*>(ptr[step.slots[2]]), plan.offs, rows, [&](int64_t g, int64_t begin, int64_t end) {
+        const int64_t count = end - begin;
+        // One row streams the weight through BLAS's GEMV at full rate, where the strips would
+        // compute 16 rows' worth of products for it.
+        if (count < 2 || count > codegen::kF32GemvRows) {
+          pool_.rest();
+          blas_group_product(step.dtype, a_data, a, b_data, b, g, begin, end, out);
+          return;
+        }
+        // The kernel's indices are the views' within the expert: its rows and weight start here.
+        params = {const_cast<float*>(a_data) + begin * a.strides[0], const_cast<float*>(b_data) + g * b.strides[0],
+                  out + begin * n};
+        symbols[plan.expert_rows_symbol] = count;
+        launch(gemv, gemv.fn, params.data(), symbols.data(), plan.items,
+               plan.items > 1 && plan.items * plan.expert_work_per_row * count >= kParallelThreshold);
+      });
+}
+
 void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& caller_outputs,
                         const LateOutputAllocator& allocate_late) const {
   std::vector<std::vector<int64_t>> input_sizes;
@@ -605,6 +652,7 @@ void CpuExecutable::run_step(size_t index, const StepPlan& plan, const std::vect
     return;
   }
   if (step.kind == Step::Kind::GroupedGemm) {
+    if (step.few_rows) return expert_gemvs(step, plan, ptr, arena);
     pool_.rest();
     if (step.groups_through_aten) {
       aten_grouped_matmul(step, plan, ptr, bindings);
@@ -632,19 +680,25 @@ void CpuExecutable::run_kernel(const Step& step, const StepPlan& plan, const std
   std::vector<void*>& params = arena.params;
   params.clear();
   for (int slot : step.slots) params.push_back(ptr[slot]);
+  launch(step, plan.variant >= 0 ? step.variants[plan.variant].fn : step.fn, params.data(), plan.symbols.data(),
+         plan.items, plan.parallel);
+}
+
+void CpuExecutable::launch(const Step& step, KernelFn fn, void** params, const int64_t* symbols, int64_t items,
+                           bool parallel) const {
   KernelTask task;
-  task.fn = plan.variant >= 0 ? step.variants[plan.variant].fn : step.fn;
-  task.params = params.data();
-  task.symbols = plan.symbols.data();
-  if (!plan.parallel || plan.items <= 1) {
-    run_kernel_chunk(&task, 0, plan.items);
+  task.fn = fn;
+  task.params = params;
+  task.symbols = symbols;
+  if (!parallel || items <= 1) {
+    run_kernel_chunk(&task, 0, items);
   } else {
     const bool aten_threads_spinning = steady_ns() < aten_threads_spin_until_ns.load(std::memory_order_relaxed);
     if (aten_threads_spinning && has_aten_call_executor()) {
       pool_.rest();  // our workers would only contend with torch's
-      aten_parallel_for(plan.items, run_kernel_chunk, &task);
+      aten_parallel_for(items, run_kernel_chunk, &task);
     } else {
-      pool_.parallel_for(plan.items, run_kernel_chunk, &task);
+      pool_.parallel_for(items, run_kernel_chunk, &task);
     }
   }
   raise_kernel_status(step.what, task.status.load(), task.info[0], task.info[1]);

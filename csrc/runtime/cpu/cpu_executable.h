@@ -75,6 +75,13 @@ class CpuExecutable final : public Executable {
                 std::vector<std::unique_ptr<InFlightCollective>>& in_flight) const;
   // A Kernel step (or a Gemm's few_rows kernel) with the plan's symbols, items and split.
   void run_kernel(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr, Arena& arena) const;
+  // A kernel's chunks over `items` work items, split across the pool when `parallel`; raises the
+  // kernel's status naming the step.
+  void launch(const Step& step, KernelFn fn, void** params, const int64_t* symbols, int64_t items,
+              bool parallel) const;
+  // A GroupedGemm step with an expert GEMV (Step::few_rows): that kernel for each expert of 2 to
+  // kF32GemvRows rows, BLAS for the others.
+  void expert_gemvs(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr, Arena& arena) const;
   // A Gemm step through ATen's matmul (the ATen fallback's executor), writing the step's output.
   void aten_matmul(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
                    const ir::SymbolBindings& bindings) const;

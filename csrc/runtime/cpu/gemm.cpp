@@ -157,59 +157,78 @@ void widen(const uint16_t* data, Matrix& m, float (*to_float)(uint16_t), std::ve
   }
 }
 
+// Packing and widening buffers, reused across the groups of one grouped matmul.
+struct GroupScratch {
+  std::vector<float> a_f32, b_f32, a_wide, b_wide, product_rows;
+  std::vector<double> a_f64, b_f64;
+};
+
+// Group g's rows [begin, end) of a [S, K] times expert g of b [G, K, N], into the same rows of
+// out [S, N].
 template <typename T>
-void grouped(const T* a, const StridedLayout& al, const T* b, const StridedLayout& bl, const int64_t* offs,
-             const StridedLayout& ol, T* out) {
+void group_product(const T* a, const StridedLayout& al, const T* b, const StridedLayout& bl, int64_t g, int64_t begin,
+                   int64_t end, T* out, std::vector<T>& a_storage, std::vector<T>& b_storage) {
   const int64_t n = bl.shape[2];
-  std::vector<T> a_storage, b_storage;
-  for_each_row_group(offs, ol, al.shape[0], [&](int64_t g, int64_t begin, int64_t end) {
-    const Matrix ma{end - begin, al.shape[1], al.strides[0], al.strides[1]};
-    const Matrix mb{bl.shape[1], n, bl.strides[1], bl.strides[2]};
-    product(a + al.offset + begin * al.strides[0], ma, b + bl.offset + g * bl.strides[0], mb, out + begin * n,
-            a_storage, b_storage);
-  });
+  const Matrix ma{end - begin, al.shape[1], al.strides[0], al.strides[1]};
+  const Matrix mb{bl.shape[1], n, bl.strides[1], bl.strides[2]};
+  product(a + al.offset + begin * al.strides[0], ma, b + bl.offset + g * bl.strides[0], mb, out + begin * n,
+          a_storage, b_storage);
 }
 
-// f16/bf16: each routed expert's weights and its rows are widened to f32 (never the experts no
-// row is routed to), multiplied with sgemm and rounded once, as the reference runtime does.
-void grouped_half(const uint16_t* a, const StridedLayout& al, const uint16_t* b, const StridedLayout& bl,
-                  const int64_t* offs, const StridedLayout& ol, uint16_t* out, bool bfloat) {
+// f16/bf16: the expert's weights and its rows are widened to f32 (never the experts no row is
+// routed to), multiplied with sgemm and rounded once, as the reference runtime does.
+void group_product_half(const uint16_t* a, const StridedLayout& al, const uint16_t* b, const StridedLayout& bl,
+                        int64_t g, int64_t begin, int64_t end, uint16_t* out, bool bfloat, GroupScratch& scratch) {
   const int64_t n = bl.shape[2];
   float (*to_float)(uint16_t) = bfloat ? bf16_to_float : half_to_float;
   uint16_t (*from_float)(float) = bfloat ? float_to_bf16 : float_to_half;
-  std::vector<float> a_wide, b_wide, product_rows, a_storage, b_storage;
-  for_each_row_group(offs, ol, al.shape[0], [&](int64_t g, int64_t begin, int64_t end) {
-    Matrix ma{end - begin, al.shape[1], al.strides[0], al.strides[1]};
-    Matrix mb{bl.shape[1], n, bl.strides[1], bl.strides[2]};
-    widen(a + al.offset + begin * al.strides[0], ma, to_float, a_wide);
-    widen(b + bl.offset + g * bl.strides[0], mb, to_float, b_wide);
-    product_rows.resize(static_cast<size_t>(ma.rows * n));
-    product(a_wide.data(), ma, b_wide.data(), mb, product_rows.data(), a_storage, b_storage);
-    for (size_t i = 0; i < product_rows.size(); ++i) out[begin * n + static_cast<int64_t>(i)] = from_float(product_rows[i]);
-  });
+  Matrix ma{end - begin, al.shape[1], al.strides[0], al.strides[1]};
+  Matrix mb{bl.shape[1], n, bl.strides[1], bl.strides[2]};
+  widen(a + al.offset + begin * al.strides[0], ma, to_float, scratch.a_wide);
+  widen(b + bl.offset + g * bl.strides[0], mb, to_float, scratch.b_wide);
+  std::vector<float>& rows = scratch.product_rows;
+  rows.resize(static_cast<size_t>(ma.rows * n));
+  product(scratch.a_wide.data(), ma, scratch.b_wide.data(), mb, rows.data(), scratch.a_f32, scratch.b_f32);
+  for (size_t i = 0; i < rows.size(); ++i) out[begin * n + static_cast<int64_t>(i)] = from_float(rows[i]);
+}
+
+void group_product(ir::DType dtype, const void* a, const StridedLayout& al, const void* b, const StridedLayout& bl,
+                   int64_t g, int64_t begin, int64_t end, void* out, GroupScratch& scratch) {
+  const int64_t k = al.shape[1], n = bl.shape[2];
+  if (n == 0 || k == 0) return;  // out's rows stay as the caller zeroed them
+  USER_CHECK(end - begin <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX)
+      << "grouped matmul dims beyond BLAS's 32-bit range";
+  switch (dtype) {
+    case ir::DType::F32:
+      return group_product(static_cast<const float*>(a), al, static_cast<const float*>(b), bl, g, begin, end,
+                           static_cast<float*>(out), scratch.a_f32, scratch.b_f32);
+    case ir::DType::F64:
+      return group_product(static_cast<const double*>(a), al, static_cast<const double*>(b), bl, g, begin, end,
+                           static_cast<double*>(out), scratch.a_f64, scratch.b_f64);
+    case ir::DType::BF16:
+    case ir::DType::F16:
+      return group_product_half(static_cast<const uint16_t*>(a), al, static_cast<const uint16_t*>(b), bl, g, begin,
+                                end, static_cast<uint16_t*>(out), dtype == ir::DType::BF16, scratch);
+    default: INTERNAL_ERROR() << "grouped matmul of " << ir::dtype_name(dtype);
+  }
 }
 
 }  // namespace
 
+void blas_group_product(ir::DType dtype, const void* a, const StridedLayout& al, const void* b,
+                        const StridedLayout& bl, int64_t g, int64_t begin, int64_t end, void* out) {
+  GroupScratch scratch;
+  group_product(dtype, a, al, b, bl, g, begin, end, out, scratch);
+}
+
 void blas_grouped_matmul(ir::DType dtype, const void* a, const StridedLayout& al, const void* b,
                          const StridedLayout& bl, const int64_t* offs, const StridedLayout& ol, void* out) {
-  const int64_t rows = al.shape[0], k = al.shape[1], n = bl.shape[2];
-  std::memset(out, 0, static_cast<size_t>(rows * n) * ir::dtype_size(dtype));
-  if (rows == 0 || n == 0 || k == 0) return;
-  USER_CHECK(rows <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX) << "grouped matmul dims beyond BLAS's 32-bit range";
-  switch (dtype) {
-    case ir::DType::F32:
-      return grouped(static_cast<const float*>(a), al, static_cast<const float*>(b), bl, offs, ol,
-                     static_cast<float*>(out));
-    case ir::DType::F64:
-      return grouped(static_cast<const double*>(a), al, static_cast<const double*>(b), bl, offs, ol,
-                     static_cast<double*>(out));
-    case ir::DType::BF16:
-    case ir::DType::F16:
-      return grouped_half(static_cast<const uint16_t*>(a), al, static_cast<const uint16_t*>(b), bl, offs, ol,
-                          static_cast<uint16_t*>(out), dtype == ir::DType::BF16);
-    default: INTERNAL_ERROR() << "grouped matmul of " << ir::dtype_name(dtype);
-  }
+  const int64_t rows = al.shape[0];
+  std::memset(out, 0, static_cast<size_t>(rows * bl.shape[2]) * ir::dtype_size(dtype));
+  GroupScratch scratch;
+  for_each_row_group(offs, ol, rows, [&](int64_t g, int64_t begin, int64_t end) {
+    group_product(dtype, a, al, b, bl, g, begin, end, out, scratch);
+  });
 }
 
 void blas_matmul(ir::DType dtype, const void* a, const StridedLayout& al, const void* b, const StridedLayout& bl,

@@ -36,6 +36,11 @@ void for_each_row_group(const int64_t* offs, const StridedLayout& offs_layout, i
   }
 }
 
+// Rows [begin, end) of out (contiguous [S, N]) = the same rows of a [S, K] times expert g of
+// b [G, K, N]: one group of blas_grouped_matmul.
+void blas_group_product(ir::DType dtype, const void* a, const StridedLayout& a_layout, const void* b,
+                        const StridedLayout& b_layout, int64_t g, int64_t begin, int64_t end, void* out);
+
 // out (contiguous [S, N]) = the grouped product of a [S, K] and b [G, K, N] whose row groups end
 // at offs (i64): GroupedMatmul in ir/ops.def. One BLAS call per expert with rows; f16/bf16 widen
 // only those experts' weights to f32, and round the product once.

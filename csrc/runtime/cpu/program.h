@@ -49,7 +49,10 @@ struct Step {
   ir::View a, b, offs;
   // Gemm with a symbolic M that passes::is_gemv_for_few_rows takes (a dynamic-shape prefill): the
   // GEMV as a Kernel step on the same slots, run instead of BLAS when a call's M is at most
-  // codegen::kF32GemvRows, where it beats sgemm as it does for a constant M.
+  // codegen::kF32GemvRows, where it beats sgemm as it does for a constant M. GroupedGemm that
+  // passes::is_expert_gemv takes: one expert's rows as that GEMV (codegen::lower_expert_gemv;
+  // slots a, b, out), run for each expert with 2 to kF32GemvRows rows (a prefill's few tokens per
+  // expert, for which sgemm would pack the expert's whole weight first).
   std::shared_ptr<Step> few_rows;
   // GroupedGemm: each group's product runs through ATen's matmul, as f16/bf16 ones do where ATen
   // multiplies that dtype natively (faster than widening the routed experts to f32 for BLAS).
