@@ -11,7 +11,7 @@ import torch
 
 CONFIGS_FILE = Path(__file__).with_name("configs.toml")
 
-DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
 # arch -> (config class, model class), imported lazily so loading the TOML stays cheap.
 ARCHS = {
@@ -163,7 +163,7 @@ def build_model(config: BenchConfig) -> torch.nn.Module:
     config_cls, model_cls = (getattr(transformers, n) for n in ARCHS[config.arch])
     hf_config = config_cls(**config.hf, attn_implementation=config.attn_implementation)
     torch.manual_seed(config.seed)
-    # Built in f32 then cast, so the bf16 variant holds the f32 variant's weights rounded.
+    # Built in f32 then cast, so the bf16 and f16 variants hold the f32 variant's weights rounded.
     model = model_cls(hf_config).eval().to(config.torch_dtype)
     if config.quantization:
         from torchao.quantization import quantize_

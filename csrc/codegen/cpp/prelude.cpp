@@ -205,7 +205,7 @@ struct lm_f16 {
   typedef lm_f32x8 X;
   typedef lm_f32x8 Acc;
   static constexpr int kLanes = 8;
-  static constexpr bool kSequentialRows = false;
+  static constexpr bool kSequentialRows = true;  // as bf16 rows (lm_gemv_rows_sequential)
   static X load_x(const uint16_t* p) {
 #if defined(__F16C__) && defined(__AVX__)
     lm_i16x8 h;
@@ -577,7 +577,8 @@ constexpr int64_t lm_stream_prefetch_bytes = 4096;
 // Element types with kSequentialRows read the R rows one after another, each through two
 // accumulators, `a` re-read from L1 for each row. Interleaving four 1 KiB int8 rows sixteen bytes
 // at a time streamed 13-14 GB/s on two AVX2 cores, one sequential stream 21-24; bf16 rows of 2 KiB
-// gained as much (llama-membound-bf16 decode 13.6 -> 9.5-10.3 ms), f32 rows (4 KiB, a cache
+// gained as much (llama-membound-bf16 decode 13.6 -> 9.5-10.3 ms), f16 rows too (llama-membound-f16
+// 15.9-16.1 -> see docs/lessons.md 2026-11-28), f32 rows (4 KiB, a cache
 // line per row per step) nothing (docs/lessons.md, 2026-11-26). bf16 activations times int8
 // weights come here widened once per call by the emitter (lm_widen_bf16); with batch dims they
 // stay interleaved (lm_bf16_i8), since widening `a` again for every row costs more than the
