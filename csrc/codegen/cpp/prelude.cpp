@@ -578,7 +578,7 @@ constexpr int64_t lm_stream_prefetch_bytes = 4096;
 // accumulators, `a` re-read from L1 for each row. Interleaving four 1 KiB int8 rows sixteen bytes
 // at a time streamed 13-14 GB/s on two AVX2 cores, one sequential stream 21-24; bf16 rows of 2 KiB
 // gained as much (llama-membound-bf16 decode 13.6 -> 9.5-10.3 ms), f16 rows too (llama-membound-f16
-// 15.9-16.1 -> see docs/lessons.md 2026-11-28), f32 rows (4 KiB, a cache
+// 14.3-15.9 -> 12.5-13.6 ms, 2026-11-28), f32 rows (4 KiB, a cache
 // line per row per step) nothing (docs/lessons.md, 2026-11-26). bf16 activations times int8
 // weights come here widened once per call by the emitter (lm_widen_bf16); with batch dims they
 // stay interleaved (lm_bf16_i8), since widening `a` again for every row costs more than the
