@@ -214,9 +214,10 @@ CpuExecutable::StepPlan CpuExecutable::plan_step(const Step& step, const ir::Sym
     ir::SymbolBindings expert = bindings;
     expert[codegen::kExpertRowsSymbol] = 1;
     plan_kernel(*step.few_rows, expert, plan.symbols, plan.items, plan.parallel);
-    plan.expert_rows_symbol = static_cast<int>(
-        std::find(step.few_rows->symbols.begin(), step.few_rows->symbols.end(), codegen::kExpertRowsSymbol) -
-        step.few_rows->symbols.begin());
+    const std::vector<std::string>& symbols = step.few_rows->symbols;
+    const auto rows_symbol = std::find(symbols.begin(), symbols.end(), codegen::kExpertRowsSymbol);
+    INTERNAL_CHECK(rows_symbol != symbols.end()) << step.what << ": the expert GEMV reads no row count";
+    plan.expert_rows_symbol = static_cast<int>(rows_symbol - symbols.begin());
     plan.expert_work_per_row = step.few_rows->work_per_item.evaluate(expert);
   } else if (step.few_rows && plan.a.shape[plan.a.shape.size() - 2] <= codegen::kF32GemvRows) {
     plan.few_rows = true;
