@@ -29,6 +29,11 @@ constexpr size_t kAlignment = 64;
 // more than it saves.
 constexpr int64_t kParallelThreshold = 32768;
 
+// Whether a kernel's work items split across the pool (enough elements in all to pay for it).
+bool splits_across_threads(int64_t items, int64_t work_per_item) {
+  return items > 1 && items * work_per_item >= kParallelThreshold;
+}
+
 // Copies `count` elements addressed by (shape, strides, offset) from src to a contiguous dst.
 void strided_copy(const std::byte* src, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
                   int64_t offset, size_t element, std::byte* dst) {
@@ -189,7 +194,7 @@ void plan_kernel(const Step& kernel, const ir::SymbolBindings& bindings, std::ve
   symbols.clear();
   for (const std::string& s : kernel.symbols) symbols.push_back(bindings.at(s));
   items = kernel.items.evaluate(bindings);
-  parallel = items > 1 && items * kernel.work_per_item.evaluate(bindings) >= kParallelThreshold;
+  parallel = splits_across_threads(items, kernel.work_per_item.evaluate(bindings));
 }
 }  // namespace
 
@@ -454,7 +459,7 @@ void CpuExecutable::expert_gemvs(const Step& step, const StepPlan& plan, const s
                   out + begin * n};
         symbols[plan.expert_rows_symbol] = count;
         launch(gemv, gemv.fn, params.data(), symbols.data(), plan.items,
-               plan.items > 1 && plan.items * plan.expert_work_per_row * count >= kParallelThreshold);
+               splits_across_threads(plan.items, plan.expert_work_per_row * count));
       });
 }
 
