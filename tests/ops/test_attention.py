@@ -61,6 +61,15 @@ BAND_MASK = (torch.arange(45)[None, :] >= torch.arange(40)[:, None]) & (torch.ar
 BAND_MASK[5] = False
 BAND_MASK[33] = False
 
+# Each of 40 query rows attends 0-5 scattered keys of 70 (rows 0, 13 and 39 none, row 38 only the
+# last key, row 20 also the first): the attended-columns scan widens its window from rows before
+# the last, and skips -inf runs eight columns at a time on both sides of the window.
+SPARSE_MASK = torch.rand(40, 70, generator=torch.Generator().manual_seed(3)) > 0.97
+SPARSE_MASK[[0, 13, 39]] = False
+SPARSE_MASK[38] = False
+SPARSE_MASK[38, 69] = True
+SPARSE_MASK[20, 0] = True
+
 BOOL_MASK = torch.tensor([[True, False, True, True, False]] * 5)
 BOOL_MASK[2] = False  # a fully masked row gives zeros, as torch's _safe_softmax does
 
@@ -86,6 +95,8 @@ CASES = [
     Case("sdpa_strided_blocks", lambda q, k, v: F.scaled_dot_product_attention(q, k, v), dtypes=FLOATS, arity=3,
          variants={}, extra_inputs=[strided_qkv(41, 43), strided_qkv(2, 41), strided_qkv(41, 43, E=20, head_dim_last=False),
                                     strided_qkv(3, 9, E=20, head_dim_last=False)]),
+    Case("sdpa_sparse_mask", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=SPARSE_MASK),
+         dtypes=FLOATS, arity=3, variants={}, extra_inputs=[strided_qkv(40, 70)]),
     Case("sdpa_band_mask", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=BAND_MASK), dtypes=FLOATS,
          arity=3, variants={}, extra_inputs=[strided_qkv(40, 45)]),
 ]

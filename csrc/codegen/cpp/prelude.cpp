@@ -412,8 +412,18 @@ inline void lm_panel_product(const float* a, int64_t lda, const float* b, int64_
     }
   }
 }
+// Whether b[0..8) (contiguous) are all -inf, compared bitwise: one vector compare where the scan
+// below compared one float at a time. A NaN is not -inf, so it counts as attended.
+inline bool lm_masked8(const float* b) {
+  static const float kMasked[8] = {-__builtin_inff(), -__builtin_inff(), -__builtin_inff(), -__builtin_inff(),
+                                   -__builtin_inff(), -__builtin_inff(), -__builtin_inff(), -__builtin_inff()};
+  return __builtin_memcmp(b, kMasked, sizeof kMasked) == 0;
+}
 // Key columns [lo, hi) that some of `rows` rows may attend: outside it every row's bias is -inf,
-// so those probabilities are exactly 0 and their keys and values are never read.
+// so those probabilities are exactly 0 and their keys and values are never read. Rows go last to
+// first and each scans only the columns outside the window found so far: a causal mask's last row
+// attends the widest, so the others check nothing or only the masked tail. Scanning every row
+// from both ends took a third of a 1,024-token causal attention (2026-11-28).
 inline void lm_attended_columns(const float* bias, int64_t b_rs, int64_t b_cs, int64_t rows, int64_t S, int64_t& lo,
                                 int64_t& hi) {
   lo = 0;
@@ -421,15 +431,19 @@ inline void lm_attended_columns(const float* bias, int64_t b_rs, int64_t b_cs, i
   if (!bias) return;
   lo = S;
   hi = 0;
-  for (int64_t r = 0; r < rows; ++r) {
+  const float kMasked = -__builtin_inff();
+  for (int64_t r = rows - 1; r >= 0; --r) {
     const float* b = bias + r * b_rs;
-    int64_t first = 0, last = S;
-    while (first < S && b[first * b_cs] == -__builtin_inff()) ++first;
-    while (last > first && b[(last - 1) * b_cs] == -__builtin_inff()) --last;
-    if (first < last) {
-      lo = first < lo ? first : lo;
-      hi = last > hi ? last : hi;
-    }
+    int64_t first = 0;  // the row's first attended column, if it lies before lo
+    if (b_cs == 1)
+      while (first + 8 <= lo && lm_masked8(b + first)) first += 8;
+    while (first < lo && b[first * b_cs] == kMasked) ++first;
+    lo = first;
+    int64_t last = S;  // one past the row's last attended column, if that lies past hi
+    if (b_cs == 1)
+      while (last - 8 >= hi && lm_masked8(b + last - 8)) last -= 8;
+    while (last > hi && b[(last - 1) * b_cs] == kMasked) --last;
+    hi = last;
   }
 }
 // scores[r][0..n) (row stride lds) = (q·k) * scale + bias -> softmax, in the reference's order
