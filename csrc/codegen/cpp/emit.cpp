@@ -777,6 +777,7 @@ class Emitter {
     for (int d = 0; d < batch_rank; ++d) batch_dims.push_back(d);
     std::ostringstream out;
     out << "  const int64_t lm_L = " << expr_text(a.q_len) << ", lm_Ev = " << expr_text(a.value_dim) << ";\n";
+    out << "  lm_attention_windows lm_windows;\n";
     out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end; ++lm_p) {\n";
     out << item_indices(batch_dims);
     // f16/bf16 q, k and v widen as they are read.
@@ -787,7 +788,8 @@ class Emitter {
         << (a.has_bias ? pointer(3, a.bias) : std::string("nullptr")) << ", "
         << (a.has_bias ? strides(a.bias) : std::string("0, 0")) << ",\n        p" << out_param
         << " + lm_p * lm_L * lm_Ev, lm_L, " << expr_text(a.kv_len) << ", " << expr_text(a.head_dim)
-        << ", lm_Ev, (float)" << scale.str() << ", " << (k_.tile > 0 ? k_.tile : kAttentionRows) << "))\n";
+        << ", lm_Ev, (float)" << scale.str() << ", " << (k_.tile > 0 ? k_.tile : kAttentionRows)
+        << ", lm_windows))\n";
     out << "      return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n";
     out << "  }\n";
     return out.str();

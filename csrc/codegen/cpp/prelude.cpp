@@ -398,8 +398,12 @@ inline void lm_tile_strip_run(const float* a, int64_t lda, const float* b, int64
 // strip is 16 KiB in one run and stays in L1 for every row tile: a row-major b whose row stride
 // is a multiple of 512 bytes (a head dim of 128) put those 256 rows in 8 of L1's 64 sets, and
 // evicted itself.
-inline void lm_panel_product(const float* a, int64_t lda, const float* b, int64_t strip_stride, int64_t depth,
-                             float* c, int64_t ldc, int64_t rows, int64_t cols) {
+// Never inlined: inside a large caller (lm_attention_head, once it was inlined into its kernel),
+// GCC kept the tiles' accumulators on the stack, storing all twelve every step, and attention
+// ran at half speed (2026-11-28). On its own the tiles keep them in registers.
+__attribute__((noinline)) inline void lm_panel_product(const float* a, int64_t lda, const float* b,
+                                                       int64_t strip_stride, int64_t depth, float* c, int64_t ldc,
+                                                       int64_t rows, int64_t cols) {
   constexpr int64_t kChunk = 256;
   for (int64_t j = 0; j < cols; j += 16 * lm_tile_strip_count) {
     const int64_t strips = (cols - j) / 16 < lm_tile_strip_count ? (cols - j) / 16 : lm_tile_strip_count;
@@ -446,6 +450,39 @@ inline void lm_attended_columns(const float* bias, int64_t b_rs, int64_t b_cs, i
     hi = last;
   }
 }
+// The attended key window of each block of `rows` query rows of one bias, and their union [lo, hi):
+// found once per kernel call and thread, since heads share their bias (a mask broadcast over
+// them). Scanning it for every head read the whole [1,024 x 2,048] mask of a long prompt's
+// prefill into a 2,048-slot cache 32 times per layer. Only valid within one kernel call, where
+// the bias a pointer names cannot change.
+struct lm_attention_windows {
+  const float* bias = nullptr;
+  int64_t lo = 0, hi = 0;
+  int64_t* blocks = nullptr;  // [lo, hi) of block i at 2i, 2i + 1
+  lm_attention_windows() = default;
+  lm_attention_windows(const lm_attention_windows&) = delete;
+  lm_attention_windows& operator=(const lm_attention_windows&) = delete;
+  ~lm_attention_windows() { __builtin_free(blocks); }
+  // False when its memory cannot be allocated.
+  bool find(const float* b, int64_t b_rs, int64_t b_cs, int64_t L, int64_t S, int64_t rows) {
+    if (blocks != nullptr && b == bias) return true;
+    if (blocks == nullptr) {
+      blocks = (int64_t*)__builtin_malloc(sizeof(int64_t) * 2 * ((L + rows - 1) / rows));
+      if (blocks == nullptr) return false;
+    }
+    bias = b;
+    lo = S;
+    hi = 0;
+    for (int64_t r0 = 0, i = 0; r0 < L; r0 += rows, ++i) {
+      const int64_t count = L - r0 < rows ? L - r0 : rows;
+      lm_attended_columns(b ? b + r0 * b_rs : nullptr, b_rs, b_cs, count, S, blocks[2 * i], blocks[2 * i + 1]);
+      if (blocks[2 * i] >= blocks[2 * i + 1]) continue;
+      lo = blocks[2 * i] < lo ? blocks[2 * i] : lo;
+      hi = blocks[2 * i + 1] > hi ? blocks[2 * i + 1] : hi;
+    }
+    return true;
+  }
+};
 // scores[r][0..n) (row stride lds) = (q·k) * scale + bias -> softmax, in the reference's order
 // of roundings; a row with every score -inf becomes zeros, as torch's _safe_softmax gives.
 inline void lm_attention_softmax(float* scores, int64_t lds, int64_t rows, int64_t n, const float* bias, int64_t b_rs,
@@ -491,14 +528,17 @@ inline void lm_attention_softmax(float* scores, int64_t lds, int64_t rows, int64
 // Q, K and V (lm_f32, lm_bf16 or lm_f16) say how q, k and v are stored: f16/bf16 attention
 // computes in f32, and each element widens exactly as it is read, so a half-precision KV cache is
 // read in place (only its attended rows) instead of cast whole to an f32 copy every call.
+// `windows` carries the bias's key windows from one head to the next within a kernel call.
 // Returns false when its scratch memory cannot be allocated.
 template <class Q, class K, class V>
 inline bool lm_attention_head(const typename Q::TA* q, int64_t q_rs, int64_t q_cs, const typename K::TA* k,
                               int64_t k_rs, int64_t k_cs, const typename V::TA* v, int64_t v_rs, int64_t v_cs,
                               const float* bias, int64_t b_rs, int64_t b_cs, float* out, int64_t L, int64_t S,
-                              int64_t E, int64_t Ev, float scale, int64_t block) {
-  int64_t lo, hi;
-  lm_attended_columns(bias, b_rs, b_cs, L, S, lo, hi);
+                              int64_t E, int64_t Ev, float scale, int64_t block, lm_attention_windows& windows) {
+  // Rows padded to whole 6-row tiles; the padding rows of q and of the scores are zeros.
+  const int64_t rows = ((block < L ? block : L) + 5) / 6 * 6;
+  if (!windows.find(bias, b_rs, b_cs, L, S, rows)) return false;
+  const int64_t lo = windows.lo, hi = windows.hi;
   for (int64_t i = 0; i < L * Ev; ++i) out[i] = 0.0f;
   if (lo >= hi) return true;
   const int64_t n = hi - lo;
@@ -537,8 +577,6 @@ inline bool lm_attention_head(const typename Q::TA* q, int64_t q_rs, int64_t q_c
   // kᵀ [E, n16] and v [n, ev16] as 16-column strips (see lm_panel_product), zero-padded. A
   // block's window of key columns starts at a multiple of 16, so that it starts a strip.
   const int64_t n16 = (n + 15) / 16 * 16, ev16 = (Ev + 15) / 16 * 16;
-  // Rows padded to whole 6-row tiles; the padding rows of q and of the scores are zeros.
-  const int64_t rows = ((block < L ? block : L) + 5) / 6 * 6;
   float* scratch =
       (float*)__builtin_malloc(sizeof(float) * (E * n16 + n * ev16 + rows * E + rows * n16 + rows * ev16));
   if (scratch == nullptr) return false;
@@ -559,11 +597,10 @@ inline bool lm_attention_head(const typename Q::TA* q, int64_t q_rs, int64_t q_c
     for (int64_t c = 0; c < ev16; ++c)
       vp[c / 16 * n * 16 + j * 16 + c % 16] = c < Ev ? V::load1(src + c * v_cs) : 0.0f;
   }
-  for (int64_t r0 = 0; r0 < L; r0 += rows) {
+  for (int64_t r0 = 0, i = 0; r0 < L; r0 += rows, ++i) {
     const int64_t count = L - r0 < rows ? L - r0 : rows;
     const float* b = bias ? bias + r0 * b_rs : nullptr;
-    int64_t blo, bhi;
-    lm_attended_columns(b, b_rs, b_cs, count, S, blo, bhi);
+    const int64_t blo = windows.blocks[2 * i], bhi = windows.blocks[2 * i + 1];
     if (blo >= bhi) continue;  // these rows stay zero
     // The columns the window gains by starting at a strip are -inf in every row's bias: their
     // probabilities are exactly 0, as in the reference, which computes every column.
