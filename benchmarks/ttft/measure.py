@@ -38,6 +38,7 @@ import torch
 
 from benchmarks.common.stats import summarize
 from benchmarks.ttft.configs import CONFIGS_FILE, BenchConfig, build_model, load_configs, select
+from benchmarks.ttft.flops import count_flops
 
 Prepare = Callable[[torch.nn.Module, argparse.Namespace], Callable[..., Any]]
 # Bytes the path has copied so far, summed over every graph it compiled.
@@ -122,17 +123,12 @@ class Session:
         return total
 
     def prefill_flops(self) -> int:
-        """FLOPs of one batched prefill as torch counts them (matmuls and attention), with causal
-        attention's products counted half: the masked half is work no path needs to do."""
-        from torch.utils.flop_counter import FlopCounterMode
-
+        """FLOPs of one batched prefill: its matmuls, and attention's products over the query-key
+        pairs its mask attends (benchmarks/ttft/flops.py)."""
         self.cache.reset()
-        with FlopCounterMode(display=False) as counter, torch.no_grad():
-            self.forward(self.model, self.prompt, self.prompt_positions)
+        total = count_flops(lambda: self.forward(self.model, self.prompt, self.prompt_positions))
         self.cache.reset()
-        by_op = counter.get_flop_counts().get("Global", {})
-        attention = sum(n for op, n in by_op.items() if "scaled_dot_product" in str(op))
-        return counter.get_total_flops() - attention // 2
+        return total
 
     def kv_row_bytes(self) -> int:
         """Bytes of the K/V rows one decode step adds to the cache (every layer, keys and values)."""

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "benchmarks" / "ttft" / "run.py"
@@ -192,3 +193,22 @@ def test_token_disagreement_says_how_many_leading_tokens_agree():
     assert token_agreement({"tokens_match_eager": 0, "tokens": [5, 6, 7, 9]}, eager) == "NO: the first 3 of 4 agree"
     assert token_agreement({"tokens_match_eager": 0, "tokens": [1, 1, 1, 1]}, eager) == "NO: the first 0 of 4 agree"
     assert token_agreement({"tokens_match_eager": None}, eager) == "–"
+
+
+def test_attention_flops_count_only_the_attended_pairs():
+    # torch's counter gives CPU attention 0 FLOPs; the floor counts q·kᵀ and p·v over the pairs the
+    # mask lets through: a causal 6-token prompt into an 8-slot cache attends 21 of 48 pairs per head.
+    import torch.nn.functional as F
+
+    sys.path.insert(0, str(REPO))
+    from benchmarks.ttft.flops import count_flops
+
+    q, k, v = torch.randn(2, 3, 6, 4), torch.randn(2, 3, 8, 4), torch.randn(2, 3, 8, 4)
+    mask = torch.ones(6, 8, dtype=torch.bool).tril()
+    per_pair = 2 * 4 + 2 * 4
+    assert count_flops(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)) == 2 * 3 * 21 * per_pair
+    float_mask = torch.zeros(2, 1, 6, 8).masked_fill(~mask, float("-inf"))
+    assert count_flops(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=float_mask)) == 2 * 3 * 21 * per_pair
+    assert count_flops(lambda: F.scaled_dot_product_attention(q, k[..., :6, :], v[..., :6, :], is_causal=True)) == \
+        2 * 3 * 21 * per_pair
+    assert count_flops(lambda: F.scaled_dot_product_attention(q, k, v)) == 2 * 3 * 48 * per_pair

@@ -1,0 +1,47 @@
+"""FLOPs of a forward as `torch.utils.flop_counter` counts its matmuls, plus attention's two
+products over the query-key pairs its mask lets through.
+
+torch's counter has formulas for the CUDA attention kernels only: on CPU, scaled_dot_product_attention
+runs `_scaled_dot_product_flash_attention_for_cpu` and counts 0 FLOPs. Counting every pair of a
+causal or padded mask would charge work no path needs to do (a 1,024-token prefill into a
+2,048-slot StaticCache masks three quarters of its pairs), so the pairs are counted from the mask.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+
+def attended_pairs(query: torch.Tensor, key: torch.Tensor, is_causal: bool, attn_mask: torch.Tensor | None) -> int:
+    """Query-key pairs, over every batch and head, whose probability the mask does not force to 0."""
+    *batch, L, _ = query.shape
+    S = key.shape[-2]
+    if attn_mask is not None:
+        allowed = attn_mask if attn_mask.dtype == torch.bool else attn_mask != float("-inf")
+    elif is_causal:
+        allowed = torch.ones(L, S, dtype=torch.bool).tril()
+    else:
+        allowed = torch.ones(L, S, dtype=torch.bool)
+    return int(allowed.expand(*batch, L, S).sum())
+
+
+def _cpu_attention_flops(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, dropout_p: float = 0.0,
+                         is_causal: bool = False, *, attn_mask: torch.Tensor | None = None, scale: float | None = None,
+                         out_val: Any = None) -> int:
+    """q·kᵀ and p·v over the attended pairs: 2 FLOPs per multiply-add."""
+    pairs = attended_pairs(query, key, is_causal, attn_mask)
+    return 2 * pairs * query.shape[-1] + 2 * pairs * value.shape[-1]
+
+
+_cpu_attention_flops._get_raw = True  # FlopCounterMode passes it the tensors, not their shapes
+
+
+def count_flops(forward: Callable[[], Any]) -> int:
+    """Total FLOPs of `forward()`, attention counted by attended_pairs."""
+    mapping = {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _cpu_attention_flops}
+    with FlopCounterMode(display=False, custom_mapping=mapping) as counter, torch.no_grad():
+        forward()
+    return counter.get_total_flops()
