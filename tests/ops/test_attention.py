@@ -63,7 +63,7 @@ BAND_MASK[33] = False
 
 # Each of 40 query rows attends 0-5 scattered keys of 70 (rows 0, 13 and 39 none, row 38 only the
 # last key, row 20 also the first): the attended-columns scan widens its window from rows before
-# the last, and skips -inf runs eight columns at a time on both sides of the window.
+# the last, and skips -inf runs sixteen columns at a time on both sides of the window.
 SPARSE_MASK = torch.rand(40, 70, generator=torch.Generator().manual_seed(3)) > 0.97
 SPARSE_MASK[[0, 13, 39]] = False
 SPARSE_MASK[38] = False

@@ -416,12 +416,22 @@ __attribute__((noinline)) inline void lm_panel_product(const float* a, int64_t l
     }
   }
 }
-// Whether b[0..8) (contiguous) are all -inf, compared bitwise: one vector compare where the scan
-// below compared one float at a time. A NaN is not -inf, so it counts as attended.
-inline bool lm_masked8(const float* b) {
-  static const float kMasked[8] = {-__builtin_inff(), -__builtin_inff(), -__builtin_inff(), -__builtin_inff(),
-                                   -__builtin_inff(), -__builtin_inff(), -__builtin_inff(), -__builtin_inff()};
-  return __builtin_memcmp(b, kMasked, sizeof kMasked) == 0;
+// Whether b[0..16) (contiguous) are all -inf, compared bitwise: two vector compares where the
+// scan below compared one float at a time. A NaN is not -inf, so it counts as attended.
+inline bool lm_masked16(const float* b) {
+  lm_u32x8 low, high;
+  __builtin_memcpy(&low, b, sizeof low);
+  __builtin_memcpy(&high, b + 8, sizeof high);
+  const uint32_t kMaskedBits = 0xFF800000u;  // -inf
+  const lm_u32x8 differ = (low ^ kMaskedBits) | (high ^ kMaskedBits);
+#if defined(__AVX__)
+  typedef long long lm_i64x4 __attribute__((vector_size(32)));
+  return __builtin_ia32_ptestz256((lm_i64x4)differ, (lm_i64x4)differ);
+#else
+  uint32_t any = 0;
+  for (int i = 0; i < 8; ++i) any |= differ[i];
+  return any == 0;
+#endif
 }
 // Key columns [lo, hi) that some of `rows` rows may attend: outside it every row's bias is -inf,
 // so those probabilities are exactly 0 and their keys and values are never read. Rows go last to
@@ -440,12 +450,12 @@ inline void lm_attended_columns(const float* bias, int64_t b_rs, int64_t b_cs, i
     const float* b = bias + r * b_rs;
     int64_t first = 0;  // the row's first attended column, if it lies before lo
     if (b_cs == 1)
-      while (first + 8 <= lo && lm_masked8(b + first)) first += 8;
+      while (first + 16 <= lo && lm_masked16(b + first)) first += 16;
     while (first < lo && b[first * b_cs] == kMasked) ++first;
     lo = first;
     int64_t last = S;  // one past the row's last attended column, if that lies past hi
     if (b_cs == 1)
-      while (last - 8 >= hi && lm_masked8(b + last - 8)) last -= 8;
+      while (last - 16 >= hi && lm_masked16(b + last - 16)) last -= 16;
     while (last > hi && b[(last - 1) * b_cs] == kMasked) --last;
     hi = last;
   }
