@@ -45,7 +45,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmups", type=int, default=50)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--time-cap", type=float, default=3.0, help="seconds of warmups + runs per kernel and impl")
-    parser.add_argument("--kernel-timeout", type=float, default=300, help="kill a worker stuck this long on one kernel")
+    parser.add_argument("--kernel-timeout", type=float, default=300, help="kill a worker stuck on one kernel this long per impl")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--wait-idle", type=float, default=0, metavar="SECONDS",
                         help="before each impl, wait up to this long for other processes to go quiet")
@@ -60,40 +60,42 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def run_impl(impl: str, keys: list[str], args: argparse.Namespace, progress: Progress) -> tuple[dict, float | None]:
-    """(key -> worker result, other processes' CPU % meanwhile). A worker that dies or hangs costs one error row, then a new worker
-    carries on with the kernels after the one it died on."""
-    results: dict[str, dict] = {}
+def run_kernels(keys: list[str], args: argparse.Namespace, progress: Progress) -> tuple[dict, float | None]:
+    """(impl -> key -> worker result, other processes' CPU % meanwhile). One worker times every
+    impl of a kernel in turns (worker.py). A worker that dies or hangs costs the kernel it was on
+    an error row per impl, then a new worker carries on with the kernels after it."""
+    results: dict[str, dict[str, dict]] = {impl: {} for impl in args.impls}
     remaining = list(keys)
-    done_before = progress.done
     busy = wall = 0.0
     if args.wait_idle > 0:
-        progress.update(f"{impl}: waiting for the machine to go quiet")
+        progress.update("waiting for the machine to go quiet")
         runner.wait_until_quiet(args.wait_idle)
     while remaining:
-        cmd = [sys.executable, str(WORKER), "--impl", impl, "--threads", str(args.threads), "--warmups",
+        cmd = [sys.executable, str(WORKER), "--impls", *args.impls, "--threads", str(args.threads), "--warmups",
                str(args.warmups), "--runs", str(args.runs), "--time-cap", str(args.time_cap), "--keys", *remaining]
-
+        done_before = len(keys) - len(remaining)
         started = [0]  # kernels this worker has begun; its results only arrive when it exits
 
         def on_stage(key: str) -> None:
-            progress.done = done_before + len(results) + started[0]
+            progress.done = done_before + started[0]
             started[0] += 1
-            progress.update(f"{impl} {key}")
+            progress.update(key)
 
         outcome = runner.run(cmd, timeout=float("inf"), env={"OMP_NUM_THREADS": str(args.threads)},
-                             on_stage=on_stage, stage_timeout=args.kernel_timeout)
+                             on_stage=on_stage, stage_timeout=args.kernel_timeout * len(args.impls))
         for result in outcome.results:
-            results[result["key"]] = result
+            results[result["impl"]][result["key"]] = result
         if outcome.other_cpu_pct is not None:
             busy += outcome.other_cpu_pct * outcome.wall_s
             wall += outcome.wall_s
-        remaining = [k for k in remaining if k not in results]
+        remaining = [k for k in remaining if not all(k in results[impl] for impl in args.impls)]
         if remaining:  # the worker died or hung: blame the kernel it was on
             dead = outcome.last_stage if outcome.last_stage in remaining else remaining[0]
-            results[dead] = {"key": dead, "impl": impl, "error": outcome.error() or "worker exited early"}
+            for impl in args.impls:
+                results[impl].setdefault(dead, {"key": dead, "impl": impl,
+                                                "error": outcome.error() or "worker exited early"})
             remaining.remove(dead)
-    progress.done = done_before + len(results)
+    progress.done = len(keys)
     return results, (busy / wall if wall else None)
 
 
@@ -150,7 +152,7 @@ def write_csv(rows: list[dict], path: Path) -> None:
 
 
 def markdown(rows: list[dict], roof: dict[str, float], info: dict, args: argparse.Namespace,
-             other_cpu: dict[str, float | None]) -> str:
+             other_cpu: float | None) -> str:
     def us(row):
         if row is None:
             return "–"
@@ -171,8 +173,9 @@ def markdown(rows: list[dict], roof: dict[str, float], info: dict, args: argpars
         "same inputs: luminal's own share of a call. Every compiled column also pays dynamo's per-call Python "
         "(guards, the frame's wrapper), which no backend can skip and which dominates kernels under ~100 µs "
         "here (docs/lessons.md, 2026-11-28).", "",
-        "Other processes' CPU while each impl ran (% of the machine; above a few %, latencies are inflated): "
-        + ", ".join(f"{impl} {pct:.0f}%" for impl, pct in other_cpu.items() if pct is not None) + ".", "",
+        "The impls take turns within each kernel (five rounds of each one's runs), so the machine's drift "
+        "hits them alike. Other processes' CPU meanwhile (% of the machine; above a few %, latencies are "
+        f"inflated): {'–' if other_cpu is None else f'{other_cpu:.0f}%'}.", "",
     ]
     grouped: dict[tuple, dict[str, dict]] = {}
     for row in rows:
@@ -207,16 +210,14 @@ def main(argv: list[str] | None = None) -> int:
     roof = roofline.measure()
     print(f"copy {roof['copy_gbps']:.1f} GB/s, sgemm {roof['sgemm_gflops']:.1f} GFLOP/s", file=sys.stderr)
     keys = [k.key(d) for k in all_kernels() for d in args.dtypes if not args.kernels or k.kernel_id in args.kernels]
-    progress = Progress(len(keys) * len(args.impls))
-    # Impls run one after another, never side by side: each gets both cores to itself.
-    runs = {impl: run_impl(impl, keys, args, progress) for impl in args.impls}
-    measured = {impl: results for impl, (results, _) in runs.items()}
-    progress.done = progress.total
+    progress = Progress(len(keys))
+    # Impls take turns within each kernel, never side by side: each gets both cores to itself.
+    measured, other_cpu = run_kernels(keys, args, progress)
     progress.update("done")
     rows = build_rows(measured, roof, info)
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(rows, args.out / "kernels_latest.csv")
-    (args.out / "kernels_latest.md").write_text(markdown(rows, roof, info, args, {i: pct for i, (_, pct) in runs.items()}))
+    (args.out / "kernels_latest.md").write_text(markdown(rows, roof, info, args, other_cpu))
     print(f"wrote {args.out / 'kernels_latest.csv'}, {args.out / 'kernels_latest.md'}", file=sys.stderr)
     return 0
 

@@ -1,8 +1,13 @@
-"""Times kernels for one impl (eager | inductor | luminal) in this process; one `BENCH_RESULT` line
-per kernel. The parent (run.py) restarts a worker that crashes, skipping the kernel that killed it.
+"""Times kernels for one or more impls (eager | inductor | luminal) in this process; one
+`BENCH_RESULT` line per kernel and impl. The parent (run.py) restarts a worker that crashes,
+skipping the kernel that killed it.
 
-Per kernel: the first call is timed as compile time; then warmups and timed runs, each cut short by
-the time cap (at least 1 warmup and 3 runs are always done; the result says when the cap cut runs).
+Per kernel: every impl is wrapped, and its first call is timed as compile time. Then warmups and
+timed runs, each cut short by the time cap (at least 1 warmup and 3 runs are always done; the
+result says when the cap cut runs). The impls take turns: the runs go in `ROUNDS` rounds, each
+running a share of every impl's runs in turn, so drift of this shared machine hits them alike
+(timing each impl over all kernels one after another put minutes between an impl's row and its
+peers', docs/lessons.md 2026-11-28 afternoon).
 For luminal, the program the backend returned to dynamo is also timed called directly
 (`backend_call_us`): a call through torch.compile adds dynamo's own per-call Python (guards and
 the frame's wrapper, 30-100 µs on a 2-core box whatever the backend), which dominates small kernels.
@@ -31,7 +36,6 @@ torch._dynamo.config.capture_dynamic_output_shape_ops = True
 def wrap(impl: str, fn, threads: int, programs: list):
     """fn compiled for `impl`; for luminal, `programs` receives (program, its example inputs) of
     each graph the backend compiles."""
-    torch._dynamo.reset()  # each kernel compiles alone, without guards piled up by earlier ones
     if impl == "eager":
         return fn
     if impl == "inductor":
@@ -46,28 +50,53 @@ def wrap(impl: str, fn, threads: int, programs: list):
     return torch.compile(fn, backend=backend, dynamic=False, fullgraph=True)
 
 
-def time_kernel(fn, inputs, warmups: int, runs: int, cap_s: float) -> dict:
+# Rounds the timed runs are split into; each round runs every impl's share in turn.
+ROUNDS = 5
+
+
+def first_call(fn, inputs) -> tuple:
+    """(fn's output, ms of its first call: compile time for a compiled impl)."""
     start = time.perf_counter()
     output = fn(*inputs)
-    compile_ms = (time.perf_counter() - start) * 1000
-    start = time.perf_counter()
-    fn(*inputs)
-    one = time.perf_counter() - start
-    # A quarter of the cap for warmups, the rest for timed runs.
-    n_warm = max(1, min(warmups, int(0.25 * cap_s / max(one, 1e-9))))
-    n_runs = max(3, min(runs, int(0.75 * cap_s / max(one, 1e-9))))
-    for _ in range(n_warm):
-        fn(*inputs)
-    samples = []
-    for _ in range(n_runs):
+    return output, (time.perf_counter() - start) * 1000
+
+
+def time_kernel(fn, inputs, warmups: int, runs: int, cap_s: float) -> tuple[dict, object]:
+    """One impl alone: (timing with compile_ms, its first output)."""
+    output, compile_ms = first_call(fn, inputs)
+    return {**time_interleaved({"only": fn}, inputs, warmups, runs, cap_s)["only"], "compile_ms": compile_ms}, output
+
+
+def time_interleaved(fns: dict, inputs, warmups: int, runs: int, cap_s: float) -> dict:
+    """impl -> timing of fns (each called once already) timed in turns. Each impl gets `cap_s` of
+    warmups and runs (a quarter for warmups), sized from one call's time."""
+    counts = {}
+    for impl, fn in fns.items():
         start = time.perf_counter()
         fn(*inputs)
-        samples.append((time.perf_counter() - start) * 1e6)
-    result = {"latency_us": statistics.median(samples), "compile_ms": compile_ms, "runs": n_runs,
-              "warmups": n_warm, "min_us": min(samples), "max_us": max(samples)}
-    if n_runs < runs or n_warm < warmups:
-        result["note"] = f"time cap {cap_s:g}s: {n_runs}/{runs} runs, {n_warm}/{warmups} warmups"
-    return result, output
+        one = time.perf_counter() - start
+        counts[impl] = (max(1, min(warmups, int(0.25 * cap_s / max(one, 1e-9)))),
+                        max(3, min(runs, int(0.75 * cap_s / max(one, 1e-9)))))
+    for impl, fn in fns.items():
+        for _ in range(counts[impl][0]):
+            fn(*inputs)
+    samples = {impl: [] for impl in fns}
+    for round_index in range(ROUNDS):
+        for impl, fn in fns.items():
+            n_runs = counts[impl][1]
+            for _ in range(n_runs * (round_index + 1) // ROUNDS - n_runs * round_index // ROUNDS):
+                start = time.perf_counter()
+                fn(*inputs)
+                samples[impl].append((time.perf_counter() - start) * 1e6)
+    results = {}
+    for impl in fns:
+        n_warm, n_runs = counts[impl]
+        result = {"latency_us": statistics.median(samples[impl]), "runs": n_runs, "warmups": n_warm,
+                  "min_us": min(samples[impl]), "max_us": max(samples[impl])}
+        if n_runs < runs or n_warm < warmups:
+            result["note"] = f"time cap {cap_s:g}s: {n_runs}/{runs} runs, {n_warm}/{warmups} warmups"
+        results[impl] = result
+    return results
 
 
 def check_output(actual: torch.Tensor, expected: torch.Tensor) -> str | None:
@@ -95,14 +124,18 @@ def backend_call(compiled: tuple, expected: torch.Tensor, args: argparse.Namespa
     return {"backend_call_us": timing["latency_us"]}
 
 
+def error_text(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:1000]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--impl", choices=["eager", "inductor", "luminal"], required=True)
+    parser.add_argument("--impls", nargs="+", choices=["eager", "inductor", "luminal"], required=True)
     parser.add_argument("--keys", nargs="+", required=True, help="kernel keys: <kernel_id>/<shape>/<dtype>")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--warmups", type=int, default=50)
     parser.add_argument("--runs", type=int, default=200)
-    parser.add_argument("--time-cap", type=float, default=3.0, help="seconds of warmups + runs per kernel")
+    parser.add_argument("--time-cap", type=float, default=3.0, help="seconds of warmups + runs per kernel and impl")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
@@ -110,22 +143,33 @@ def main() -> None:
     for key in args.keys:
         print(f"BENCH_STAGE {key}", file=sys.stderr, flush=True)
         kernel, dtype = kernels[key]
-        row = {"key": key, "impl": args.impl}
+        rows = {impl: {"key": key, "impl": impl} for impl in args.impls}
+        torch._dynamo.reset()  # each kernel compiles alone, without guards piled up by earlier ones
         try:
             inputs = kernel.make_inputs(DTYPES[dtype], torch.Generator().manual_seed(0))
-            programs = []
-            timing, output = time_kernel(wrap(args.impl, kernel.fn, args.threads, programs), inputs, args.warmups,
-                                         args.runs, args.time_cap)
-            row.update(timing, bytes=traffic_bytes(kernel, inputs, output), flops=kernel.flops)
             expected = kernel.fn(*inputs)
-            mismatch = check_output(output, expected)
-            if len(programs) == 1 and not mismatch:
-                row.update(backend_call(programs[0], expected, args))
-            if mismatch:
-                row["note"] = "; ".join(filter(None, [row.get("note"), mismatch]))
+            fns, outputs, programs = {}, {}, {}
+            for impl in args.impls:  # an impl that cannot compile the kernel is an error row; the others go on
+                programs[impl] = []
+                try:
+                    fn = wrap(impl, kernel.fn, args.threads, programs[impl])
+                    outputs[impl], rows[impl]["compile_ms"] = first_call(fn, inputs)
+                    fns[impl] = fn
+                except Exception as exc:  # noqa: BLE001
+                    rows[impl]["error"] = error_text(exc)
+            for impl, timing in time_interleaved(fns, inputs, args.warmups, args.runs, args.time_cap).items():
+                row = rows[impl]
+                row.update(timing, bytes=traffic_bytes(kernel, inputs, outputs[impl]), flops=kernel.flops)
+                mismatch = check_output(outputs[impl], expected)
+                if len(programs[impl]) == 1 and not mismatch:
+                    row.update(backend_call(programs[impl][0], expected, args))
+                if mismatch:
+                    row["note"] = "; ".join(filter(None, [row.get("note"), mismatch]))
         except Exception as exc:  # noqa: BLE001 - an unsupported kernel is an error row, the worker goes on
-            row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:1000]
-        print("BENCH_RESULT " + json.dumps(row), flush=True)
+            for row in rows.values():
+                row.setdefault("error", error_text(exc))
+        for row in rows.values():
+            print("BENCH_RESULT " + json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

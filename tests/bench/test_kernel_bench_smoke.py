@@ -33,3 +33,18 @@ def test_luminal_row_has_the_backends_own_call_time(tmp_path):
     for row in (r for r in rows if r["impl"] == "luminal"):
         assert 0 < float(row["backend_call_us"]) < 2 * float(row["latency_us"]), row
     assert "luminal call µs" in (tmp_path / "kernels_latest.md").read_text()
+
+
+def test_impls_take_turns_within_a_kernel():
+    # Timing each impl over every kernel one after another let the machine's drift between them
+    # decide rows under ~200 µs; the worker alternates the impls' runs in rounds instead.
+    sys.path.insert(0, str(REPO))
+    from benchmarks.kernels.worker import ROUNDS, time_interleaved
+
+    calls = []
+    fns = {impl: (lambda impl=impl: calls.append(impl)) for impl in ("eager", "inductor", "luminal")}
+    results = time_interleaved(fns, (), warmups=2, runs=10, cap_s=1.0)
+    assert {impl: r["runs"] for impl, r in results.items()} == {"eager": 10, "inductor": 10, "luminal": 10}
+    timed = calls[3 + 3 * 2:]  # after one sizing call and two warmups each
+    switches = sum(a != b for a, b in zip(timed, timed[1:]))
+    assert len(timed) == 30 and switches == 3 * ROUNDS - 1, timed
