@@ -45,7 +45,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmups", type=int, default=50)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--time-cap", type=float, default=3.0, help="seconds of warmups + runs per kernel and impl")
-    parser.add_argument("--kernel-timeout", type=float, default=300, help="kill a worker stuck on one kernel this long per impl")
+    parser.add_argument("--kernel-timeout", type=float, default=300,
+                        help="kill a worker stuck on one kernel this long per impl")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--wait-idle", type=float, default=0, metavar="SECONDS",
                         help="before each impl, wait up to this long for other processes to go quiet")

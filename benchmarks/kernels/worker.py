@@ -61,6 +61,14 @@ def first_call(fn, inputs) -> tuple:
     return output, (time.perf_counter() - start) * 1000
 
 
+def seconds_over_limit(fn, inputs, limit_s: float) -> float | None:
+    """The seconds of one more call of fn when they exceed limit_s, else None."""
+    start = time.perf_counter()
+    fn(*inputs)
+    seconds = time.perf_counter() - start
+    return seconds if seconds > limit_s else None
+
+
 def time_kernel(fn, inputs, warmups: int, runs: int, cap_s: float) -> tuple[dict, object]:
     """One impl alone: (timing with compile_ms, its first output)."""
     output, compile_ms = first_call(fn, inputs)
@@ -136,6 +144,8 @@ def main() -> None:
     parser.add_argument("--warmups", type=int, default=50)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--time-cap", type=float, default=3.0, help="seconds of warmups + runs per kernel and impl")
+    parser.add_argument("--slow-call-s", type=float, default=20.0,
+                        help="an impl whose one call takes longer is an error row, not timed")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
@@ -154,9 +164,15 @@ def main() -> None:
                 try:
                     fn = wrap(impl, kernel.fn, args.threads, programs[impl])
                     outputs[impl], rows[impl]["compile_ms"] = first_call(fn, inputs)
-                    fns[impl] = fn
                 except Exception as exc:  # noqa: BLE001
                     rows[impl]["error"] = error_text(exc)
+                    continue
+                seconds = seconds_over_limit(fn, inputs, args.slow_call_s)
+                if seconds is None:
+                    fns[impl] = fn
+                else:  # its minimum runs would take the worker past its timeout, and its peers' rows with it
+                    rows[impl]["error"] = (f"one call took {seconds:.0f} s, over --slow-call-s "
+                                           f"{args.slow_call_s:g}: not timed")
             for impl, timing in time_interleaved(fns, inputs, args.warmups, args.runs, args.time_cap).items():
                 row = rows[impl]
                 row.update(timing, bytes=traffic_bytes(kernel, inputs, outputs[impl]), flops=kernel.flops)

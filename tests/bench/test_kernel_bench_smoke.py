@@ -48,3 +48,15 @@ def test_impls_take_turns_within_a_kernel():
     timed = calls[3 + 3 * 2:]  # after one sizing call and two warmups each
     switches = sum(a != b for a, b in zip(timed, timed[1:]))
     assert len(timed) == 30 and switches == 3 * ROUNDS - 1, timed
+
+
+def test_an_impl_too_slow_to_time_is_left_out_before_it_costs_its_peers_their_rows():
+    # gemm 4096x1024x4096 bf16: eager's and inductor's calls took over a minute each, the shared
+    # worker timed out, and luminal's row was lost with theirs.
+    import time
+
+    sys.path.insert(0, str(REPO))
+    from benchmarks.kernels.worker import seconds_over_limit
+
+    assert seconds_over_limit(lambda: time.sleep(0.05), (), 0.01) >= 0.05
+    assert seconds_over_limit(lambda: None, (), 1.0) is None
