@@ -61,28 +61,32 @@ def first_call(fn, inputs) -> tuple:
     return output, (time.perf_counter() - start) * 1000
 
 
-def seconds_over_limit(fn, inputs, limit_s: float) -> float | None:
-    """The seconds of one more call of fn when they exceed limit_s, else None."""
+def one_call_s(fn, inputs) -> float:
+    """Seconds of one more call of fn: what its warmups and runs are sized from."""
     start = time.perf_counter()
     fn(*inputs)
-    seconds = time.perf_counter() - start
-    return seconds if seconds > limit_s else None
+    return time.perf_counter() - start
+
+
+def too_slow_to_time(seconds: float, limit_s: float) -> str | None:
+    """The error row's text for an impl whose one call took `seconds`, or None when it can be timed:
+    its minimum runs would take the worker past its timeout, and its peers' rows with it."""
+    return f"one call took {seconds:.0f} s, over --slow-call-s {limit_s:g}: not timed" if seconds > limit_s else None
 
 
 def time_kernel(fn, inputs, warmups: int, runs: int, cap_s: float) -> tuple[dict, object]:
     """One impl alone: (timing with compile_ms, its first output)."""
     output, compile_ms = first_call(fn, inputs)
-    return {**time_interleaved({"only": fn}, inputs, warmups, runs, cap_s)["only"], "compile_ms": compile_ms}, output
+    timing = time_interleaved({"only": fn}, {"only": one_call_s(fn, inputs)}, inputs, warmups, runs, cap_s)["only"]
+    return {**timing, "compile_ms": compile_ms}, output
 
 
-def time_interleaved(fns: dict, inputs, warmups: int, runs: int, cap_s: float) -> dict:
+def time_interleaved(fns: dict, call_s: dict, inputs, warmups: int, runs: int, cap_s: float) -> dict:
     """impl -> timing of fns (each called once already) timed in turns. Each impl gets `cap_s` of
-    warmups and runs (a quarter for warmups), sized from one call's time."""
+    warmups and runs (a quarter for warmups), sized from the seconds of one of its calls, call_s[impl]."""
     counts = {}
-    for impl, fn in fns.items():
-        start = time.perf_counter()
-        fn(*inputs)
-        one = time.perf_counter() - start
+    for impl in fns:
+        one = call_s[impl]
         counts[impl] = (max(1, min(warmups, int(0.25 * cap_s / max(one, 1e-9)))),
                         max(3, min(runs, int(0.75 * cap_s / max(one, 1e-9)))))
     for impl, fn in fns.items():
@@ -158,7 +162,7 @@ def main() -> None:
         try:
             inputs = kernel.make_inputs(DTYPES[dtype], torch.Generator().manual_seed(0))
             expected = kernel.fn(*inputs)
-            fns, outputs, programs = {}, {}, {}
+            fns, call_s, outputs, programs = {}, {}, {}, {}
             for impl in args.impls:  # an impl that cannot compile the kernel is an error row; the others go on
                 programs[impl] = []
                 try:
@@ -167,13 +171,14 @@ def main() -> None:
                 except Exception as exc:  # noqa: BLE001
                     rows[impl]["error"] = error_text(exc)
                     continue
-                seconds = seconds_over_limit(fn, inputs, args.slow_call_s)
-                if seconds is None:
+                call_s[impl] = one_call_s(fn, inputs)
+                slow = too_slow_to_time(call_s[impl], args.slow_call_s)
+                if slow:
+                    rows[impl]["error"] = slow
+                else:
                     fns[impl] = fn
-                else:  # its minimum runs would take the worker past its timeout, and its peers' rows with it
-                    rows[impl]["error"] = (f"one call took {seconds:.0f} s, over --slow-call-s "
-                                           f"{args.slow_call_s:g}: not timed")
-            for impl, timing in time_interleaved(fns, inputs, args.warmups, args.runs, args.time_cap).items():
+            timings = time_interleaved(fns, call_s, inputs, args.warmups, args.runs, args.time_cap)
+            for impl, timing in timings.items():
                 row = rows[impl]
                 row.update(timing, bytes=traffic_bytes(kernel, inputs, outputs[impl]), flops=kernel.flops)
                 mismatch = check_output(outputs[impl], expected)
