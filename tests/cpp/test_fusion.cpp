@@ -6,7 +6,9 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -956,6 +958,42 @@ TEST(CpuIsa, Avx2BuildsKernelsWithoutAvx512AndCachesThemApart) {
     EXPECT_EQ(library->function("lm_isa")(nullptr, nullptr, 0, 0, nullptr), width);
   }
   EXPECT_THROW(runtime::cpu::parse_cpu_isa("avx512"), UserError);
+}
+
+TEST(CpuIsa, AttentionsExpIsWithinOneUlpOfExpfOnBothIsas) {
+  // lm_softmax_expf (codegen/cpp/prelude.cpp), vectorised as attention's softmax runs it, on every
+  // 61st float from ln(FLT_MIN) up to 0 and the edges: 0 below ln(FLT_MIN), NaN stays NaN.
+  const std::string source =
+      "extern \"C\" int64_t lm_exp(void* const* p, const int64_t*, int64_t begin, int64_t end, int64_t*) {\n"
+      "  const float* x = (const float*)p[0];\n  float* y = (float*)p[1];\n"
+      "#pragma omp simd\n  for (int64_t i = begin; i < end; ++i) y[i] = lm_softmax_expf(x[i]);\n  return 0;\n}\n";
+  std::vector<float> x = {0.0f, -0.0f, -1e-30f, -87.3f, -87.34f, -88.0f, -1000.0f, -INFINITY, NAN};
+  for (float v = -87.33f; v < 0.0f; v = std::bit_cast<float>(std::bit_cast<uint32_t>(v) - 61)) x.push_back(v);
+  std::vector<std::vector<float>> results;
+  for (runtime::cpu::CpuIsa isa : {runtime::cpu::CpuIsa::Native, runtime::cpu::CpuIsa::Avx2}) {
+    runtime::cpu::JitOptions options;
+    options.cache_dir = test_cache_dir();
+    options.isa = isa;
+    runtime::cpu::JitStats stats;
+    const auto library = runtime::cpu::build_kernels({"lm_exp"}, {source}, options, stats);
+    std::vector<float> y(x.size());
+    void* params[] = {x.data(), y.data()};
+    library->function("lm_exp")(params, nullptr, 0, static_cast<int64_t>(x.size()), nullptr);
+    results.push_back(y);
+  }
+  EXPECT_EQ(std::memcmp(results[0].data(), results[1].data(), x.size() * sizeof(float)), 0) << "the ISAs differ";
+  const std::vector<float>& y = results[0];
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) {
+      EXPECT_TRUE(std::isnan(y[i]));
+    } else if (x[i] < -87.33655f) {
+      EXPECT_EQ(y[i], 0.0f) << x[i];
+    } else {
+      const float want = std::exp(x[i]);
+      const int64_t ulps = std::abs(static_cast<int64_t>(std::bit_cast<int32_t>(y[i])) - std::bit_cast<int32_t>(want));
+      ASSERT_LE(ulps, 1) << "exp(" << x[i] << ") = " << y[i] << ", expf " << want;
+    }
+  }
 }
 
 TEST(CpuDebug, DebugDirHasPassesKernelsAndStats) {

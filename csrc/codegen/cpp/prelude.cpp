@@ -118,6 +118,31 @@ inline float lm_expf(float x) {
   return vanish ? 0.0f : e;
 }
 inline float lm_sigmoid(float x) { return 1.0f / (1.0f + lm_expf(-x)); }
+// exp(x) for attention's shifted scores (x <= 0, or NaN), inline: within 1 ULP of expf (its
+// error is under 9e-8 relative), 0 below ln(FLT_MIN) where expf is a denormal (an attention
+// row's sum is at least 1, so those terms vanish in it anyway), NaN for NaN. Calling libmvec's
+// expf cost its call, spills and masking per eight scores: 7% of a 1,024-key attention, this
+// a third of it (2026-11-28). Cody-Waite reduction x = n ln2 + r, |r| <= ln2 / 2, then Cephes'
+// degree-6 polynomial for e^r and 2^n from the exponent's bits. Explicit fmaf: the kernels are
+// built with -ffp-contract=off, and both ISAs give the same bits.
+inline float lm_softmax_expf(float x) {
+  const float kLowest = -87.33654f;  // ln(FLT_MIN): 2^n stays a normal float above it
+  const float y = x < kLowest ? kLowest : x;
+  const float n = __builtin_rintf(y * 1.44269504088896341f);
+  float r = __builtin_fmaf(n, -0.693359375f, y);  // ln 2 in two parts: n * the first is exact
+  r = __builtin_fmaf(n, 2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = __builtin_fmaf(p, r, 1.3981999507e-3f);
+  p = __builtin_fmaf(p, r, 8.3334519073e-3f);
+  p = __builtin_fmaf(p, r, 4.1665795894e-2f);
+  p = __builtin_fmaf(p, r, 1.6666665459e-1f);
+  p = __builtin_fmaf(p, r, 5.0000001201e-1f);
+  const float er = __builtin_fmaf(p * r, r, r) + 1.0f;
+  const int32_t bits = ((int32_t)n + 127) << 23;
+  float two_n;
+  __builtin_memcpy(&two_n, &bits, sizeof two_n);
+  return x < kLowest ? 0.0f : er * two_n;
+}
 inline double lm_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 // The GEMV pattern kernel (codegen/kernel.h GemvSpec): R weight rows per pass over `a`, so
@@ -159,6 +184,7 @@ struct lm_f32 {
   static void madd(Acc& acc, const X& x, const float* w) { acc += x * load_x(w); }
   static lm_f32x8 fold(const Acc& acc) { return acc; }
   static float load1(const float* p) { return *p; }
+  static lm_f32x8 load8(const float* p) { return load_x(p); }
 };
 // bf16 is the top half of an f32, so 16 weights widen with a shift (even elements) and a mask
 // (odd elements): no shuffles. The dot product does not care which lane a pair lands in; even
@@ -221,6 +247,7 @@ struct lm_f16 {
   static void madd(Acc& acc, const X& x, const uint16_t* w) { acc = lm_madd8(x, load_x(w), acc); }
   static lm_f32x8 fold(const Acc& acc) { return acc; }
   static float load1(const uint16_t* p) { return lm_h2f(*p); }
+  static lm_f32x8 load8(const uint16_t* p) { return load_x(p); }
   static constexpr bool kInterleaved = false;
   static void widen16(const uint16_t* p, lm_f32x8& first, lm_f32x8& second) {
     first = load_x(p);
@@ -392,6 +419,34 @@ inline void lm_tile_strip_run(const float* a, int64_t lda, const float* b, int64
                                            accumulate);
   for (; s < count; ++s) lm_tile_strips<R, 1>(a, lda, b + s * strip_stride, strip_stride, depth, c + s * 16, ldc, accumulate);
 }
+// Two vectors' lanes picked by constant indices (0-7 from `a`, 8-15 from `b`); clang spells
+// GCC's builtin differently.
+#if defined(__clang__)
+#define LM_SHUFFLE8(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define LM_SHUFFLE8(a, b, ...) __builtin_shuffle(a, b, (lm_shuffle_mask8){__VA_ARGS__})
+typedef int lm_shuffle_mask8 __attribute__((vector_size(32)));
+#endif
+// r[j][e] -> r[e][j] for an 8 x 8 block in registers: pairs of rows interleave, then pairs of
+// pairs, then the 128-bit halves (the usual unpack / shuffle / permute transpose).
+inline void lm_transpose8(lm_f32x8 r[8]) {
+  lm_f32x8 t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = LM_SHUFFLE8(r[2 * i], r[2 * i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[2 * i + 1] = LM_SHUFFLE8(r[2 * i], r[2 * i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int i = 0; i < 2; ++i)
+    for (int h = 0; h < 2; ++h) {
+      u[4 * i + h] = LM_SHUFFLE8(t[4 * i + h], t[4 * i + 2 + h], 0, 1, 8, 9, 4, 5, 12, 13);
+      u[4 * i + 2 + h] = LM_SHUFFLE8(t[4 * i + h], t[4 * i + 2 + h], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+  // u[q] (rows 0-3) and u[4 + q] (rows 4-7) hold columns e and e + 4, for e = 0, 2, 1, 3 at q = 0..3.
+  constexpr int kColumnsIn[4] = {0, 2, 1, 3};
+  for (int e = 0; e < 4; ++e) {
+    r[e] = LM_SHUFFLE8(u[kColumnsIn[e]], u[4 + kColumnsIn[e]], 0, 1, 2, 3, 8, 9, 10, 11);
+    r[e + 4] = LM_SHUFFLE8(u[kColumnsIn[e]], u[4 + kColumnsIn[e]], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
 // c[rows x cols] = a[rows x depth] x b[depth x cols], rows a multiple of 6 and cols of 16: the
 // callers pad their panels to whole tiles. b is stored as 16-column strips, each [depth x 16]
 // contiguous, strip s at b + s * strip_stride. The depth goes in chunks of 256, whose piece of a
@@ -493,42 +548,96 @@ struct lm_attention_windows {
     return true;
   }
 };
-// scores[r][0..n) (row stride lds) = (q·k) * scale + bias -> softmax, in the reference's order
-// of roundings; a row with every score -inf becomes zeros, as torch's _safe_softmax gives.
+// scores[r][0..n) (row stride lds) = (q·k) * scale + bias -> exp(score - the row's max), and
+// sums[r] = their sum: the caller divides the row's output by it, Ev divisions where dividing the
+// probabilities took n (with the scale and bias in the max's pass, two passes over the scores
+// instead of four: they were half of the time outside the tiles, 2026-11-28). A row with every
+// score -inf becomes zeros with sum 1, as torch's _safe_softmax gives zeros.
 inline void lm_attention_softmax(float* scores, int64_t lds, int64_t rows, int64_t n, const float* bias, int64_t b_rs,
-                                 int64_t b_cs, float scale) {
+                                 int64_t b_cs, float scale, float* sums) {
   for (int64_t r = 0; r < rows; ++r) {
     float* s = scores + r * lds;
     const float* b = bias ? bias + r * b_rs : nullptr;
-    if (b) {
-#pragma omp simd
-      for (int64_t j = 0; j < n; ++j) s[j] = s[j] * scale + b[j * b_cs];
-    } else {
-#pragma omp simd
-      for (int64_t j = 0; j < n; ++j) s[j] = s[j] * scale;
-    }
     // This max skips NaN, which the reference's MaxReduce propagates; a NaN score still makes
     // its exp, the sum and so the whole row NaN, as there. Only a row whose other scores are
     // all -inf needs the NaN looked for.
     float m = -__builtin_inff();
+    if (b) {
 #pragma omp simd reduction(max : m)
-    for (int64_t j = 0; j < n; ++j) m = s[j] > m ? s[j] : m;
+      for (int64_t j = 0; j < n; ++j) {
+        const float x = s[j] * scale + b[j * b_cs];
+        s[j] = x;
+        m = x > m ? x : m;
+      }
+    } else {
+#pragma omp simd reduction(max : m)
+      for (int64_t j = 0; j < n; ++j) {
+        const float x = s[j] * scale;
+        s[j] = x;
+        m = x > m ? x : m;
+      }
+    }
     if (m == -__builtin_inff())
       for (int64_t j = 0; j < n; ++j)
         if (s[j] != s[j]) m = s[j];
     if (m == -__builtin_inff()) {
       for (int64_t j = 0; j < n; ++j) s[j] = 0.0f;
+      sums[r] = 1.0f;
       continue;
     }
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
     for (int64_t j = 0; j < n; ++j) {
-      const float e = lm_expf(s[j] - m);
+      const float e = lm_softmax_expf(s[j] - m);
       s[j] = e;
       sum += e;
     }
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) s[j] = s[j] / sum;
+    sums[r] = sum;
+  }
+}
+// Rows [0, n) of k as kᵀ in 16-column strips, kp[j / 16][e][j % 16] (E x 16 floats a strip),
+// zero past row n to the strip's end. Eight rows by eight columns at a time are transposed in
+// registers: one element at a time, the packing took a fifth of the time outside the tiles of a
+// 1,024-key attention (2026-11-28).
+template <class K>
+inline void lm_pack_key_strips(const typename K::TA* k, int64_t k_rs, int64_t k_cs, int64_t n, int64_t E, float* kp) {
+  auto at = [&](int64_t j, int64_t e) -> float& { return kp[j / 16 * E * 16 + e * 16 + j % 16]; };
+  int64_t j0 = 0;
+  if (k_cs == 1)
+    for (; j0 + 8 <= n; j0 += 8) {
+      int64_t e = 0;
+      for (; e + 8 <= E; e += 8) {
+        lm_f32x8 block[8];
+        for (int i = 0; i < 8; ++i) block[i] = K::load8(k + (j0 + i) * k_rs + e);
+        lm_transpose8(block);
+        for (int c = 0; c < 8; ++c) __builtin_memcpy(&at(j0, e + c), &block[c], sizeof block[c]);
+      }
+      for (; e < E; ++e)
+        for (int64_t j = j0; j < j0 + 8; ++j) at(j, e) = K::load1(k + j * k_rs + e);
+    }
+  for (; j0 < n; j0 += 8) {  // 8 rows at a time, so that their lines stay in L1
+    const int64_t j1 = j0 + 8 < n ? j0 + 8 : n;
+    for (int64_t e = 0; e < E; ++e)
+      for (int64_t j = j0; j < j1; ++j) at(j, e) = K::load1(k + j * k_rs + e * k_cs);
+  }
+  for (int64_t j = n; j % 16 != 0; ++j)
+    for (int64_t e = 0; e < E; ++e) at(j, e) = 0.0f;
+}
+// Rows [0, n) of v in 16-column strips, vp[c / 16][j][c % 16] (n x 16 floats a strip), zero in
+// the columns past Ev.
+template <class V>
+inline void lm_pack_value_strips(const typename V::TA* v, int64_t v_rs, int64_t v_cs, int64_t n, int64_t Ev,
+                                 float* vp) {
+  const int64_t ev16 = (Ev + 15) / 16 * 16;
+  for (int64_t j = 0; j < n; ++j) {
+    const typename V::TA* src = v + j * v_rs;
+    int64_t c = 0;
+    if (v_cs == 1)
+      for (; c + 8 <= Ev; c += 8) {
+        const lm_f32x8 x = V::load8(src + c);
+        __builtin_memcpy(vp + c / 16 * n * 16 + j * 16 + c % 16, &x, sizeof x);
+      }
+    for (; c < ev16; ++c) vp[c / 16 * n * 16 + j * 16 + c % 16] = c < Ev ? V::load1(src + c * v_cs) : 0.0f;
   }
 }
 // One (batch, head): out [L, Ev] contiguous. A few query rows (decode) take dot products
@@ -549,8 +658,10 @@ inline bool lm_attention_head(const typename Q::TA* q, int64_t q_rs, int64_t q_c
   const int64_t rows = ((block < L ? block : L) + 5) / 6 * 6;
   if (!windows.find(bias, b_rs, b_cs, L, S, rows)) return false;
   const int64_t lo = windows.lo, hi = windows.hi;
-  for (int64_t i = 0; i < L * Ev; ++i) out[i] = 0.0f;
-  if (lo >= hi) return true;
+  if (lo >= hi) {
+    for (int64_t i = 0; i < L * Ev; ++i) out[i] = 0.0f;
+    return true;
+  }
   const int64_t n = hi - lo;
   if (L < 4) {
     float* scores = (float*)__builtin_malloc(sizeof(float) * n);
@@ -568,8 +679,10 @@ inline bool lm_attention_head(const typename Q::TA* q, int64_t q_rs, int64_t q_c
         }
         scores[j] = dot;
       }
-      lm_attention_softmax(scores, n, 1, n, bias ? bias + r * b_rs + lo * b_cs : nullptr, 0, b_cs, scale);
+      float sum;
+      lm_attention_softmax(scores, n, 1, n, bias ? bias + r * b_rs + lo * b_cs : nullptr, 0, b_cs, scale, &sum);
       float* o = out + r * Ev;
+      for (int64_t c = 0; c < Ev; ++c) o[c] = 0.0f;
       for (int64_t j = 0; j < n; ++j) {
         const float p = scores[j];
         const typename V::TA* vj = v + (lo + j) * v_rs;
@@ -580,6 +693,7 @@ inline bool lm_attention_head(const typename Q::TA* q, int64_t q_rs, int64_t q_c
           for (int64_t c = 0; c < Ev; ++c) o[c] += p * V::load1(vj + c * v_cs);
         }
       }
+      for (int64_t c = 0; c < Ev; ++c) o[c] /= sum;
     }
     __builtin_free(scores);
     return true;
@@ -588,42 +702,52 @@ inline bool lm_attention_head(const typename Q::TA* q, int64_t q_rs, int64_t q_c
   // block's window of key columns starts at a multiple of 16, so that it starts a strip.
   const int64_t n16 = (n + 15) / 16 * 16, ev16 = (Ev + 15) / 16 * 16;
   float* scratch =
-      (float*)__builtin_malloc(sizeof(float) * (E * n16 + n * ev16 + rows * E + rows * n16 + rows * ev16));
+      (float*)__builtin_malloc(sizeof(float) * (E * n16 + n * ev16 + rows * E + rows * n16 + rows * ev16 + rows));
   if (scratch == nullptr) return false;
   float* kp = scratch;
   float* vp = kp + E * n16;
   float* qp = vp + n * ev16;
   float* sc = qp + rows * E;
   float* op = sc + rows * n16;
-  for (int64_t i = 0; i < E * n16; ++i) kp[i] = 0.0f;
-  for (int64_t j0 = 0; j0 < n; j0 += 8) {  // 8 key rows at a time, so their lines stay in L1
-    const int64_t j1 = j0 + 8 < n ? j0 + 8 : n;
-    for (int64_t e = 0; e < E; ++e)
-      for (int64_t j = j0; j < j1; ++j)
-        kp[j / 16 * E * 16 + e * 16 + j % 16] = K::load1(k + (lo + j) * k_rs + e * k_cs);
-  }
-  for (int64_t j = 0; j < n; ++j) {
-    const typename V::TA* src = v + (lo + j) * v_rs;
-    for (int64_t c = 0; c < ev16; ++c)
-      vp[c / 16 * n * 16 + j * 16 + c % 16] = c < Ev ? V::load1(src + c * v_cs) : 0.0f;
-  }
+  float* sums = op + rows * ev16;  // each row's sum of exps
+  lm_pack_key_strips<K>(k + lo * k_rs, k_rs, k_cs, n, E, kp);
+  lm_pack_value_strips<V>(v + lo * v_rs, v_rs, v_cs, n, Ev, vp);
   for (int64_t r0 = 0, i = 0; r0 < L; r0 += rows, ++i) {
     const int64_t count = L - r0 < rows ? L - r0 : rows;
     const float* b = bias ? bias + r0 * b_rs : nullptr;
     const int64_t blo = windows.blocks[2 * i], bhi = windows.blocks[2 * i + 1];
-    if (blo >= bhi) continue;  // these rows stay zero
+    if (blo >= bhi) {  // these rows attend nothing: zeros
+      for (int64_t r = 0; r < count; ++r)
+        for (int64_t c = 0; c < Ev; ++c) out[(r0 + r) * Ev + c] = 0.0f;
+      continue;
+    }
     // The columns the window gains by starting at a strip are -inf in every row's bias: their
     // probabilities are exactly 0, as in the reference, which computes every column.
     const int64_t w0 = (blo - lo) / 16 * 16;
     const int64_t bn = bhi - lo - w0, bn16 = (bn + 15) / 16 * 16;
     const int64_t count6 = (count + 5) / 6 * 6;
-    for (int64_t r = 0; r < count6; ++r)
-      for (int64_t e = 0; e < E; ++e) qp[r * E + e] = r < count ? Q::load1(q + (r0 + r) * q_rs + e * q_cs) : 0.0f;
+    for (int64_t r = 0; r < count6; ++r) {
+      float* qr = qp + r * E;
+      const typename Q::TA* src = q + (r0 + r) * q_rs;
+      int64_t e = 0;
+      if (r < count && q_cs == 1)
+        for (; e + 8 <= E; e += 8) {
+          const lm_f32x8 x = Q::load8(src + e);
+          __builtin_memcpy(qr + e, &x, sizeof x);
+        }
+      for (; e < E; ++e) qr[e] = r < count ? Q::load1(src + e * q_cs) : 0.0f;
+    }
     lm_panel_product(qp, E, kp + w0 * E, E * 16, E, sc, n16, count6, bn16);
-    lm_attention_softmax(sc, n16, count, bn, b ? b + (lo + w0) * b_cs : nullptr, b_rs, b_cs, scale);
+    lm_attention_softmax(sc, n16, count, bn, b ? b + (lo + w0) * b_cs : nullptr, b_rs, b_cs, scale, sums);
     for (int64_t i = count * n16; i < count6 * n16; ++i) sc[i] = 0.0f;
     lm_panel_product(sc, n16, vp + w0 * 16, n * 16, bn, op, ev16, count6, ev16);
-    for (int64_t r = 0; r < count; ++r) __builtin_memcpy(out + (r0 + r) * Ev, op + r * ev16, sizeof(float) * Ev);
+    for (int64_t r = 0; r < count; ++r) {
+      float* o = out + (r0 + r) * Ev;
+      const float* p = op + r * ev16;
+      const float sum = sums[r];
+#pragma omp simd
+      for (int64_t c = 0; c < Ev; ++c) o[c] = p[c] / sum;
+    }
   }
   __builtin_free(scratch);
   return true;
@@ -734,34 +858,6 @@ inline void lm_gemv_rows(const typename E::TA* a, const typename E::TW* w, int64
 // broadcast per row and step (lm_tile_strips with the weight on the left), the weight read in place.
 // The depth goes in chunks of 256 so that the block's piece of the weight stays in L1 across the
 // strips. sums[r * count * 16 + m] = sum_k w[r * row_stride + k] * a[m][k], for the count strips.
-// Two vectors' lanes picked by constant indices (0-7 from `a`, 8-15 from `b`); clang spells
-// GCC's builtin differently.
-#if defined(__clang__)
-#define LM_SHUFFLE8(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
-#else
-#define LM_SHUFFLE8(a, b, ...) __builtin_shuffle(a, b, (lm_shuffle_mask8){__VA_ARGS__})
-typedef int lm_shuffle_mask8 __attribute__((vector_size(32)));
-#endif
-// r[j][e] -> r[e][j] for an 8 x 8 block in registers: pairs of rows interleave, then pairs of
-// pairs, then the 128-bit halves (the usual unpack / shuffle / permute transpose).
-inline void lm_transpose8(lm_f32x8 r[8]) {
-  lm_f32x8 t[8], u[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = LM_SHUFFLE8(r[2 * i], r[2 * i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-    t[2 * i + 1] = LM_SHUFFLE8(r[2 * i], r[2 * i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-  }
-  for (int i = 0; i < 2; ++i)
-    for (int h = 0; h < 2; ++h) {
-      u[4 * i + h] = LM_SHUFFLE8(t[4 * i + h], t[4 * i + 2 + h], 0, 1, 8, 9, 4, 5, 12, 13);
-      u[4 * i + 2 + h] = LM_SHUFFLE8(t[4 * i + h], t[4 * i + 2 + h], 2, 3, 10, 11, 6, 7, 14, 15);
-    }
-  // u[q] (rows 0-3) and u[4 + q] (rows 4-7) hold columns e and e + 4, for e = 0, 2, 1, 3 at q = 0..3.
-  constexpr int kColumnsIn[4] = {0, 2, 1, 3};
-  for (int e = 0; e < 4; ++e) {
-    r[e] = LM_SHUFFLE8(u[kColumnsIn[e]], u[4 + kColumnsIn[e]], 0, 1, 2, 3, 8, 9, 10, 11);
-    r[e + 4] = LM_SHUFFLE8(u[kColumnsIn[e]], u[4 + kColumnsIn[e]], 4, 5, 6, 7, 12, 13, 14, 15);
-  }
-}
 // Blocks of 8 rows x 8 depth steps are transposed in registers and stored as half lines of the
 // strip: a column at a time (16 stores 64 bytes apart per step) took 1.4 ns an element once a
 // strip outgrew L1, 5-10% of a 32-token prefill (docs/lessons.md, 2026-11-26).
