@@ -257,3 +257,23 @@ def test_cube_is_eagers_bit_for_bit_without_a_pow_call(dtype, tmp_path):
     assert torch.equal(compiled(x), torch.pow(x, 3.0))
     kernels = [p.read_text().split("extern \"C\" int64_t", 1)[1] for p in tmp_path.glob("kernels_*.cpp")]
     assert kernels and not any("pow" in k for k in kernels), "the kernel calls pow"
+
+
+def test_bf16_masked_fill_keeps_the_bits_it_copies(tmp_path):
+    """A bf16 value that is only selected (masked_fill, where, a copy) is stored as its bits, as
+    eager copies them: a signalling NaN's payload too, which rounding through f32 quietened."""
+    import luminal  # noqa: F401  (registers the backend)
+
+    bits = torch.tensor([0x7F81, 0xFF81, 0x7FC0, 0x3F80, 0x0001, 0x8000, 0x7F80, 0xFF80] * 8, dtype=torch.int32)
+    bits = bits.to(torch.uint16).view(torch.int16)
+    x = bits.view(torch.bfloat16).reshape(8, 8)[:, ::2]  # strided too
+    keep = torch.arange(4) <= torch.arange(8).unsqueeze(1) % 4
+
+    def fill(x, keep):
+        return x.masked_fill(~keep, float("-inf")), torch.where(keep, x, x.flip(0))
+
+    compiled = torch.compile(fill, backend="luminal", options={"debug_dir": str(tmp_path)})
+    for got, want in zip(compiled(x, keep), fill(x, keep)):
+        assert torch.equal(got.view(torch.int16), want.view(torch.int16)), (got.view(torch.int16), want.view(torch.int16))
+    kernels = [p.read_text().split("extern \"C\" int64_t", 1)[1] for p in tmp_path.glob("kernels_*.cpp")]
+    assert kernels and all("lm_f2bf(" not in k for k in kernels), "a selected bf16 value is rounded again"

@@ -89,6 +89,13 @@ inline uint32_t lm_bf16_rounded_bits(float f) {
   return f != f ? (u | 0x400000u) : u + 0x7fffu + ((u >> 16) & 1u);
 }
 inline uint16_t lm_f2bf(float f) { return (uint16_t)(lm_bf16_rounded_bits(f) >> 16); }
+// The bf16 bits of a float that already is a bf16 value (its low half zero): no rounding to do,
+// and a NaN's bits are kept as they are, as a copy keeps them.
+inline uint16_t lm_bf16_bits(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, sizeof u);
+  return (uint16_t)(u >> 16);
+}
 // Rounds a float to the nearest f16 / bf16 value, kept as float.
 inline float lm_rh(float f) { return lm_h2f(lm_f2h(f)); }
 // In 32-bit lanes throughout: narrowing to 16 bits and widening back costs a vector loop more
