@@ -66,6 +66,10 @@ RESULT_COLUMNS = {
     # and the machine's f32 GEMM peak, measured by the orchestrator with the bandwidths.
     "prefill_flops": "INTEGER",
     "sgemm_gflops": "REAL",
+    # The same peak sampled once per round of benchmarks/ttft/interleaved.py, between the paths'
+    # iterations (the median): the floor for the interleaved TTFT, which one sample at the start
+    # of a run can miss by a third on a shared machine.
+    "sgemm_gflops_interleaved": "REAL",
     "decode_bytes_copied": "INTEGER",
     "graphs": "INTEGER",
     "tokens": "TEXT",

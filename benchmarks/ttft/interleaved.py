@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import statistics
 import sys
 import time
 import traceback
@@ -29,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # repo root, so `b
 import torch  # noqa: E402
 
 from benchmarks.common.stats import summarize  # noqa: E402
+from benchmarks.kernels.roofline import sgemm_peak_gflops  # noqa: E402
 from benchmarks.ttft.measure import (  # noqa: E402
     Prepare,
     Session,
@@ -101,6 +103,7 @@ def measure_interleaved(prepares: dict[str, Prepare], args) -> dict[str, dict[st
             results[path]["error"] = error_text(exc)
             fns.pop(path, None)
     samples: dict[str, dict[str, list[float]]] = {path: {m: [] for m in METRICS} for path in fns}
+    peaks: list[float] = []  # the f32 GEMM peak, sampled once per timed round
     order = list(fns)
     for i in range(warmups + iters):
         stage(iteration_stage(i, warmups, iters))
@@ -117,10 +120,14 @@ def measure_interleaved(prepares: dict[str, Prepare], args) -> dict[str, dict[st
             if i >= warmups:
                 for metric, value in measured.items():
                     samples[path][metric].append(value)
+        if i >= warmups and not config.is_encoder:
+            peaks.append(sgemm_peak_gflops())
     for path, by_metric in samples.items():
         if "error" not in results[path]:
             for metric, values in by_metric.items():
                 results[path].update(summarize(metric + SUFFIX, values))
+            if peaks:
+                results[path]["sgemm_gflops_interleaved"] = statistics.median(peaks)
     return results
 
 
