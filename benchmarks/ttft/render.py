@@ -45,6 +45,15 @@ CHART_METRICS = ["ttft_seq_ms", "ttft_batched_ms", "tpot_ms", "compile_ms"]
 
 # The bandwidth a decode floor divides the weight bytes by: (column, label).
 FLOORS = (("copy_gbps", "copy"), ("read_gbps", "read-only stream"))
+# The GEMM peak a prefill floor divides the FLOPs by, the TTFT divided by that floor, and their
+# rows' labels: one sample from the start of the run for each path's own TTFT, the median of the
+# samples from every interleaved round for the interleaved TTFT.
+COMPUTE_FLOORS = (
+    ("sgemm_gflops", "ttft_batched_ms", "TTFT floor (ms): prefill FLOPs ÷ f32 GEMM peak", "batched TTFT ÷ compute floor"),
+    ("sgemm_gflops_interleaved", "ttft_batched_interleaved_ms",
+     "TTFT floor, interleaved (ms): prefill FLOPs ÷ f32 GEMM peak sampled each round",
+     "batched TTFT, interleaved ÷ that floor"),
+)
 
 
 def bandwidth_floor_ms(rows: list[dict[str, Any] | None], bandwidth: str = "copy_gbps") -> float | None:
@@ -132,27 +141,19 @@ def table_rows(paths: dict[str, dict[str, Any]]) -> list[list[str]]:
     def without_speedups(metric: str, label: str) -> list[str]:
         return [label] + [fmt(p.get(metric)) if p else "–" for p in shown] + [""] * len(pairs)
 
-    for bandwidth, name in FLOORS:
-        floor = bandwidth_floor_ms(shown, bandwidth)
+    def floor_rows(floor: float | None, floor_label: str, metric: str, ratio_label: str) -> None:
+        """The floor's row and each path's `metric` divided by it."""
         if floor is None:
-            continue
-        label = f"TPOT floor (ms/token): weight bytes ÷ {name} bandwidth"
-        rows.append([label] + [fmt(floor, 2)] * len(shown) + [""] * len(pairs))
-        rows.append([f"TPOT ÷ {name} floor"] + [fmt_x(p["tpot_ms"] / floor) if p and p.get("tpot_ms") else "–"
-                                                for p in shown] + [""] * len(pairs))
-    floor = compute_floor_ms(shown)
-    if floor is not None:
-        rows.append(["TTFT floor (ms): prefill FLOPs ÷ f32 GEMM peak"] + [fmt(floor, 2)] * len(shown) + [""] * len(pairs))
-        rows.append(["batched TTFT ÷ compute floor"] + [fmt_x(p["ttft_batched_ms"] / floor) if p and
-                                                        p.get("ttft_batched_ms") else "–" for p in shown]
+            return
+        rows.append([floor_label] + [fmt(floor, 2)] * len(shown) + [""] * len(pairs))
+        rows.append([ratio_label] + [fmt_x(p[metric] / floor) if p and p.get(metric) else "–" for p in shown]
                     + [""] * len(pairs))
-    floor = compute_floor_ms(shown, "sgemm_gflops_interleaved")
-    if floor is not None:
-        rows.append(["TTFT floor, interleaved (ms): prefill FLOPs ÷ f32 GEMM peak sampled each round"]
-                    + [fmt(floor, 2)] * len(shown) + [""] * len(pairs))
-        rows.append(["batched TTFT, interleaved ÷ that floor"]
-                    + [fmt_x(p["ttft_batched_interleaved_ms"] / floor) if p and p.get("ttft_batched_interleaved_ms")
-                       else "–" for p in shown] + [""] * len(pairs))
+
+    for bandwidth, name in FLOORS:
+        floor_rows(bandwidth_floor_ms(shown, bandwidth), f"TPOT floor (ms/token): weight bytes ÷ {name} bandwidth",
+                   "tpot_ms", f"TPOT ÷ {name} floor")
+    for peak, metric, floor_label, ratio_label in COMPUTE_FLOORS:
+        floor_rows(compute_floor_ms(shown, peak), floor_label, metric, ratio_label)
     for metric, label in COUNT_ROWS:
         if any(p and p.get(metric) is not None for p in shown):
             rows.append(without_speedups(metric, label))
