@@ -672,14 +672,15 @@ TEST(Fusion, F32GemvMultipliesAFewRowsPackedIntoStrips) {
   // A short f32 prompt through a Linear (M <= kF32GemvRows) is the GEMV kernel: x's rows packed
   // into strips of 16 that each block of six weight rows (twelve for one strip) multiplies in registers
   // (lm_gemv_strips), the weight read in place; more rows go to BLAS. Row counts below, at and
-  // past a strip (a zero-padded one), 37 outputs (a 1-row block after six of six), depth 70 and
+  // past a strip (a zero-padded one; up to eight rows in the last strip run as half a strip,
+  // lm_tile_half_strip: 2, 7, 17 and 40 rows, where 9 runs a whole one), 37 outputs (a 1-row block after six of six), depth 70 and
   // 300 (a chunk of 256 and a tail), x's rows 75 or 310 apart (a view), and a batch dim with a
   // weight per index (x packed again per index); on four threads. 40 rows are three strips: one
   // AVX-512 tile of two strips and one of a single strip. A weight repeated over the batch goes
   // to BLAS, which folds the batch into M.
   std::mt19937 rng(15);
   for (int64_t depth : {int64_t{70}, int64_t{300}})
-    for (int64_t rows : {int64_t{2}, int64_t{7}, int64_t{16}, int64_t{17}, int64_t{40}, codegen::kF32GemvRows,
+    for (int64_t rows : {int64_t{2}, int64_t{7}, int64_t{9}, int64_t{16}, int64_t{17}, int64_t{40}, codegen::kF32GemvRows,
                          codegen::kF32GemvRows + 1}) {
       const int64_t stride = depth + 5 + depth / 30;
       IrTestBuilder b;

@@ -576,7 +576,7 @@ class Emitter {
     // The row function's call is call_head + R + call_tail; with strips, the strip function's is
     // strips_head + R + strips_tail.
     std::string call_head, call_tail, strips_head = "lm_gemv_strips<",
-                                      strips_tail = ">(lm_strips, lm_strip_count, lm_w, lm_row_stride, lm_depth, ";
+                                      strips_tail = ">(lm_strips, (" + expr_text(a_rows) + "), lm_w, lm_row_stride, lm_depth, ";
     std::string group_args;  // a grouped weight's arguments after the depth
     // A [1, N] GEMV whose row kernel reads rows one after another runs the halves of a chunk's
     // whole blocks as two streams: pair_call sums block lm_q's rows into lm_sums and block

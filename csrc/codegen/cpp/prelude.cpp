@@ -426,6 +426,44 @@ inline void lm_tile_strip_run(const float* a, int64_t lda, const float* b, int64
                                            accumulate);
   for (; s < count; ++s) lm_tile_strips<R, 1>(a, lda, b + s * strip_stride, strip_stride, depth, c + s * 16, ldc, accumulate);
 }
+// c[R x 8] (+)= a[R x depth] x the first eight columns of one strip: a GEMV's last strip when it
+// holds at most eight rows of `a` (an 8-token prompt), whose other eight columns are zeros that
+// the 16-column tile would multiply too: a prompt of 4, 8 or 16 rows took the same time. Eight
+// columns are one vector on both ISAs, so R rows are R chains of FMAs (twelve fill AVX2's
+// registers); each column is summed in the 16-column tile's order, so the bits are the same.
+template <int R>
+inline void lm_tile_half_strip(const float* a, int64_t lda, const float* b, int64_t depth, float* c, int64_t ldc,
+                               bool accumulate) {
+  lm_f32x8 acc[R] = {};
+  if (accumulate)
+    for (int r = 0; r < R; ++r) __builtin_memcpy(&acc[r], c + r * ldc, sizeof acc[r]);
+  for (int64_t e = 0; e < depth; ++e) {
+    lm_f32x8 strip;
+    __builtin_memcpy(&strip, b + e * 16, sizeof strip);
+    for (int r = 0; r < R; ++r) {
+      const float y = a[r * lda + e];
+      const lm_f32x8 x = {y, y, y, y, y, y, y, y};
+      acc[r] = lm_madd8(x, strip, acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) __builtin_memcpy(c + r * ldc, &acc[r], sizeof acc[r]);
+}
+// lm_tile_strip_run for a GEMV's strips of `a`, `rows` rows in all: a last strip of at most
+// eight rows runs as half a strip.
+template <int R>
+inline void lm_gemv_strip_run(const float* a, int64_t lda, const float* b, int64_t strip_stride, int64_t rows,
+                              int64_t depth, float* c, int64_t ldc, bool accumulate) {
+  if constexpr (R > 12) {  // more than twelve chains of a half strip would spill
+    lm_gemv_strip_run<R / 2>(a, lda, b, strip_stride, rows, depth, c, ldc, accumulate);
+    lm_gemv_strip_run<R - R / 2>(a + R / 2 * lda, lda, b, strip_stride, rows, depth, c + R / 2 * ldc, ldc, accumulate);
+    return;
+  }
+  const int64_t count = (rows + 15) / 16;
+  const bool half_last = rows % 16 != 0 && rows % 16 <= 8;
+  lm_tile_strip_run<R>(a, lda, b, strip_stride, count - half_last, depth, c, ldc, accumulate);
+  if (half_last)
+    lm_tile_half_strip<R>(a, lda, b + (count - 1) * strip_stride, depth, c + (count - 1) * 16, ldc, accumulate);
+}
 // Two vectors' lanes picked by constant indices (0-7 from `a`, 8-15 from `b`); clang spells
 // GCC's builtin differently.
 #if defined(__clang__)
@@ -864,7 +902,8 @@ inline void lm_gemv_rows(const typename E::TA* a, const typename E::TW* w, int64
 // of R weight rows multiplies every strip with R x 16 sums in registers, one weight element
 // broadcast per row and step (lm_tile_strips with the weight on the left), the weight read in place.
 // The depth goes in chunks of 256 so that the block's piece of the weight stays in L1 across the
-// strips. sums[r * count * 16 + m] = sum_k w[r * row_stride + k] * a[m][k], for the count strips.
+// strips. sums[r * count * 16 + m] = sum_k w[r * row_stride + k] * a[m][k] for the `rows` rows of
+// `a`, count = (rows + 15) / 16 strips (lanes past the last row are unset).
 // Blocks of 8 rows x 8 depth steps are transposed in registers and stored as half lines of the
 // strip: a column at a time (16 stores 64 bytes apart per step) took 1.4 ns an element once a
 // strip outgrew L1, 5-10% of a 32-token prefill (docs/lessons.md, 2026-11-26).
@@ -888,12 +927,12 @@ inline void lm_pack_strips(const float* a, int64_t a_stride, int64_t rows, int64
   }
 }
 template <int R>
-inline void lm_gemv_strips(const float* strips, int64_t count, const float* w, int64_t row_stride, int64_t depth,
+inline void lm_gemv_strips(const float* strips, int64_t rows, const float* w, int64_t row_stride, int64_t depth,
                            float* sums) {
   constexpr int64_t kChunk = 256;
   for (int64_t d = 0; d < depth || d == 0; d += kChunk) {  // depth 0: the sums are zeros
     const int64_t chunk = depth - d < kChunk ? depth - d : kChunk;
-    lm_tile_strip_run<R>(w + d, row_stride, strips + d * 16, depth * 16, count, chunk, sums, count * 16, d > 0);
+    lm_gemv_strip_run<R>(w + d, row_stride, strips + d * 16, depth * 16, rows, chunk, sums, (rows + 15) / 16 * 16, d > 0);
   }
 }
 // The same with int8 weight rows (Int8WeightOnlyConfig at a prompt's few rows): each chunk of the
@@ -904,7 +943,7 @@ inline void lm_gemv_strips(const float* strips, int64_t count, const float* w, i
 // while this one is multiplied, and AVX-512 widens sixteen at a time: before both, perf put 40%
 // of the time in the widening, stalled on the weight's loads.
 template <int R>
-inline void lm_gemv_strips(const float* strips, int64_t count, const signed char* w, int64_t row_stride,
+inline void lm_gemv_strips(const float* strips, int64_t rows, const signed char* w, int64_t row_stride,
                            int64_t depth, float* sums) {
   constexpr int64_t kChunk = 256;
   alignas(64) float wide[R * kChunk];
@@ -926,7 +965,7 @@ inline void lm_gemv_strips(const float* strips, int64_t count, const signed char
       }
       for (; k < chunk; ++k) wide[r * kChunk + k] = row[k];
     }
-    lm_tile_strip_run<R>(wide, kChunk, strips + d * 16, depth * 16, count, chunk, sums, count * 16, d > 0);
+    lm_gemv_strip_run<R>(wide, kChunk, strips + d * 16, depth * 16, rows, chunk, sums, (rows + 15) / 16 * 16, d > 0);
   }
 }
 // Eight f32 or bf16 values as f32, or one (a grouped GEMV's activations and scales).
@@ -953,7 +992,7 @@ inline lm_f32x8 lm_dequantize_bf16x8(const signed char* q, lm_f32x8 zero, lm_f32
 // Row r's group j has its scale at s[r * scale_row + j * scale_group] and its zero point at
 // z[r * zero_row + j * zero_group] (z null: no zero points).
 template <int R, class TS>
-inline void lm_gemv_strips_grouped(const float* strips, int64_t count, const signed char* w, int64_t row_stride,
+inline void lm_gemv_strips_grouped(const float* strips, int64_t rows, const signed char* w, int64_t row_stride,
                                    int64_t depth, int64_t group, const TS* s, int64_t scale_row,
                                    int64_t scale_group, const signed char* z, int64_t zero_row, int64_t zero_group,
                                    float* sums) {
@@ -999,7 +1038,7 @@ inline void lm_gemv_strips_grouped(const float* strips, int64_t count, const sig
         for (; k < end; ++k) out[k] = ((float)row[k] - zero) * scale;
       }
     }
-    lm_tile_strip_run<R>(wide, kChunk, strips + d * 16, depth * 16, count, chunk, sums, count * 16, d > 0);
+    lm_gemv_strip_run<R>(wide, kChunk, strips + d * 16, depth * 16, rows, chunk, sums, (rows + 15) / 16 * 16, d > 0);
   }
 }
 // The GEMV pattern kernel's column form (GemvSpec::columns): the weight is [K, N] with N
