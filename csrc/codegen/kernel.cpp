@@ -86,7 +86,8 @@ ir::Expr Kernel::parallel_extent() const {
   if (kind == KernelKind::Scan) inner = scan.axis;
   ir::Expr n(int64_t{1});
   for (int d = 0; d < static_cast<int>(domain.size()); ++d)
-    if (d != inner) n = n * domain[d];
+    if (d != inner && d != lane_axis) n = n * domain[d];
+  if (lane_axis >= 0) n = n * floordiv(domain[lane_axis] + ir::Expr(lane_run() - 1), ir::Expr(lane_run()));
   return n;
 }
 
@@ -98,7 +99,8 @@ ir::Expr Kernel::inner_extent() const {
     return attention.q_len * attention.kv_len * (attention.head_dim + attention.value_dim);
   if (kind == KernelKind::Scan) return domain[scan.axis];
   const int inner = reduce_axis >= 0 ? reduce_axis : static_cast<int>(domain.size()) - 1;
-  return domain[inner] * ir::Expr(static_cast<int64_t>(std::max<size_t>(1, reductions.size() + 1)));
+  const ir::Expr per_row = domain[inner] * ir::Expr(static_cast<int64_t>(std::max<size_t>(1, reductions.size() + 1)));
+  return lane_axis >= 0 ? per_row * ir::Expr(lane_run()) : per_row;
 }
 
 bool Kernel::gemv_strips() const {

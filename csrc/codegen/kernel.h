@@ -170,6 +170,10 @@ inline constexpr int64_t kGemvOneStripRows = 12;
 // at read bandwidth (a 1 KiB run per row reaches half of it), so the cpu runtime sets a
 // kernel's run (its `tile`) to N over its threads, up to this.
 inline constexpr int64_t kGemvColumns = 4096;
+// Output columns a column row kernel (Kernel::lane_axis) reduces per work item, at most: their
+// accumulators (1 KiB of f32 per reduction) stay in L1 while each step along the reduce axis
+// reads a contiguous run of them.
+inline constexpr int64_t kRowLanes = 1024;
 struct AttentionSpec {
   ir::Expr q_len, kv_len, head_dim, value_dim;  // L, S, E, Ev
   MatrixOperand q, k, v, bias;                  // [L, E], [S, E], [S, Ev], [L, S]
@@ -181,6 +185,12 @@ struct Kernel {
   KernelKind kind = KernelKind::Loop;
   ir::Shape domain;
   int reduce_axis = -1;  // >= 0: a row kernel
+  // >= 0: a row kernel whose rows are reduced side by side ("columns"), for a reduce axis that is
+  // not the one its inputs are contiguous along (x.sum(0) of a row-major x, a bias's gradient):
+  // a work item is a run of lane_run() indices of this dim, each step along the reduce axis
+  // reads them contiguously into one accumulator per index, where a row at a time read one
+  // element per cache line. The cpu runtime sets it (cpp::column_lane_axis); -1 otherwise.
+  int lane_axis = -1;
   std::vector<Param> params;
   std::vector<Value> values;
   std::vector<Reduction> reductions;
@@ -212,6 +222,8 @@ struct Kernel {
   ir::Expr inner_extent() const;
   // A column Gemv's columns per work item.
   int64_t column_run() const { return tile > 0 ? tile : kGemvColumns; }
+  // A column row kernel's indices of lane_axis per work item.
+  int64_t lane_run() const { return tile > 0 ? tile : kRowLanes; }
   // Whether this Gemv is an f32 one (its weight f32, int8 or group-quantized), or a rank-2 bf16
   // one with an int8 or group-quantized weight, with several rows of `a`, which it packs into f32 strips
   // (lm_gemv_strips), kGemvStripRows or kGemvOneStripRows weight rows per block

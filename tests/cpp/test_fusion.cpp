@@ -448,6 +448,40 @@ TEST(Fusion, RmsNormWithWeightIsOneRowKernel) {
   expect_matches_reference(b.graph, {random_tensor(DType::F32, {5, 257}, rng)}, "rms_norm", 1e-5, {{"w", weight.ref()}});
 }
 
+// A reduction over an axis the input is not contiguous along runs its rows side by side
+// (Kernel::lane_axis): each step along the axis reads a run of columns contiguously. It read one
+// element per cache line a row at a time: x.sum(0) of 1024 x 1024 took 6.5 ms against eager's
+// 0.55. Each column is summed in order, so both ISAs give the same bits. The same reduction of a
+// transposed input (contiguous along the axis) stays a row kernel.
+TEST(Fusion, ReductionAcrossRowsRunsColumnsSideBySide) {
+  for (const bool transposed : {false, true}) {
+    IrTestBuilder b;
+    auto x = b.input("x", DType::F32, transposed ? ir::Shape{1030, 37} : ir::Shape{37, 1030});
+    auto rows = transposed ? viewed(x, x.view.permute({1, 0})) : x;
+    auto doubled = b.binary(Op::Mul, rows, b.constant(2.0, DType::F32, {37, 1030}));
+    auto sum = b.reduce(Op::SumReduce, doubled, 0);
+    b.output(b.binary(Op::Mul, sum, b.constant(1.0 / 37, DType::F32, {1, 1030})));
+    b.output(b.reduce(Op::MaxReduce, rows, 0));
+    passes::PassContext cx;
+    const passes::Partition p = passes::fuse(b.graph, cx);
+    int rows_kernels = 0;
+    for (int g : passes::topological_groups(p)) {
+      const passes::Group& group = p.groups[g];
+      if (group.kind != passes::GroupKind::Row) continue;
+      ++rows_kernels;
+      const codegen::Kernel kernel =
+          codegen::lower_loop_group(b.graph, group.nodes, group.domain, group.reduce_axis, passes::stored_nodes(b.graph, p, g))
+              .kernel;
+      EXPECT_EQ(codegen::cpp::column_lane_axis(kernel), transposed ? -1 : 1);
+    }
+    EXPECT_GT(rows_kernels, 0);
+    std::mt19937 rng(21);
+    expect_both_isas_match_the_reference(
+        b.graph, {random_tensor(DType::F32, transposed ? std::vector<int64_t>{1030, 37} : std::vector<int64_t>{37, 1030}, rng)},
+        transposed ? "row sums of a transposed input" : "column sums", 1e-5, {}, !transposed);
+  }
+}
+
 TEST(Fusion, LayerNormFusesBothReductions) {
   IrTestBuilder b;
   const ir::Shape shape = {4, 100};

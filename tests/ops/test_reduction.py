@@ -61,7 +61,38 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
+# Reductions over an axis the input is not contiguous along, which the cpu runtime runs as a
+# column row kernel (many output columns side by side, codegen::Kernel::lane_axis): more columns
+# than one work item's run (1,030 split over threads in two runs, 2,100 in three of at most
+# 1,024), an outer dim besides, a run of odd length, a sliced and an expanded input.
+COLUMN_VARIANTS = {
+    "rows_5x1030": (lambda m: m((5, 1030)),),
+    "rows_3x2100": (lambda m: m((3, 2100)),),
+    "middle_3x7x40": (lambda m: m((3, 7, 40)),),
+    "sliced_9x37": (lambda m: m((9, 40))[:, 3:],),
+    "expanded_4x33": (lambda m: m((1, 33)).expand(4, 33),),
+}
+
+
+def ccase(name, fn, **kw):
+    return Case(name, fn, variants=COLUMN_VARIANTS, short=tuple(COLUMN_VARIANTS), **kw)
+
+
+COLUMN_CASES = [
+    ccase("column_sum", lambda x: x.sum(0)),
+    ccase("column_sum_middle_keepdim", lambda x: x.sum(-2, keepdim=True)),
+    ccase("column_mean", lambda x: x.mean(0), dtypes=FLOATS),
+    ccase("column_prologue_epilogue", lambda x: ((x * 2 + 1).sum(0) / 3, x.amax(0) - 1), dtypes=FLOATS),
+    ccase("column_amax_amin", lambda x: (x.amax(0), x.amin(0))),
+    ccase("column_prod", lambda x: x.prod(0), domains=((-1.5, 1.5),), tolerance_scale=4.0),
+    ccase("column_any_all", lambda x: (x.any(0), x.all(0))),
+    Case("column_max_nan", lambda x: (x.amax(0), x.amin(0)), dtypes=FLOATS, variants={},
+         extra_inputs=[lambda d: (torch.tensor([[1.0, float("nan"), 2.0], [float("nan"), 0.0, -1.0],
+                                                [3.0, 4.0, float("nan")]] * 40).to(d),)]),
+]
+
+
+@pytest.mark.parametrize("case", CASES + COLUMN_CASES, ids=str)
 def test_reduction(case):
     run_case(case)
 

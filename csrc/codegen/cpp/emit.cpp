@@ -1,5 +1,6 @@
 #include "codegen/cpp/emit.h"
 
+#include <cctype>
 #include <functional>
 #include <optional>
 #include <set>
@@ -67,6 +68,36 @@ std::vector<bool> per_row_values(const Kernel& kernel, bool row_kernel) {
   };
   for (size_t i = 0; i < kernel.values.size(); ++i) per_row[i] = computes_per_row(kernel.values[i]);
   return per_row;
+}
+
+int column_lane_axis(const Kernel& kernel) {
+  const int axis = kernel.reduce_axis;
+  if (kernel.kind != KernelKind::Loop || axis < 0 || kernel.reductions.empty()) return -1;
+  int lane = -1;
+  for (int d = static_cast<int>(kernel.domain.size()) - 1; d >= 0 && lane < 0; --d)
+    if (d != axis && !is_one(kernel.domain[d])) lane = d;
+  if (lane < 0) return -1;
+  bool contiguous_lanes = false;
+  for (const Value& v : kernel.values) {
+    if (v.kind == ValueKind::GatherLoad) return -1;
+    if (v.kind != ValueKind::Load || v.index.strides.empty()) continue;
+    if (is_one(v.index.strides[axis])) return -1;  // a row at a time reads this one contiguously
+    if (is_one(v.index.strides[lane])) contiguous_lanes = true;
+  }
+  if (!contiguous_lanes) return -1;
+  // One pass: no reduction's input depends on an accumulated value.
+  std::vector<bool> after_reduction(kernel.values.size(), false);
+  for (size_t i = 0; i < kernel.values.size(); ++i) {
+    const Value& v = kernel.values[i];
+    after_reduction[i] = v.kind == ValueKind::Accumulated;
+    for (int a : v.args) after_reduction[i] = after_reduction[i] || after_reduction[a];
+  }
+  for (const Reduction& r : kernel.reductions)
+    if (after_reduction[r.input]) return -1;
+  const std::vector<bool> per_row = per_row_values(kernel, true);
+  for (const Store& st : kernel.stores)
+    if (!per_row[st.value] || !index_per_row(kernel, st.index)) return -1;
+  return lane;
 }
 
 std::string index_text(const Kernel& kernel, const Index& index, int inner, bool row_scope) {
@@ -270,7 +301,7 @@ class Emitter {
   // half-precision Compute is defined without its final rounding to f16/bf16 (for a store,
   // which rounds the same way).
   std::string ref(int id, Scope& loop, bool unrounded = false) {
-    if (row_ && per_row_[id] && !loop.row_scope) {
+    if (row_ && per_row_[id] && !loop.row_scope && k_.lane_axis < 0) {
       Scope row{&row_code_, &row_done_, true, "    "};
       return ref(id, row, unrounded);
     }
@@ -438,6 +469,7 @@ class Emitter {
   }
 
   std::string loop_body() {
+    if (row_ && k_.lane_axis >= 0) return column_row_body();
     std::ostringstream out;
     if (row_) {
       for (const Reduction& r : k_.reductions) {
@@ -551,6 +583,83 @@ class Emitter {
     row_code_.clear();
     if (!final_body.empty()) out << simd_pragma("") << loop_header("    ") << final_body << "    }\n";
     out << row_stores;
+    out << "  }\n";
+    return out.str();
+  }
+
+  // A row kernel with Kernel::lane_axis (cpp::column_lane_axis): a work item is a run of up to
+  // lane_run() indices of the lane dim, one accumulator each on the stack. Every step along the
+  // reduce axis runs all reductions over the run (the lanes contiguous in memory, the loop
+  // vectorised across them), then each lane's per-row values and stores. Each lane sums its
+  // elements in order along the axis.
+  std::string column_row_body() {
+    const int lane = k_.lane_axis;
+    const std::string run = std::to_string(k_.lane_run());
+    const std::string lane_var = "i" + std::to_string(lane);
+    std::ostringstream out;
+    for (const Reduction& r : k_.reductions) {
+      if (cpp_op_table().reduction(r.op, r.dtype, 0).needs_elements) {
+        out << "  if (" << expr_text(k_.domain[inner_]) << " == 0) return 2;\n";
+        break;
+      }
+    }
+    out << "  const int64_t lm_runs = (" << expr_text(k_.domain[lane]) << " + " << run << " - 1) / " << run << ";\n";
+    out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end; ++lm_p) {\n";
+    std::vector<int> outer;
+    for (int d = 0; d < rank_; ++d)
+      if (d != inner_ && d != lane) outer.push_back(d);
+    out << "    const int64_t lm_lane0 = lm_p % lm_runs * " << run << ";\n";
+    out << "    const int64_t lm_lanes = lm_imin(" << run << ", " << expr_text(k_.domain[lane]) << " - lm_lane0);\n";
+    out << item_indices(outer, "lm_p / lm_runs");
+    // The accumulators (and max/min's NaN flags), one per lane: the reduction table's text with
+    // each of its variables indexed by the lane.
+    const auto per_lane = [](std::string text, const std::string& name) {
+      for (size_t pos = 0; (pos = text.find(name, pos)) != std::string::npos;) {
+        const size_t end = pos + name.size();
+        const bool token = (pos == 0 || !(std::isalnum(static_cast<unsigned char>(text[pos - 1])) || text[pos - 1] == '_')) &&
+                           (end == text.size() || !(std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_'));
+        if (!token) {
+          pos = end;
+          continue;
+        }
+        text.replace(pos, name.size(), name + "[lm_j]");
+        pos = end + 6;
+      }
+      return text;
+    };
+    std::string step, finish;
+    std::set<int> done;
+    Scope scope{&step, &done, false, "        "};
+    for (size_t ri = 0; ri < k_.reductions.size(); ++ri) {
+      const Reduction& r = k_.reductions[ri];
+      const ReductionText text = table_.reduction(r.op, k_.values[r.input].dtype, static_cast<int>(ri));
+      const std::string acc = "acc" + std::to_string(ri), nan = "nan" + std::to_string(ri);
+      out << "    " << text.accumulator_type << " " << acc << "[" << run << "];\n";
+      out << "    for (int64_t lm_j = 0; lm_j < " << run << "; ++lm_j) " << acc << "[lm_j] = " << text.init << ";\n";
+      if (!text.extra_declaration.empty()) out << "    int " << nan << "[" << run << "] = {};\n";
+      const std::string x = ref(r.input, scope);
+      std::string combine = text.combine;
+      for (size_t pos; (pos = combine.find("%a")) != std::string::npos;) combine.replace(pos, 2, acc);
+      for (size_t pos; (pos = combine.find("%x")) != std::string::npos;) combine.replace(pos, 2, x);
+      step += scope.indent + per_lane(per_lane(combine, acc), nan) + "\n";
+      std::string result = text.finish;
+      for (size_t pos; (pos = result.find("%a")) != std::string::npos;) result.replace(pos, 2, acc);
+      const std::string result_type = table_.compute_type(r.dtype);
+      finish += "      const " + result_type + " r" + std::to_string(ri) + " = " +
+                table_.round(r.dtype, "(" + result_type + ")(" + per_lane(per_lane(result, acc), nan) + ")") + ";\n";
+    }
+    out << "    for (int64_t i" << inner_ << " = 0; i" << inner_ << " < " << expr_text(k_.domain[inner_]) << "; ++i"
+        << inner_ << ") {\n";
+    out << "  " << simd_pragma("") << "      for (int64_t lm_j = 0; lm_j < lm_lanes; ++lm_j) {\n";
+    out << "        const int64_t " << lane_var << " = lm_lane0 + lm_j;\n" << step << "      }\n    }\n";
+    // Each lane's results, per-row values and stores.
+    row_code_.clear();
+    row_done_.clear();
+    Scope row_scope{&row_code_, &row_done_, true, "      "};
+    std::string stores;
+    for (const Store& st : k_.stores) stores += store_line(st, row_scope);
+    out << "    for (int64_t lm_j = 0; lm_j < lm_lanes; ++lm_j) {\n";
+    out << "      const int64_t " << lane_var << " = lm_lane0 + lm_j;\n" << finish << row_code_ << stores << "    }\n";
     out << "  }\n";
     return out.str();
   }

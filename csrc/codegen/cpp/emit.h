@@ -39,6 +39,11 @@ std::string expr_text(const ir::Expr& e);
 bool index_per_row(const Kernel& kernel, const Index& index);
 // For each value, whether a row kernel computes it once per row rather than per element.
 std::vector<bool> per_row_values(const Kernel& kernel, bool row_kernel);
+// The dim a row kernel should reduce its rows side by side along (Kernel::lane_axis), or -1: a
+// reduce axis its inputs are not contiguous along, a dim they are (the innermost other dim of
+// more than one index), and a kernel whose reductions all run in one pass (no reduction reads
+// another's result) and whose stores are all per row (no pass after the reductions).
+int column_lane_axis(const Kernel& kernel);
 // The element offset of `index` over the loop variables; `row_scope`: code outside the inner loop.
 std::string index_text(const Kernel& kernel, const Index& index, int inner, bool row_scope);
 // An IotaAt value's integer: the loop variable itself in the common contiguous case.

@@ -52,6 +52,19 @@ int64_t column_run(const codegen::Kernel& kernel, int threads) {
   return std::clamp<int64_t>((per_thread + 15) / 16 * 16, 16, codegen::kGemvColumns);
 }
 
+// A column row kernel's lanes per work item (Kernel::lane_run): kRowLanes, or fewer, in whole
+// vectors, where the other dims' items are too few to give every thread some.
+int64_t lane_run(const codegen::Kernel& kernel, int threads) {
+  const ir::Expr& n = kernel.domain[kernel.lane_axis];
+  if (!n.is_constant()) return codegen::kRowLanes;
+  ir::Expr others(int64_t{1});
+  for (int d = 0; d < static_cast<int>(kernel.domain.size()); ++d)
+    if (d != kernel.lane_axis && d != kernel.reduce_axis) others = others * kernel.domain[d];
+  const int64_t split = others.is_constant() && others.constant_value() >= threads ? 1 : threads;
+  const int64_t per_thread = (n.constant_value() + split - 1) / split;
+  return std::clamp<int64_t>((per_thread + 15) / 16 * 16, 16, codegen::kRowLanes);
+}
+
 std::string origin_of(const ir::Graph& graph, const std::vector<NodeId>& nodes) {
   for (NodeId id : nodes)
     if (!graph.node(id).origin.empty()) return graph.node(id).origin;
@@ -270,6 +283,8 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     } else {
       lowered = codegen::lower_loop_group(graph, group.nodes, group.domain, group.reduce_axis,
                                           passes::stored_nodes(graph, partition, g));
+      lowered.kernel.lane_axis = codegen::cpp::column_lane_axis(lowered.kernel);
+      if (lowered.kernel.lane_axis >= 0) lowered.kernel.tile = lane_run(lowered.kernel, program_threads(options));
       program.fused_nodes += group.nodes.size();
     }
     make_kernel_step(step, lowered.kernel, origin_of(graph, group.nodes));
