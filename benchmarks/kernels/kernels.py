@@ -162,6 +162,10 @@ def all_kernels() -> list[Kernel]:
     # (x @ w.T): the MLP's up and down projections and the LM head.
     for m, k, nn in [(64, 1024, 2816), (64, 2816, 1024), (64, 1024, 32000)]:
         kernels.append(Kernel("linear", (m, k, nn), _linear_inputs(m, k, nn), F.linear, flops=2.0 * m * k * nn))
+    # Reductions across rows: a Linear's bias gradient (the sum over 512 tokens) and BatchNorm's
+    # per-channel mean over (N, H, W).
+    kernels.append(Kernel("sum_rows", (512, 4096), _randn(512, 4096), lambda x: x.sum(0)))
+    kernels.append(Kernel("channel_mean", (32, 64, 56, 56), _randn(32, 64, 56, 56), lambda x: x.mean((0, 2, 3))))
     # transformers builds position ids and padding masks with cumsum along the sequence.
     for shape in [(8, 4096), (64, 4096)]:
         kernels.append(Kernel("cumsum", shape, _randn(*shape), lambda x: torch.cumsum(x, dim=-1)))
