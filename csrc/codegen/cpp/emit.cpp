@@ -45,6 +45,33 @@ std::string expr_text(const Expr& e) {
   return "";
 }
 
+namespace {
+bool identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+// Where identifier `name` next occurs whole in `text` from `from`, or npos.
+size_t find_identifier(const std::string& text, const std::string& name, size_t from) {
+  for (size_t at = text.find(name, from); at != std::string::npos; at = text.find(name, at + 1)) {
+    const bool starts = at == 0 || !identifier_char(text[at - 1]);
+    const bool ends = at + name.size() == text.size() || !identifier_char(text[at + name.size()]);
+    if (starts && ends) return at;
+  }
+  return std::string::npos;
+}
+}  // namespace
+
+bool mentions(const std::string& text, const std::string& name) {
+  return find_identifier(text, name, 0) != std::string::npos;
+}
+
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos; pos += to.size())
+    text.replace(pos, from.size(), to);
+}
+
+void replace_identifier(std::string& text, const std::string& name, const std::string& to) {
+  for (size_t pos = 0; (pos = find_identifier(text, name, pos)) != std::string::npos; pos += to.size())
+    text.replace(pos, name.size(), to);
+}
+
 bool index_per_row(const Kernel& kernel, const Index& index) {
   return index.strides.empty() || is_zero(index.strides[kernel.reduce_axis]);
 }
@@ -468,17 +495,18 @@ class Emitter {
     return {};
   }
 
+  // A row kernel whose reductions need elements (max/min) fails on an empty reduce axis.
+  std::string empty_row_check() const {
+    for (const Reduction& r : k_.reductions)
+      if (cpp_op_table().reduction(r.op, r.dtype, 0).needs_elements)
+        return "  if (" + expr_text(k_.domain[inner_]) + " == 0) return 2;\n";
+    return "";
+  }
+
   std::string loop_body() {
     if (row_ && k_.lane_axis >= 0) return column_row_body();
     std::ostringstream out;
-    if (row_) {
-      for (const Reduction& r : k_.reductions) {
-        if (cpp_op_table().reduction(r.op, r.dtype, 0).needs_elements) {
-          out << "  if (" << expr_text(k_.domain[inner_]) << " == 0) return 2;\n";
-          break;
-        }
-      }
-    }
+    if (row_) out << empty_row_check();
     out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end; ++lm_p) {\n";
     std::vector<int> outer;
     for (int d = 0; d < rank_; ++d)
@@ -537,10 +565,10 @@ class Emitter {
       }
       const std::string acc = "acc" + std::to_string(ri);
       std::string combine = text.combine;
-      for (size_t pos; (pos = combine.find("%a")) != std::string::npos;) combine.replace(pos, 2, acc);
-      for (size_t pos; (pos = combine.find("%x")) != std::string::npos;) combine.replace(pos, 2, x);
+      replace_all(combine, "%a", acc);
+      replace_all(combine, "%x", x);
       std::string finish = text.finish;
-      for (size_t pos; (pos = finish.find("%a")) != std::string::npos;) finish.replace(pos, 2, acc);
+      replace_all(finish, "%a", acc);
       out << row_code_;  // per-row values this pass needs
       row_code_.clear();
       out << "    " << text.accumulator_type << " " << acc << " = " << text.init << ";\n";
@@ -597,12 +625,7 @@ class Emitter {
     const std::string run = std::to_string(k_.lane_run());
     const std::string lane_var = "i" + std::to_string(lane);
     std::ostringstream out;
-    for (const Reduction& r : k_.reductions) {
-      if (cpp_op_table().reduction(r.op, r.dtype, 0).needs_elements) {
-        out << "  if (" << expr_text(k_.domain[inner_]) << " == 0) return 2;\n";
-        break;
-      }
-    }
+    out << empty_row_check();
     out << "  const int64_t lm_runs = (" << expr_text(k_.domain[lane]) << " + " << run << " - 1) / " << run << ";\n";
     out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end; ++lm_p) {\n";
     std::vector<int> outer;
@@ -611,22 +634,6 @@ class Emitter {
     out << "    const int64_t lm_lane0 = lm_p % lm_runs * " << run << ";\n";
     out << "    const int64_t lm_lanes = lm_imin(" << run << ", " << expr_text(k_.domain[lane]) << " - lm_lane0);\n";
     out << item_indices(outer, "lm_p / lm_runs");
-    // The accumulators (and max/min's NaN flags), one per lane: the reduction table's text with
-    // each of its variables indexed by the lane.
-    const auto per_lane = [](std::string text, const std::string& name) {
-      for (size_t pos = 0; (pos = text.find(name, pos)) != std::string::npos;) {
-        const size_t end = pos + name.size();
-        const bool token = (pos == 0 || !(std::isalnum(static_cast<unsigned char>(text[pos - 1])) || text[pos - 1] == '_')) &&
-                           (end == text.size() || !(std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_'));
-        if (!token) {
-          pos = end;
-          continue;
-        }
-        text.replace(pos, name.size(), name + "[lm_j]");
-        pos = end + 6;
-      }
-      return text;
-    };
     std::string step, finish;
     std::set<int> done;
     Scope scope{&step, &done, false, "        "};
@@ -637,16 +644,19 @@ class Emitter {
       out << "    " << text.accumulator_type << " " << acc << "[" << run << "];\n";
       out << "    for (int64_t lm_j = 0; lm_j < " << run << "; ++lm_j) " << acc << "[lm_j] = " << text.init << ";\n";
       if (!text.extra_declaration.empty()) out << "    int " << nan << "[" << run << "] = {};\n";
+      // The table's accumulator and NaN flag, indexed by the lane.
       const std::string x = ref(r.input, scope);
       std::string combine = text.combine;
-      for (size_t pos; (pos = combine.find("%a")) != std::string::npos;) combine.replace(pos, 2, acc);
-      for (size_t pos; (pos = combine.find("%x")) != std::string::npos;) combine.replace(pos, 2, x);
-      step += scope.indent + per_lane(per_lane(combine, acc), nan) + "\n";
+      replace_all(combine, "%a", acc + "[lm_j]");
+      replace_all(combine, "%x", x);
+      replace_identifier(combine, nan, nan + "[lm_j]");
+      step += scope.indent + combine + "\n";
       std::string result = text.finish;
-      for (size_t pos; (pos = result.find("%a")) != std::string::npos;) result.replace(pos, 2, acc);
+      replace_all(result, "%a", acc + "[lm_j]");
+      replace_identifier(result, nan, nan + "[lm_j]");
       const std::string result_type = table_.compute_type(r.dtype);
       finish += "      const " + result_type + " r" + std::to_string(ri) + " = " +
-                table_.round(r.dtype, "(" + result_type + ")(" + per_lane(per_lane(result, acc), nan) + ")") + ";\n";
+                table_.round(r.dtype, "(" + result_type + ")(" + result + ")") + ";\n";
     }
     out << "    for (int64_t i" << inner_ << " = 0; i" << inner_ << " < " << expr_text(k_.domain[inner_]) << "; ++i"
         << inner_ << ") {\n";

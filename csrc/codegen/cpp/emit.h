@@ -33,6 +33,13 @@ enum KernelStatus : int64_t {
 std::string symbol_var(const std::string& name);
 std::string expr_text(const ir::Expr& e);
 
+// Source-text edits both emitters make to the op table's templates: whether identifier `name`
+// occurs in `text` as a whole identifier; every `from` replaced by `to`; every whole identifier
+// `name` replaced by `to`.
+bool mentions(const std::string& text, const std::string& name);
+void replace_all(std::string& text, const std::string& from, const std::string& to);
+void replace_identifier(std::string& text, const std::string& name, const std::string& to);
+
 // Loop-kernel pieces both emitters share. `inner` is the loop dim a row kernel reduces over (or
 // the innermost dim); loop variables are i<d>.
 // Whether an index stays the same along a row kernel's reduce axis.

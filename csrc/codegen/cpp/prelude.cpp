@@ -448,17 +448,18 @@ inline void lm_tile_half_strip(const float* a, int64_t lda, const float* b, int6
   }
   for (int r = 0; r < R; ++r) __builtin_memcpy(c + r * ldc, &acc[r], sizeof acc[r]);
 }
-// lm_tile_strip_run for a GEMV's strips of `a`, `rows` rows in all: a last strip of at most
-// eight rows runs as half a strip.
+// lm_tile_strip_run for a GEMV's strips of `a`, `rows` rows in all, into sums laid out as
+// lm_gemv_strips says (a row of c per weight row, 16 per strip): a last strip of at most eight
+// rows runs as half a strip.
 template <int R>
 inline void lm_gemv_strip_run(const float* a, int64_t lda, const float* b, int64_t strip_stride, int64_t rows,
-                              int64_t depth, float* c, int64_t ldc, bool accumulate) {
+                              int64_t depth, float* c, bool accumulate) {
+  const int64_t count = (rows + 15) / 16, ldc = count * 16;
   if constexpr (R > 12) {  // more than twelve chains of a half strip would spill
-    lm_gemv_strip_run<R / 2>(a, lda, b, strip_stride, rows, depth, c, ldc, accumulate);
-    lm_gemv_strip_run<R - R / 2>(a + R / 2 * lda, lda, b, strip_stride, rows, depth, c + R / 2 * ldc, ldc, accumulate);
+    lm_gemv_strip_run<R / 2>(a, lda, b, strip_stride, rows, depth, c, accumulate);
+    lm_gemv_strip_run<R - R / 2>(a + R / 2 * lda, lda, b, strip_stride, rows, depth, c + R / 2 * ldc, accumulate);
     return;
   }
-  const int64_t count = (rows + 15) / 16;
   const bool half_last = rows % 16 != 0 && rows % 16 <= 8;
   lm_tile_strip_run<R>(a, lda, b, strip_stride, count - half_last, depth, c, ldc, accumulate);
   if (half_last)
@@ -932,7 +933,7 @@ inline void lm_gemv_strips(const float* strips, int64_t rows, const float* w, in
   constexpr int64_t kChunk = 256;
   for (int64_t d = 0; d < depth || d == 0; d += kChunk) {  // depth 0: the sums are zeros
     const int64_t chunk = depth - d < kChunk ? depth - d : kChunk;
-    lm_gemv_strip_run<R>(w + d, row_stride, strips + d * 16, depth * 16, rows, chunk, sums, (rows + 15) / 16 * 16, d > 0);
+    lm_gemv_strip_run<R>(w + d, row_stride, strips + d * 16, depth * 16, rows, chunk, sums, d > 0);
   }
 }
 // The same with int8 weight rows (Int8WeightOnlyConfig at a prompt's few rows): each chunk of the
@@ -965,7 +966,7 @@ inline void lm_gemv_strips(const float* strips, int64_t rows, const signed char*
       }
       for (; k < chunk; ++k) wide[r * kChunk + k] = row[k];
     }
-    lm_gemv_strip_run<R>(wide, kChunk, strips + d * 16, depth * 16, rows, chunk, sums, (rows + 15) / 16 * 16, d > 0);
+    lm_gemv_strip_run<R>(wide, kChunk, strips + d * 16, depth * 16, rows, chunk, sums, d > 0);
   }
 }
 // Eight f32 or bf16 values as f32, or one (a grouped GEMV's activations and scales).
@@ -1038,7 +1039,7 @@ inline void lm_gemv_strips_grouped(const float* strips, int64_t rows, const sign
         for (; k < end; ++k) out[k] = ((float)row[k] - zero) * scale;
       }
     }
-    lm_gemv_strip_run<R>(wide, kChunk, strips + d * 16, depth * 16, rows, chunk, sums, (rows + 15) / 16 * 16, d > 0);
+    lm_gemv_strip_run<R>(wide, kChunk, strips + d * 16, depth * 16, rows, chunk, sums, d > 0);
   }
 }
 // The GEMV pattern kernel's column form (GemvSpec::columns): the weight is [K, N] with N

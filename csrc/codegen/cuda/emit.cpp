@@ -15,28 +15,14 @@ namespace luminal::codegen::cuda {
 namespace {
 
 using cpp::expr_text;
+using cpp::mentions;
+using cpp::replace_all;
 using cpp::symbol_var;
 using ir::DType;
 using ir::Expr;
 using ir::is_half;
 
 constexpr int kBlockThreads = 256;
-
-// Whether identifier `name` occurs in `text` as a whole identifier.
-bool mentions(const std::string& text, const std::string& name) {
-  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  for (size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
-    const bool starts = at == 0 || !ident(text[at - 1]);
-    const bool ends = at + name.size() == text.size() || !ident(text[at + name.size()]);
-    if (starts && ends) return true;
-  }
-  return false;
-}
-
-void replace_all(std::string& text, const std::string& from, const std::string& to) {
-  for (size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos; pos += to.size())
-    text.replace(pos, from.size(), to);
-}
 
 // Declares prefix<d> for the dims of `shape` listed in `dims` (outermost first) from the linear
 // index `linear`, row-major over those dims. Only the variables `body` uses are declared (NVRTC

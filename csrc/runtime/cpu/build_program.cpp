@@ -40,29 +40,29 @@ bool matmul_as_loop(const ir::Graph& graph, NodeId id, const passes::PassContext
   return is_one(node.shape[rank - 2]) && (is_one(b.strides()[rank - 2]) || is_one(b.shape()[rank - 2]));
 }
 
-// A column GEMV's columns per work item (codegen::Kernel::column_run): its N split evenly over
-// the threads in whole 16-column blocks, or all of N when its batch alone keeps every thread
-// busy; at most kGemvColumns. Each thread then streams long runs of every weight row.
-int64_t column_run(const codegen::Kernel& kernel, int threads) {
-  const ir::Expr& n = kernel.domain.back();
-  if (!n.is_constant()) return codegen::kGemvColumns;
-  const ir::Expr batch = ir::numel(ir::Shape(kernel.domain.begin(), kernel.domain.end() - 1));
-  const int64_t split = batch.is_constant() && batch.constant_value() >= threads ? 1 : threads;
+// A run of `n` indices per work item, at most `cap`: split evenly over the threads in whole
+// 16-index blocks, or all of n (up to the cap) when the `items` besides it already keep every
+// thread busy. Each thread then streams long runs of memory.
+int64_t run_per_item(const ir::Expr& n, const ir::Expr& items, int threads, int64_t cap) {
+  if (!n.is_constant()) return cap;
+  const int64_t split = items.is_constant() && items.constant_value() >= threads ? 1 : threads;
   const int64_t per_thread = (n.constant_value() + split - 1) / split;
-  return std::clamp<int64_t>((per_thread + 15) / 16 * 16, 16, codegen::kGemvColumns);
+  return std::clamp<int64_t>((per_thread + 15) / 16 * 16, 16, cap);
 }
 
-// A column row kernel's lanes per work item (Kernel::lane_run): kRowLanes, or fewer, in whole
-// vectors, where the other dims' items are too few to give every thread some.
+// A column GEMV's columns per work item (codegen::Kernel::column_run): its N over its batch.
+int64_t column_run(const codegen::Kernel& kernel, int threads) {
+  const ir::Expr batch = ir::numel(ir::Shape(kernel.domain.begin(), kernel.domain.end() - 1));
+  return run_per_item(kernel.domain.back(), batch, threads, codegen::kGemvColumns);
+}
+
+// A column row kernel's lanes per work item (Kernel::lane_run): its lane dim over the dims
+// other than the lane and reduce ones.
 int64_t lane_run(const codegen::Kernel& kernel, int threads) {
-  const ir::Expr& n = kernel.domain[kernel.lane_axis];
-  if (!n.is_constant()) return codegen::kRowLanes;
   ir::Expr others(int64_t{1});
   for (int d = 0; d < static_cast<int>(kernel.domain.size()); ++d)
     if (d != kernel.lane_axis && d != kernel.reduce_axis) others = others * kernel.domain[d];
-  const int64_t split = others.is_constant() && others.constant_value() >= threads ? 1 : threads;
-  const int64_t per_thread = (n.constant_value() + split - 1) / split;
-  return std::clamp<int64_t>((per_thread + 15) / 16 * 16, 16, codegen::kRowLanes);
+  return run_per_item(kernel.domain[kernel.lane_axis], others, threads, codegen::kRowLanes);
 }
 
 std::string origin_of(const ir::Graph& graph, const std::vector<NodeId>& nodes) {
