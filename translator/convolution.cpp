@@ -224,7 +224,10 @@ void translate_convolution_backward(NodeArgs& args) {
   if (!args.output_name(2).empty()) {
     std::vector<int> dims = {0};
     for (int i = 0; i < k; ++i) dims.push_back(2 + i);
-    args.set_output(2, cast(cx, reduce(cx, ir::Op::SumReduce, dyc, dims, /*keepdim=*/false), args.output_dtype(2)));
+    // Over dy with its spatial dims as one (merge_reduced_dims), cast in that view to fuse.
+    const MergedReduction merged = merge_reduced_dims(dy, dims);
+    Tensor db = reduce(cx, ir::Op::SumReduce, cast(cx, merged.input, c), merged.axes, /*keepdim=*/true);
+    args.set_output(2, cast(cx, merged.restore(db, /*keepdim=*/false), args.output_dtype(2)));
   }
 }
 

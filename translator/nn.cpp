@@ -248,11 +248,15 @@ std::optional<std::pair<Tensor, Tensor>> batch_norm_training(NodeArgs& args, boo
     axes.push_back(d);
     count = count * x.shape()[d];
   }
-  Tensor xf = cast(cx, x, c);
+  // The statistics on x with H and W (every dim after C) viewed as one, as merge_reduced_dims says.
+  const MergedReduction merged = merge_reduced_dims(x, axes);
+  Tensor xf = cast(cx, merged.input, c);
   Tensor n = size_value(cx, count, c);
-  Tensor mean = binary(cx, Op::Div, reduce(cx, Op::SumReduce, xf, axes, false), n);
-  Tensor centered = binary(cx, Op::Sub, xf, per_channel(cx, mean, x.rank(), c));
-  Tensor squares = reduce(cx, Op::SumReduce, binary(cx, Op::Mul, centered, centered), axes, false);
+  Tensor merged_mean = binary(cx, Op::Div, reduce(cx, Op::SumReduce, xf, merged.axes, true), n);
+  Tensor centered = binary(cx, Op::Sub, xf, merged_mean);
+  Tensor squares =
+      merged.restore(reduce(cx, Op::SumReduce, binary(cx, Op::Mul, centered, centered), merged.axes, true), false);
+  Tensor mean = merged.restore(merged_mean, /*keepdim=*/false);
   Tensor rstd = inverse_std(cx, binary(cx, Op::Div, squares, n), args.floating("eps"));
   args.set_output(0, normalize_channels(args, x, mean, rstd));
   if (!args.output_name(1).empty()) args.set_output(1, cast(cx, mean, args.output_dtype(1)));

@@ -32,10 +32,26 @@ std::vector<int> all_dims(int rank) {
 bool keepdim(NodeArgs& args) { return args.has("keepdim") && args.boolean("keepdim"); }
 
 // sum and prod accumulate integers and bools in i64 unless a dtype is given.
-Tensor accumulation_input(NodeArgs& args) {
-  Tensor x = args.tensor("self");
+Tensor accumulation_input(NodeArgs& args, const Tensor& x) {
   if (std::optional<DType> dtype = args.has("dtype") ? args.dtype("dtype") : std::nullopt) return cast(args.cx(), x, *dtype);
   return ir::is_floating(x.dtype) ? x : cast(args.cx(), x, DType::I64);
+}
+
+Tensor sum_or_prod(NodeArgs& args, Op op, const std::vector<int>& dims, bool keep) {
+  TranslationContext& cx = args.cx();
+  const MergedReduction m = merge_reduced_dims(args.tensor("self"), dims);
+  Tensor x = accumulation_input(args, m.input);
+  const DType dtype = x.dtype;
+  // torch accumulates f16/bf16 in f32 and rounds once; a reduction node per axis in the half
+  // dtype would round between axes (a bf16 sum over a sliced H and W was 0.13 off).
+  if (m.axes.size() > 1) x = cast(cx, x, compute_dtype(dtype));
+  return m.restore(cast(cx, reduce(cx, op, x, m.axes, /*keepdim=*/true), dtype), keep);
+}
+
+// amax/amin: exact in any dtype, in any order.
+Tensor extreme_over(NodeArgs& args, Op op, const std::vector<int>& dims, bool keep) {
+  const MergedReduction m = merge_reduced_dims(args.tensor("self"), dims);
+  return m.restore(reduce(args.cx(), op, m.input, m.axes, /*keepdim=*/true), keep);
 }
 
 ir::Expr reduced_count(const Tensor& x, const std::vector<int>& dims) {
@@ -49,14 +65,17 @@ ir::Expr reduced_count(const Tensor& x, const std::vector<int>& dims) {
 // torch's CPU mean upcasts f16/bf16 to f32, sums, divides by the count, rounds once.
 Tensor mean_over(NodeArgs& args, const std::vector<int>& dims) {
   TranslationContext& cx = args.cx();
-  Tensor x = args.tensor("self");
+  const Tensor self = args.tensor("self");
+  // Merged before any cast, so that the casts fuse into the reduction (merge_reduced_dims).
+  const MergedReduction m = merge_reduced_dims(self, dims);
+  Tensor x = m.input;
   if (std::optional<DType> dtype = args.has("dtype") ? args.dtype("dtype") : std::nullopt) x = cast(cx, x, *dtype);
   USER_CHECK(ir::is_floating(x.dtype)) << "mean of a " << ir::dtype_name(x.dtype)
                                        << " tensor needs a floating dtype (pass dtype=)";
   const DType compute = compute_dtype(x.dtype);
-  Tensor sum = reduce(cx, Op::SumReduce, cast(cx, x, compute), dims, keepdim(args));
-  Tensor mean = binary(cx, Op::Div, sum, size_value(cx, reduced_count(x, dims), compute));
-  return cast(cx, mean, x.dtype);
+  Tensor sum = reduce(cx, Op::SumReduce, cast(cx, x, compute), m.axes, /*keepdim=*/true);
+  Tensor mean = binary(cx, Op::Div, sum, size_value(cx, reduced_count(self, dims), compute));
+  return m.restore(cast(cx, mean, x.dtype), keepdim(args));
 }
 
 // any is a max over bools; torch keeps uint8 for uint8 inputs.
@@ -119,37 +138,38 @@ Tensor variance(NodeArgs& args, const std::vector<int>& dims, double correction)
   Tensor x = args.tensor("self");
   USER_CHECK(ir::is_floating(x.dtype)) << "var of a " << ir::dtype_name(x.dtype) << " tensor";
   const DType compute = compute_dtype(x.dtype);
-  Tensor xf = cast(cx, x, compute);
+  const MergedReduction m = merge_reduced_dims(x, dims);
+  Tensor xf = cast(cx, m.input, compute);
   Tensor n = size_value(cx, reduced_count(x, dims), compute);
-  Tensor mean = binary(cx, Op::Div, reduce(cx, Op::SumReduce, xf, dims, true), n);
+  Tensor mean = binary(cx, Op::Div, reduce(cx, Op::SumReduce, xf, m.axes, true), n);
   Tensor centered = binary(cx, Op::Sub, xf, mean);
-  Tensor ss = reduce(cx, Op::SumReduce, binary(cx, Op::Mul, centered, centered), dims, keepdim(args));
+  Tensor ss = reduce(cx, Op::SumReduce, binary(cx, Op::Mul, centered, centered), m.axes, true);
   Tensor denominator = binary(cx, Op::Sub, n, constant(cx, ir::Scalar::of_float(correction), compute));
   // torch clamps the denominator at 0 (giving inf or NaN), never a negative variance.
   denominator = binary(cx, Op::Max, denominator, constant(cx, ir::Scalar::of_float(0.0), compute));
-  return cast(cx, binary(cx, Op::Div, ss, denominator), x.dtype);
+  return m.restore(cast(cx, binary(cx, Op::Div, ss, denominator), x.dtype), keepdim(args));
 }
 }  // namespace
 
-void translate_sum(NodeArgs& args) { args.set_output(0, reduce(args.cx(), Op::SumReduce, accumulation_input(args), {}, false)); }
+void translate_sum(NodeArgs& args) { args.set_output(0, sum_or_prod(args, Op::SumReduce, {}, false)); }
 
 void translate_sum_dim_intlist(NodeArgs& args) {
-  args.set_output(0, reduce(args.cx(), Op::SumReduce, accumulation_input(args), reduce_dims(args, "dim"), keepdim(args)));
+  args.set_output(0, sum_or_prod(args, Op::SumReduce, reduce_dims(args, "dim"), keepdim(args)));
 }
 
 void translate_prod_dim_int(NodeArgs& args) {
-  args.set_output(0, reduce(args.cx(), Op::ProdReduce, accumulation_input(args), reduce_dims(args, "dim"), keepdim(args)));
+  args.set_output(0, sum_or_prod(args, Op::ProdReduce, reduce_dims(args, "dim"), keepdim(args)));
 }
 
 void translate_mean(NodeArgs& args) { args.set_output(0, mean_over(args, {})); }
 void translate_mean_dim(NodeArgs& args) { args.set_output(0, mean_over(args, reduce_dims(args, "dim"))); }
 
 void translate_amax(NodeArgs& args) {
-  args.set_output(0, reduce(args.cx(), Op::MaxReduce, args.tensor("self"), reduce_dims(args, "dim"), keepdim(args)));
+  args.set_output(0, extreme_over(args, Op::MaxReduce, reduce_dims(args, "dim"), keepdim(args)));
 }
 
 void translate_amin(NodeArgs& args) {
-  args.set_output(0, reduce(args.cx(), Op::MinReduce, args.tensor("self"), reduce_dims(args, "dim"), keepdim(args)));
+  args.set_output(0, extreme_over(args, Op::MinReduce, reduce_dims(args, "dim"), keepdim(args)));
 }
 
 void translate_any(NodeArgs& args) { args.set_output(0, any_over(args, {})); }
@@ -157,7 +177,7 @@ void translate_any_dim(NodeArgs& args) { args.set_output(0, any_over(args, reduc
 void translate_any_dims(NodeArgs& args) { args.set_output(0, any_over(args, reduce_dims(args, "dim"))); }
 
 void translate_prod(NodeArgs& args) {
-  args.set_output(0, reduce(args.cx(), Op::ProdReduce, accumulation_input(args), {}, false));
+  args.set_output(0, sum_or_prod(args, Op::ProdReduce, {}, false));
 }
 
 void translate_argmax(NodeArgs& args) {
@@ -188,8 +208,8 @@ void translate_var_dim(NodeArgs& args) {
 }
 
 // max() / min() of a whole tensor (dynamo graphs keep these non-core overloads).
-void translate_max(NodeArgs& args) { args.set_output(0, reduce(args.cx(), Op::MaxReduce, args.tensor("self"), {}, false)); }
-void translate_min(NodeArgs& args) { args.set_output(0, reduce(args.cx(), Op::MinReduce, args.tensor("self"), {}, false)); }
+void translate_max(NodeArgs& args) { args.set_output(0, extreme_over(args, Op::MaxReduce, {}, false)); }
+void translate_min(NodeArgs& args) { args.set_output(0, extreme_over(args, Op::MinReduce, {}, false)); }
 
 // var_mean: (var, mean) in one node; var as var.correction.
 void translate_var_mean_correction(NodeArgs& args) {
@@ -203,12 +223,14 @@ void translate_var_mean_correction(NodeArgs& args) {
 // |x| and 0 as the count of non-zeros; computed in f32 for f16/bf16.
 void translate_linalg_vector_norm(NodeArgs& args) {
   TranslationContext& cx = args.cx();
-  Tensor x = args.tensor("self");
+  // Merged before any cast, so that the casts fuse into the reduction (merge_reduced_dims).
+  const MergedReduction m = merge_reduced_dims(args.tensor("self"), reduce_dims(args, "dim"));
+  Tensor x = m.input;
   if (std::optional<DType> dtype = args.dtype("dtype")) x = cast(cx, x, *dtype);
   USER_CHECK(ir::is_floating(x.dtype)) << "linalg_vector_norm of a " << ir::dtype_name(x.dtype) << " tensor";
   const DType c = compute_dtype(x.dtype);
-  const std::vector<int> dims = reduce_dims(args, "dim");
-  const bool keep = keepdim(args);
+  const std::vector<int>& dims = m.axes;
+  const bool keep = true;  // m.restore() drops the reduced dims
   const double ord = args.floating("ord");
   Tensor a = unary(cx, Op::Abs, cast(cx, x, c));
   Tensor out;
@@ -226,7 +248,7 @@ void translate_linalg_vector_norm(NodeArgs& args) {
     Tensor sum = reduce(cx, Op::SumReduce, binary(cx, Op::Pow, a, p), dims, keep);
     out = binary(cx, Op::Pow, sum, constant(cx, ir::Scalar::of_float(1.0 / ord), c));
   }
-  args.set_output(0, cast(cx, out, x.dtype));
+  args.set_output(0, m.restore(cast(cx, out, x.dtype), keepdim(args)));
 }
 
 // cumsum(x)[.., i] = sum over j <= i of x[.., j]: one CumSum node, linear in the length, in the

@@ -457,7 +457,11 @@ Tensor reduce(TranslationContext& cx, ir::Op op, const Tensor& t, const std::vec
   std::sort(axes.begin(), axes.end());
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
   Tensor out = t;
-  for (int axis : axes) {
+  // The last axis first: in a dense tensor it is the innermost, so the first (and largest) pass
+  // reduces contiguous rows, and the later ones read its much smaller result (channel_mean, a
+  // mean over (0, 2, 3) of NCHW, took 292 us this way against 502 us from axis 0 up).
+  for (auto axis_it = axes.rbegin(); axis_it != axes.rend(); ++axis_it) {
+    const int axis = *axis_it;
     ir::Node n;
     n.op = op;
     n.dtype = out.dtype;
@@ -469,6 +473,48 @@ Tensor reduce(TranslationContext& cx, ir::Op op, const Tensor& t, const std::vec
   }
   if (!keepdim)
     for (auto it = axes.rbegin(); it != axes.rend(); ++it) out = with_view(out, out.ref.view.squeeze(*it));
+  return out;
+}
+
+MergedReduction merge_reduced_dims(const Tensor& t, const std::vector<int>& dims) {
+  MergedReduction m{t, {}, t.shape(), {}};
+  if (t.rank() == 0) return m;  // reduce() gives a scalar back as it is
+  for (int d : dims) m.dims.push_back(wrap_dim(d, t.rank()));
+  if (dims.empty())
+    for (int d = 0; d < t.rank(); ++d) m.dims.push_back(d);
+  std::sort(m.dims.begin(), m.dims.end());
+  m.dims.erase(std::unique(m.dims.begin(), m.dims.end()), m.dims.end());
+  for (int d : m.dims) m.keepdim_shape[d] = Expr(int64_t{1});
+  m.axes = m.dims;
+  Shape merged_shape;
+  std::vector<int> merged_axes;
+  for (int d = 0; d < t.rank(); ++d) {
+    const bool reduced = std::binary_search(m.dims.begin(), m.dims.end(), d);
+    const bool follows_reduced = d > 0 && std::binary_search(m.dims.begin(), m.dims.end(), d - 1);
+    if (reduced && follows_reduced) {
+      merged_shape.back() = merged_shape.back() * t.shape()[d];
+      continue;
+    }
+    if (reduced) merged_axes.push_back(static_cast<int>(merged_shape.size()));
+    merged_shape.push_back(t.shape()[d]);
+  }
+  if (merged_axes.size() == m.dims.size()) return m;
+  if (std::optional<ir::View> v = t.ref.view.reshape(merged_shape)) {
+    m.input = with_view(t, *v);
+    m.axes = std::move(merged_axes);
+  }
+  return m;
+}
+
+Tensor MergedReduction::restore(const Tensor& reduced, bool keepdim) const {
+  Tensor out = reduced;
+  if (out.shape() != keepdim_shape) {
+    std::optional<ir::View> v = out.ref.view.reshape(keepdim_shape);
+    INTERNAL_CHECK(v.has_value()) << "viewing a merged reduction's result in its input's rank failed";
+    out = with_view(out, *v);
+  }
+  if (!keepdim)
+    for (auto it = dims.rbegin(); it != dims.rend(); ++it) out = with_view(out, out.ref.view.squeeze(*it));
   return out;
 }
 

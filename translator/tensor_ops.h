@@ -81,6 +81,23 @@ Tensor where(TranslationContext& cx, const Tensor& cond, const Tensor& a, const 
 // Reduces over each dim in `dims` (empty = all dims). keepdim as torch.
 Tensor reduce(TranslationContext& cx, ir::Op op, const Tensor& t, const std::vector<int>& dims, bool keepdim);
 
+// A reduction's input with each run of adjacent reduced dims viewed as one dim, where its view
+// allows that without a copy (a contiguous NCHW tensor's H and W): mean over (0, 2, 3) then
+// reduces rows of H*W elements once, where a dim at a time made a pass over rows as short as W.
+// Callers merge the input before their elementwise work (a cast, x - mean) so that it fuses into
+// the reduction as usual, reduce `axes` with keepdim=true, and restore() the result.
+struct MergedReduction {
+  Tensor input;           // the input, viewed merged (or as it was, when nothing merges)
+  std::vector<int> axes;  // the reduced dims of that view, ascending
+  ir::Shape keepdim_shape;  // the input's shape with 1 at each reduced dim
+  std::vector<int> dims;  // the input's reduced dims, ascending
+  // A result of reducing `input` over `axes` with keepdim=true, in the input's rank
+  // (keepdim) or without the reduced dims.
+  Tensor restore(const Tensor& reduced, bool keepdim) const;
+};
+// `dims` as reduce() takes them (empty = all dims).
+MergedReduction merge_reduced_dims(const Tensor& t, const std::vector<int>& dims);
+
 // ---- scans ----
 // torch.cumsum along `axis` in t's own dtype, which must not be bool (CumSum in ir/ops.def; the
 // caller casts first for cumsum's dtype and promotion rules). Rank >= 1.

@@ -92,9 +92,67 @@ COLUMN_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES + COLUMN_CASES, ids=str)
+# Reductions over adjacent dims, which the translator views as one dim where the layout allows
+# it without a copy (merge_reduced_dims): a dense NCHW tensor, a channels-last one, W sliced, H
+# expanded, and one large enough for several work items. The exported graph reads its inputs
+# dense, so the layouts that do not merge are made inside the graph (the `in_graph` cases).
+MERGED_VARIANTS = {
+    "nchw_2x3x4x5": (lambda m: m((2, 3, 4, 5)),),
+    "channels_last": (lambda m: m((2, 4, 5, 3)).permute(0, 3, 1, 2),),
+    "sliced_w": (lambda m: m((2, 3, 4, 9))[..., 2:7],),
+    "expanded_h": (lambda m: m((2, 3, 1, 5)).expand(2, 3, 4, 5),),
+    "large_3x16x24x40": (lambda m: m((3, 16, 24, 40)),),
+}
+
+
+def mcase(name, fn, **kw):
+    return Case(name, fn, variants=MERGED_VARIANTS, short=tuple(MERGED_VARIANTS), **kw)
+
+
+MERGED_CASES = [
+    mcase("merged_channel_mean", lambda x: x.mean((0, 2, 3)), dtypes=FLOATS),
+    mcase("merged_sum_hw_keepdim", lambda x: x.sum((2, 3), keepdim=True)),
+    mcase("merged_sum_leading", lambda x: x.sum((0, 1))),
+    mcase("merged_amax_amin", lambda x: (x.amax((1, 2, 3)), x.amin((0, 2, 3), keepdim=True))),
+    mcase("merged_prod_all", lambda x: x[:1, :2].prod(), domains=((-1.5, 1.5),), tolerance_scale=4.0),
+    mcase("merged_var_std", lambda x: (torch.var(x, (0, 2, 3)), torch.std(x, (2, 3), keepdim=True)), dtypes=FLOATS),
+    mcase("merged_norms", lambda x: (torch.linalg.vector_norm(x, dim=(2, 3)),
+                                     torch.linalg.vector_norm(x, ord=float("inf"), dim=(0, 2, 3), keepdim=True)),
+          dtypes=FLOATS),
+    mcase("merged_in_graph_sliced_w", lambda x: (x[..., 1:-1].sum((2, 3)), x[..., ::2].mean((0, 2, 3))), dtypes=FLOATS),
+    mcase("merged_in_graph_expanded_h", lambda x: x[:, :, :1].expand(-1, -1, 6, -1).amax((0, 2, 3))),
+    mcase("merged_in_graph_transposed", lambda x: x.transpose(2, 3).sum((2, 3))),
+    mcase("merged_dtype_arg", lambda x: (x.mean((0, 2, 3), dtype=torch.float64),
+                                         torch.linalg.vector_norm(x, dim=(2, 3), dtype=torch.float64)), dtypes=FLOATS),
+    mcase("merged_empty_hw", lambda x: (x[:, :, :0].sum((2, 3)), x[:, :, :0].mean((0, 2, 3))), dtypes=FLOATS),
+]
+
+
+@pytest.mark.parametrize("case", CASES + COLUMN_CASES + MERGED_CASES, ids=str)
 def test_reduction(case):
     run_case(case)
+
+
+def _ir_node_count(fn, x):
+    from luminal.backend import luminal_backend
+
+    programs = []
+
+    def backend(gm, example_inputs):
+        programs.append(luminal_backend(gm, example_inputs))
+        return programs[-1]
+
+    torch._dynamo.reset()
+    torch.compile(fn, backend=backend, dynamic=False)(x)
+    return programs[0].stats["ir_node_count"]
+
+
+def test_adjacent_reduced_dims_are_one_reduction():
+    """mean over (0, 2, 3) of a dense NCHW tensor reduces H and W as one dim (rows of H*W, one
+    pass), so it has as many IR nodes as mean over (0, 2); with W sliced they cannot merge."""
+    x = torch.randn(2, 3, 4, 5)
+    assert _ir_node_count(lambda t: t.mean((0, 2, 3)), x) == _ir_node_count(lambda t: t.mean((0, 2)), x)
+    assert _ir_node_count(lambda t: t[..., 2:4].mean((0, 2, 3)), x) == _ir_node_count(lambda t: t[..., 2:4].mean((0, 2)), x) + 1
 
 
 def test_argmax_nan_and_ties():
