@@ -702,6 +702,9 @@ class Emitter {
     // lm_half + lm_q's into lm_sums_b; pair_half, the count of rows of each half (0: no pairs).
     std::string pair_call, pair_half;
     const char* sum_type = "float";
+    // The scratch this call has allocated so far, freed on every way out of the kernel.
+    std::string frees;
+    const auto fail = [&](int64_t code) { return "{ " + frees + "return " + std::to_string(code) + "; }"; };
     out << "  const int64_t lm_depth = " << expr_text(g.depth) << ";\n";
     if (widens_activations()) {
       // bf16 activations times int8 weights without batch dims: `a` is widened to f32 once per
@@ -711,6 +714,7 @@ class Emitter {
       out << "  const int64_t lm_a_rows = " << expr_text(k_.domain[rank_ - 2]) << ";\n";
       out << "  float* lm_wide = (float*)__builtin_malloc(sizeof(float) * (lm_a_rows * lm_depth + 1));\n";
       out << "  if (lm_wide == nullptr) return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n";
+      frees += "__builtin_free(lm_wide); ";
       out << "  for (int64_t lm_m = 0; lm_m < lm_a_rows; ++lm_m) {\n";
       out << "    const int64_t i0 = 0, i1 = 0;  // a's index at row 0 (its stride along N is 0)\n";
       out << "    (void)i0; (void)i1;\n";
@@ -751,7 +755,8 @@ class Emitter {
         // not an allocation failure.)
         out << "  float* lm_totals_sums = (float*)__builtin_malloc(sizeof(float) * (lm_depth / " << g.group
             << " + 1));\n";
-        out << "  if (lm_totals_sums == nullptr) return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n";
+        out << "  if (lm_totals_sums == nullptr) " << fail(static_cast<int64_t>(kKernelOutOfMemory)) << "\n";
+        frees += "__builtin_free(lm_totals_sums); ";
         out << "  lm_group_totals lm_totals{nullptr, lm_totals_sums};\n";
       }
       if (rank_ == 2 && is_one(k_.domain[0])) {
@@ -795,11 +800,11 @@ class Emitter {
       const int64_t most_strips = ((m.is_constant() ? m.constant_value() : kF32GemvRows) + 15) / 16;
       out << "  const int64_t lm_strip_count = (" << m_count << " + 15) / 16;\n";
       if (!m.is_constant())
-        out << "  if (lm_strip_count > " << most_strips << ") return " << static_cast<int64_t>(kKernelTooManyRows)
-            << ";\n";
+        out << "  if (lm_strip_count > " << most_strips << ") " << fail(static_cast<int64_t>(kKernelTooManyRows)) << "\n";
       out << "  float lm_block[" << rows << " * " << most_strips << " * 16];\n";
       out << "  float* lm_strips = (float*)__builtin_malloc(sizeof(float) * (lm_strip_count * 16 * lm_depth + 1));\n";
-      out << "  if (lm_strips == nullptr) return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n";
+      out << "  if (lm_strips == nullptr) " << fail(static_cast<int64_t>(kKernelOutOfMemory)) << "\n";
+      frees += "__builtin_free(lm_strips); ";
       out << "  const void* lm_packed = nullptr;  // the `a` lm_strips holds\n";
     }
     std::vector<int> dims;
@@ -841,7 +846,7 @@ class Emitter {
       out << "        p2[lm_o + lm_m * " << expr_text(g.out.strides[m_axis])
           << " + lm_u * lm_out_stride] = " << table_.store(t, "lm_block[lm_u * lm_strip_count * 16 + lm_m]") << ";\n";
       out << "    lm_p += lm_rows;\n  }\n";
-      out << "  __builtin_free(lm_strips);\n";
+      out << "  " << frees << "\n";
       return out.str();
     }
     out << "    for (int64_t lm_m = 0; lm_m < " << m_count << "; ++lm_m) {\n";
@@ -854,8 +859,7 @@ class Emitter {
         << table_.store(t, "lm_sums[lm_u]") << ";\n";
     out << "    }\n";
     out << "    lm_p += lm_rows;\n  }\n";
-    if (widens_activations()) out << "  __builtin_free(lm_wide);\n";
-    if (g.group > 0) out << "  __builtin_free(lm_totals_sums);\n";
+    if (!frees.empty()) out << "  " << frees << "\n";
     return out.str();
   }
 
