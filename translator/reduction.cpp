@@ -38,14 +38,8 @@ Tensor accumulation_input(NodeArgs& args, const Tensor& x) {
 }
 
 Tensor sum_or_prod(NodeArgs& args, Op op, const std::vector<int>& dims, bool keep) {
-  TranslationContext& cx = args.cx();
   const MergedReduction m = merge_reduced_dims(args.tensor("self"), dims);
-  Tensor x = accumulation_input(args, m.input);
-  const DType dtype = x.dtype;
-  // torch accumulates f16/bf16 in f32 and rounds once; a reduction node per axis in the half
-  // dtype would round between axes (a bf16 sum over a sliced H and W was 0.13 off).
-  if (m.axes.size() > 1) x = cast(cx, x, compute_dtype(dtype));
-  return m.restore(cast(cx, reduce(cx, op, x, m.axes, /*keepdim=*/true), dtype), keep);
+  return m.restore(reduce(args.cx(), op, accumulation_input(args, m.input), m.axes, /*keepdim=*/true), keep);
 }
 
 // amax/amin: exact in any dtype, in any order.

@@ -447,16 +447,30 @@ Tensor where(TranslationContext& cx, const Tensor& cond, const Tensor& a, const 
 
 // ---- reductions ----
 
+namespace {
+
+// A reduction's `dims` (empty = all dims) wrapped, ascending, each once.
+std::vector<int> reduced_axes(int rank, const std::vector<int>& dims) {
+  std::vector<int> axes;
+  for (int d : dims) axes.push_back(wrap_dim(d, rank));
+  if (dims.empty())
+    for (int d = 0; d < rank; ++d) axes.push_back(d);
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  return axes;
+}
+
+}  // namespace
+
 Tensor reduce(TranslationContext& cx, ir::Op op, const Tensor& t, const std::vector<int>& dims, bool keepdim) {
   INTERNAL_CHECK(op_has(op, ir::kReduction)) << ir::op_name(op) << " is not a reduction";
   if (t.rank() == 0) return t;  // reducing a scalar over dim 0/-1 or all dims is the scalar itself
-  std::vector<int> axes;
-  for (int d : dims) axes.push_back(wrap_dim(d, t.rank()));
-  if (dims.empty())
-    for (int d = 0; d < t.rank(); ++d) axes.push_back(d);
-  std::sort(axes.begin(), axes.end());
-  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  Tensor out = t;
+  const std::vector<int> axes = reduced_axes(t.rank(), dims);
+  // A chain of f16/bf16 nodes would round between axes (a bf16 sum over a sliced H and W was
+  // 0.13 off eager's); torch accumulates sums and products in f32 and rounds once. Max and min
+  // are exact in any dtype.
+  const bool widen = axes.size() > 1 && ir::is_half(t.dtype) && (op == Op::SumReduce || op == Op::ProdReduce);
+  Tensor out = widen ? cast(cx, t, compute_dtype(t.dtype)) : t;
   // The last axis first: in a dense tensor it is the innermost, so the first (and largest) pass
   // reduces contiguous rows, and the later ones read its much smaller result (channel_mean, a
   // mean over (0, 2, 3) of NCHW, took 292 us this way against 502 us from axis 0 up).
@@ -471,6 +485,7 @@ Tensor reduce(TranslationContext& cx, ir::Op op, const Tensor& t, const std::vec
     n.inputs = {out.ref};
     out = cx.add(std::move(n));
   }
+  if (widen) out = cast(cx, out, t.dtype);
   if (!keepdim)
     for (auto it = axes.rbegin(); it != axes.rend(); ++it) out = with_view(out, out.ref.view.squeeze(*it));
   return out;
@@ -479,11 +494,7 @@ Tensor reduce(TranslationContext& cx, ir::Op op, const Tensor& t, const std::vec
 MergedReduction merge_reduced_dims(const Tensor& t, const std::vector<int>& dims) {
   MergedReduction m{t, {}, t.shape(), {}};
   if (t.rank() == 0) return m;  // reduce() gives a scalar back as it is
-  for (int d : dims) m.dims.push_back(wrap_dim(d, t.rank()));
-  if (dims.empty())
-    for (int d = 0; d < t.rank(); ++d) m.dims.push_back(d);
-  std::sort(m.dims.begin(), m.dims.end());
-  m.dims.erase(std::unique(m.dims.begin(), m.dims.end()), m.dims.end());
+  m.dims = reduced_axes(t.rank(), dims);
   for (int d : m.dims) m.keepdim_shape[d] = Expr(int64_t{1});
   m.axes = m.dims;
   Shape merged_shape;

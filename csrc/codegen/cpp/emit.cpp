@@ -713,7 +713,7 @@ class Emitter {
       // (+ 1: an empty `a` is not an allocation failure.)
       out << "  const int64_t lm_a_rows = " << expr_text(k_.domain[rank_ - 2]) << ";\n";
       out << "  float* lm_wide = (float*)__builtin_malloc(sizeof(float) * (lm_a_rows * lm_depth + 1));\n";
-      out << "  if (lm_wide == nullptr) return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n";
+      out << "  if (lm_wide == nullptr) " << fail(static_cast<int64_t>(kKernelOutOfMemory)) << "\n";
       frees += "__builtin_free(lm_wide); ";
       out << "  for (int64_t lm_m = 0; lm_m < lm_a_rows; ++lm_m) {\n";
       out << "    const int64_t i0 = 0, i1 = 0;  // a's index at row 0 (its stride along N is 0)\n";
