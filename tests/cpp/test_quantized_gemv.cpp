@@ -128,8 +128,9 @@ TEST(QuantizedGemv, DequantizesPerGroupInRegistersAndMatchesTheReference) {
     // Groups of 32 (torchao's int4 default), whole vectors of 8, and 12 (the scalar path);
     // rows that are and are not a multiple of the tile.
     // Group counts that the kernel's steps of four (f32) and two (bf16) groups divide and do not.
+    // 20 groups of 32: a bf16 row's scales are read sixteen groups at a time where whole.
     for (auto [n, groups, group] : {std::tuple<int64_t, int64_t, int64_t>{13, 4, 32}, {64, 8, 32}, {9, 3, 8},
-                                    {7, 5, 12}, {5, 5, 8}, {6, 6, 16}}) {
+                                    {7, 5, 12}, {5, 5, 8}, {6, 6, 16}, {8, 20, 32}}) {
       for (bool zero_points : {true, false}) {
         const ir::Graph graph = group_quantized_linear(t, n, groups, group, zero_points);
         GroupQuantizedWeights drawn(t, n, groups, group, rng, -128, 127);
@@ -145,9 +146,11 @@ TEST(QuantizedGemv, DequantizesPerGroupInRegistersAndMatchesTheReference) {
         EXPECT_NE(gemv->what.find("per group of " + std::to_string(group)), std::string::npos) << gemv->what;
         EXPECT_EQ(program.slots[gemv->slots[1]].node, 1) << what << ": the GEMV's weight is not q";
         // bf16: each weight is rounded to bf16 as the reference's Mul rounds it. f32 groups of
-        // 16 and 32 are summed in sixteen lanes with AVX-512, in another order than AVX2's eight.
+        // 16 and 32 are summed in sixteen lanes with AVX-512, in another order than AVX2's eight,
+        // and so are bf16 groups of 32 with AVX512-BF16 (in bf16 pairs, vdpbf16ps).
         expect_both_isas_match_the_reference(graph, {random_tensor(t, {1, groups * group}, rng)}, what,
-                                             t == DType::F32 ? 1e-4 : 2e-2, weights, /*same_bits=*/t != DType::F32);
+                                             t == DType::F32 ? 1e-4 : 2e-2, weights,
+                                             /*same_bits=*/t != DType::F32 && group % 32 != 0);
       }
     }
   }
@@ -158,12 +161,15 @@ TEST(QuantizedGemv, DequantizesPerGroupInRegistersAndMatchesTheReference) {
 // out one column of the dequantized weight times it; the product is exact in f32, so the output
 // is that product rounded once, and an unrounded weight's product rounds elsewhere), for all int8
 // q and zero points and scales of either sign from 2^-40 to 2^118, across the kernel's two forms
-// (its floating-point split below |scale| 2^102, the integer rounding above) and the scalar path
-// of groups that are not whole vectors. Sums of all-equal weights tell them apart too.
+// (its floating-point split below |scale| 2^102, the integer rounding above; with AVX512-BF16 for
+// groups of 32, one FMA below 2^102 and a subtraction and product above, each rounded by
+// vcvtne2ps2bf16) and the scalar path of groups that are not whole vectors. Sums of all-equal
+// weights tell them apart too.
 TEST(QuantizedGemv, EachBf16GroupedWeightIsRoundedToBf16BeforeItsProduct) {
   constexpr float kReadOut = 1.0078125f;
   std::mt19937 rng(11);
-  for (auto [groups, group] : {std::pair<int64_t, int64_t>{11, 32}, {3, 24}, {5, 8}, {4, 12}}) {
+  // 17 groups of 32: a table of sixteen groups' scales made at once (with AVX512-BF16), then one.
+  for (auto [groups, group] : {std::pair<int64_t, int64_t>{11, 32}, {17, 32}, {3, 24}, {5, 8}, {4, 12}}) {
     const int64_t n = 20, k = groups * group;
     const ir::Graph graph = group_quantized_linear(DType::BF16, n, groups, group, /*zero_points=*/true);
     GroupQuantizedWeights drawn(DType::BF16, n, groups, group, rng, -128, 127);

@@ -291,6 +291,24 @@ inline lm_f32x16 lm_widen_i8x16(const signed char* w) {
                                  lm_f32x16);
 }
 #endif
+#if defined(__AVX512BF16__)
+// AVX512-BF16's two instructions, as inline assembly: GCC 12's builtins take vectors of short
+// where GCC 13's take __bf16, and <immintrin.h> adds half a second to every kernel build. A
+// vector of 32 bf16 values travels as the bits of an lm_f32x16.
+// lo's sixteen values rounded to bf16 (to nearest, ties to even) in the low half, hi's above.
+inline lm_f32x16 lm_round_bf16_pairs(lm_f32x16 lo, lm_f32x16 hi) {
+  lm_f32x16 out;
+  asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(out) : "v"(hi), "v"(lo));
+  return out;
+}
+// acc + a[2i] b[2i] + a[2i+1] b[2i+1] in each f32 lane i, for bf16 pairs a and b: the products
+// are exact; denormal inputs and results count as zero (as in oneDNN's bf16 GEMMs, eager's on
+// such a CPU).
+inline lm_f32x16 lm_dot_bf16_pairs(lm_f32x16 acc, lm_f32x16 a, lm_f32x16 b) {
+  asm("vdpbf16ps %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+  return acc;
+}
+#endif
 struct lm_f32_i8 {
   typedef float TA;
   typedef signed char TW;
@@ -976,6 +994,13 @@ inline lm_f32x8 lm_load_f32x8(const float* p) {
   return v;
 }
 inline lm_f32x8 lm_load_f32x8(const uint16_t* p) { return lm_bf16_i8::load_x(p); }
+#if defined(__AVX512F__)
+inline lm_f32x16 lm_load_f32x16(const float* p) {
+  lm_f32x16 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+#endif
 inline float lm_load_f32(const float* p) { return *p; }
 inline float lm_load_f32(const uint16_t* p) { return lm_bf2f(*p); }
 // Eight weights of a group with a bf16 scale: (q - zero) * scale in f32 (exact: a 9-bit integer
@@ -1344,6 +1369,87 @@ inline lm_f32x8 lm_dequantize_bf16x8_split(const signed char* q, lm_f32x8 scale,
   const lm_f32x8 c = x * 65537.0f;
   return c - (c - x);
 }
+#if defined(__AVX512BF16__)
+// lm_gemv_row_groups_bf16 where the CPU has AVX512-BF16 and a group is a multiple of 32 weights:
+// 32 weights at a time are dequantized in f32 (q * scale - zero * scale in one FMA where every
+// |scale| of the table is below 2^102, exact as in lm_dequantize_bf16x8_split; else
+// (q - zero) * scale, exact for any scale), rounded to bf16 by one vcvtne2ps2bf16, the rounding
+// lm_dequantize_bf16x8 does in integer lanes (a denormal scale's products aside: they become 0),
+// and multiplied by `a`, rounded back to the bf16 it was widened from, with vdpbf16ps. Per 32
+// weights of a row: eight 512-bit instructions (two widenings of two, two FMAs, the rounding, the
+// dot product) where the Veltkamp form has 28 of 256 bits, and Zen 4 runs 512 bits at half their
+// rate: about 1.4x. The scales of sixteen groups a table. A 4096x4096 int4 GEMV on two Zen 4
+// cores took 1,301 us against the Veltkamp form's 1,801 (cpu_isa="avx2"), interleaved in one
+// process (docs/lessons.md, 2026-11-28). Each row's operations are the same whatever S: the same
+// bits.
+template <int S>
+inline void lm_gemv_row_groups_bf16_dot(const float* a, const signed char* const* rows, int64_t depth, int64_t group,
+                                        const uint16_t* const* scales, int64_t scale_group,
+                                        const signed char* const* zeros, int64_t zero_group, float* const* sums) {
+  constexpr int kTable = 16;
+  lm_f32x16 acc[S] = {}, acc2[S] = {};
+  auto broadcast = [](float v) { return lm_f32x16{v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v}; };
+  const int64_t groups = depth / group;
+  for (int64_t first = 0; first < groups; first += kTable) {
+    const int count = groups - first < kTable ? (int)(groups - first) : kTable;
+    alignas(64) float scale[S][kTable], zero[S][kTable], minus_zero_scale[S][kTable];
+    bool small_scales = true;  // every |scale| below 2^102 (false for NaN)
+    for (int s = 0; s < S; ++s) {
+      for (int64_t j = 0; j < count * group; j += 64)
+        __builtin_prefetch(rows[s] + first * group + j + lm_stream_prefetch_bytes);
+      // Made sixteen at a time where they are adjacent: made one at a time, the table took a
+      // fifth of the kernel's time.
+      if (count == kTable && scale_group == 1 && (zeros[s] == nullptr || zero_group == 1)) {
+        typedef uint16_t lm_u16x16 __attribute__((vector_size(32)));
+        typedef uint32_t lm_u32x16 __attribute__((vector_size(64)));
+        typedef uint32_t lm_u32x8 __attribute__((vector_size(32)));
+        typedef long long lm_i64x4 __attribute__((vector_size(32)));
+        lm_u16x16 bits;
+        __builtin_memcpy(&bits, scales[s] + first, sizeof bits);
+        const lm_u32x16 wide_bits = __builtin_convertvector(bits, lm_u32x16) << 16;
+        const lm_f32x16 sv = (lm_f32x16)wide_bits;
+        const lm_f32x16 zv = zeros[s] == nullptr ? lm_f32x16{} : lm_widen_i8x16(zeros[s] + first);
+        const lm_f32x16 mzs = -(zv * sv);
+        __builtin_memcpy(scale[s], &sv, sizeof sv);
+        __builtin_memcpy(zero[s], &zv, sizeof zv);
+        __builtin_memcpy(minus_zero_scale[s], &mzs, sizeof mzs);
+        const lm_u32x16 large = (lm_u32x16)((wide_bits & 0x7fffffffu) >= 0x72800000u);  // 2^102, inf, NaN
+        const lm_u32x8 any = __builtin_shufflevector(large, large, 0, 1, 2, 3, 4, 5, 6, 7) |
+                             __builtin_shufflevector(large, large, 8, 9, 10, 11, 12, 13, 14, 15);
+        small_scales = small_scales && __builtin_ia32_ptestz256((lm_i64x4)any, (lm_i64x4)any);
+      } else {
+        for (int j = 0; j < count; ++j) {
+          scale[s][j] = lm_bf2f(scales[s][(first + j) * scale_group]);
+          zero[s][j] = zeros[s] == nullptr ? 0.0f : (float)zeros[s][(first + j) * zero_group];
+          minus_zero_scale[s][j] = -(zero[s][j] * scale[s][j]);
+          small_scales = small_scales && __builtin_fabsf(scale[s][j]) < 0x1p102f;
+        }
+      }
+    }
+    // One loop per form, so that the choice is made once per table, not per vector.
+    auto run = [&](auto dequantize) {
+      for (int j = 0; j < count; ++j)
+        for (int64_t k = (first + j) * group; k < (first + j + 1) * group; k += 32) {
+          const lm_f32x16 x = lm_round_bf16_pairs(lm_load_f32x16(a + k), lm_load_f32x16(a + k + 16));
+          for (int s = 0; s < S; ++s) {
+            const lm_f32x16 w = lm_round_bf16_pairs(dequantize(s, j, k), dequantize(s, j, k + 16));
+            if (j % 2 == 0) acc[s] = lm_dot_bf16_pairs(acc[s], x, w);
+            else acc2[s] = lm_dot_bf16_pairs(acc2[s], x, w);
+          }
+        }
+    };
+    if (small_scales)
+      run([&](int s, int j, int64_t k) {
+        return lm_madd16(lm_widen_i8x16(rows[s] + k), broadcast(scale[s][j]), broadcast(minus_zero_scale[s][j]));
+      });
+    else
+      run([&](int s, int j, int64_t k) {
+        return (lm_widen_i8x16(rows[s] + k) - broadcast(zero[s][j])) * broadcast(scale[s][j]);
+      });
+  }
+  for (int s = 0; s < S; ++s) *sums[s] = lm_sum8(lm_fold16(acc[s] + acc2[s]));
+}
+#endif
 // S rows (one from each of S blocks far apart in the weight: two streams, as lm_gemv_rows_pair
 // reads int8 rows), each read start to end with two sums in flight, sixteen weights a step.
 // The scales (and zero points' products) of eight groups are made at once into a small table,
@@ -1357,6 +1463,10 @@ template <int S>
 inline void lm_gemv_row_groups_bf16(const float* a, const signed char* const* rows, int64_t depth, int64_t group,
                                     const uint16_t* const* scales, int64_t scale_group,
                                     const signed char* const* zeros, int64_t zero_group, float* const* sums) {
+#if defined(__AVX512BF16__)
+  if (group % 32 == 0)
+    return lm_gemv_row_groups_bf16_dot<S>(a, rows, depth, group, scales, scale_group, zeros, zero_group, sums);
+#endif
   constexpr int kTable = 8;
   lm_f32x8 acc[S] = {}, acc2[S] = {};
   const int64_t groups = depth / group;
