@@ -26,13 +26,16 @@ void translate_bmm(NodeArgs& args) {
 }
 
 // int8 x int8 -> i32 (torchao's dynamic activation quantization): the product of the operands'
-// exact i32 widenings, summed in i32 as torch does. A runtime may read the int8 operands
-// themselves (passes/quantized_weights.h).
+// exact i32 widenings, summed in i32 as torch does. A runtime may read the 8-bit operands
+// themselves (passes/quantized_weights.h). On a CPU with AVX512-VNNI and no AMX, torchao makes
+// the activations unsigned (a + 128 as uint8) and subtracts 128 times the weight's column sums
+// after: uint8 x int8, which torch's CPU _int_mm also takes.
 void translate_int_mm(NodeArgs& args) {
   TranslationContext& cx = args.cx();
   const Tensor a = matrix_operand(args, "self", 2), b = matrix_operand(args, "mat2", 2);
-  USER_CHECK(a.dtype == ir::DType::I8 && b.dtype == ir::DType::I8)
-      << "_int_mm multiplies int8 matrices, got " << ir::dtype_name(a.dtype) << " and " << ir::dtype_name(b.dtype);
+  USER_CHECK((a.dtype == ir::DType::I8 || a.dtype == ir::DType::U8) && b.dtype == ir::DType::I8)
+      << "_int_mm multiplies int8 or uint8 by int8 matrices, got " << ir::dtype_name(a.dtype) << " and "
+      << ir::dtype_name(b.dtype);
   args.set_output(0, matmul(cx, cast(cx, a, ir::DType::I32), cast(cx, b, ir::DType::I32)));
 }
 

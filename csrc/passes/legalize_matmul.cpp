@@ -27,7 +27,9 @@ bool weight_repeats_over_batch(const ir::Node& matmul) {
 
 bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows, int64_t f32_rows) {
   if (matmul.op != ir::Op::Matmul) return false;
-  const bool int8_product = matmul.dtype == ir::DType::I32 && graph.node(matmul.inputs[0].node).dtype == ir::DType::I8 &&
+  // int8 or uint8 activations (torchao's two forms of _int_mm) times int8 weights.
+  const ir::DType a = graph.node(matmul.inputs[0].node).dtype;
+  const bool int8_product = matmul.dtype == ir::DType::I32 && (a == ir::DType::I8 || a == ir::DType::U8) &&
                             graph.node(matmul.inputs[1].node).dtype == ir::DType::I8;
   if (matmul.dtype != ir::DType::F32 && matmul.dtype != ir::DType::F16 && matmul.dtype != ir::DType::BF16 &&
       !int8_product)

@@ -13,12 +13,19 @@
 // i32); a Matmul reads an i8 operand only where is_gemv(graph, matmul, 1, f32_rows) holds: an
 // f32 or bf16 one its weight, an i32 one both operands; a Cast nothing reads any more is left
 // for dead-code elimination.
+//
+// On a CPU with AVX512-VNNI and no AMX, torchao makes the activations unsigned before _int_mm,
+// (x + 128) as uint8, and subtracts 128 times the weight's column sums after: a second pass over
+// the whole weight on every call. fold_unsigned_activation_offset (run first) turns that Sub back
+// into the product of x itself, exactly: (x + 128) w - 128 sum w = x w, mod 2^32 as torch's i32
+// sums wrap. The column sums, nothing reading them any more, are left for dead-code elimination.
 #pragma once
 
 #include "ir/graph.h"
 
 namespace luminal::passes {
 
+ir::Graph fold_unsigned_activation_offset(ir::Graph graph);
 ir::Graph read_quantized_weights_in_gemvs(ir::Graph graph, int64_t f32_rows);
 
 }  // namespace luminal::passes

@@ -230,10 +230,11 @@ TEST(CudaCodegen, AttentionCompilesWithNvrtcWithoutWarnings) {
 }
 
 // torchao's quantized Linears as the translator composes them: x [M, K] times Cast(w [N, K]
-// int8)^T in the activations' dtype (weight-only), or both operands widened to i32 (_int_mm).
-ir::Graph int8_linear(DType t, int64_t m, int64_t n, int64_t k) {
+// int8)^T in the activations' dtype (weight-only), or both operands widened to i32 (_int_mm, with
+// int8 activations or, torchao's form for AVX512-VNNI CPUs, uint8 ones: `activations`).
+ir::Graph int8_linear(DType t, int64_t m, int64_t n, int64_t k, DType activations = DType::I8) {
   IrTestBuilder b;
-  auto x = b.input("x", t == DType::I32 ? DType::I8 : t, {m, k});
+  auto x = b.input("x", t == DType::I32 ? activations : t, {m, k});
   auto w = b.weight("w", DType::I8, {n, k});
   auto a = t == DType::I32 ? b.unary(Op::Cast, x, t) : x;
   b.output(b.matmul(a, b.unary(Op::Cast, viewed(w, w.view.permute({1, 0})), t)));
@@ -250,12 +251,14 @@ TEST(CudaCodegen, QuantizedGemvsReadTheInt8WeightAndCompileWithNvrtc) {
   }
   // Depths with and without a tail after the 16-byte chunks; an int8 product of several rows
   // (a prefill with dynamic activations) is a GEMV too.
-  for (auto [t, m, n, k] : {std::tuple<DType, int64_t, int64_t, int64_t>{DType::F32, 1, 24, 40},
-                            {DType::F32, 1, 64, 4096}, {DType::BF16, 1, 13, 37}, {DType::BF16, 1, 64, 2048},
-                            {DType::I32, 1, 33, 70}, {DType::I32, 5, 17, 256}}) {
-    const std::string what = std::string(ir::dtype_name(t)) + " " + std::to_string(m) + "x" + std::to_string(n) +
-                             "x" + std::to_string(k);
-    const ir::Graph graph = int8_linear(t, m, n, k);
+  for (auto [t, m, n, k, activations] :
+       {std::tuple<DType, int64_t, int64_t, int64_t, DType>{DType::F32, 1, 24, 40, DType::F32},
+        {DType::F32, 1, 64, 4096, DType::F32}, {DType::BF16, 1, 13, 37, DType::BF16},
+        {DType::BF16, 1, 64, 2048, DType::BF16}, {DType::I32, 1, 33, 70, DType::I8}, {DType::I32, 5, 17, 256, DType::I8},
+        {DType::I32, 1, 33, 70, DType::U8}, {DType::I32, 5, 17, 256, DType::U8}}) {
+    const std::string what = std::string(ir::dtype_name(t)) + " of " + ir::dtype_name(activations) + " " +
+                             std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+    const ir::Graph graph = int8_linear(t, m, n, k, activations);
     passes::PassContext cx;
     const runtime::cuda::CudaKernelPlan plan = runtime::cuda::plan_cuda_kernels(graph, cx);
     // One GEMV reading the int8 operands: no kernel widens the weight into a buffer per call.
@@ -263,9 +266,11 @@ TEST(CudaCodegen, QuantizedGemvsReadTheInt8WeightAndCompileWithNvrtc) {
     const codegen::Kernel& gemv = plan.steps[0].lowered.kernel;
     ASSERT_EQ(gemv.kind, codegen::KernelKind::Gemv) << what;
     EXPECT_EQ(gemv.params[1].dtype, DType::I8) << what;
-    EXPECT_EQ(gemv.params[0].dtype, t == DType::I32 ? DType::I8 : t) << what;
+    EXPECT_EQ(gemv.params[0].dtype, activations) << what;
     // Sixteen bytes of weight per chunk, widened in registers (or four dp4a).
-    const char* widen = t == DType::I32 ? "__dp4a(" : t == DType::F32 ? "(float)lm_wq[" : "(float)lm_q4.";
+    const char* widen = t == DType::I32 ? (activations == DType::U8 ? "dp4a.u32.s32" : "__dp4a(")
+                        : t == DType::F32 ? "(float)lm_wq["
+                                          : "(float)lm_q4.";
     EXPECT_EQ(count(plan.steps[0].cuda.source, widen), 4u) << plan.steps[0].cuda.source;
     if (!nvrtc) continue;
     const runtime::cuda::KernelCheckReport report =

@@ -331,20 +331,23 @@ TEST(QuantizedGemv, AnIntermediateReadElsewhereKeepsTheOpsAsTheyAre) {
 }
 
 TEST(QuantizedGemv, Int8ActivationsTimesInt8WeightsSumExactlyInI32) {
-  // aten::_int_mm as translated: Matmul i32 of both operands widened. The GEMV reads the int8
-  // operands; every sum is exact (the reference sums in i32), over odd depths and the full range.
+  // aten::_int_mm as translated: Matmul i32 of both operands widened. The GEMV reads the 8-bit
+  // operands; every sum is exact (the reference sums in i32), over odd depths and the full range,
+  // for int8 activations and uint8 ones (torchao's form for AVX512-VNNI CPUs without AMX).
   std::mt19937 rng(9);
   // One row (decode) and several (a prefill: a GEMV per row).
+  for (DType a_dtype : {DType::I8, DType::U8})
   for (auto [m, n, k] :
        {std::tuple<int64_t, int64_t, int64_t>{1, 13, 37}, {1, 64, 4096}, {1, 5, 15}, {7, 33, 70}, {1, 9, 53},
         {3, 17, 200}}) {
     IrTestBuilder b;
-    auto x = b.input("x", DType::I8, {m, k});
+    auto x = b.input("x", a_dtype, {m, k});
     auto w = b.weight("w", DType::I8, {n, k});
     b.output(b.matmul(b.unary(Op::Cast, x, DType::I32),
                       b.unary(Op::Cast, viewed(w, w.view.permute({1, 0})), DType::I32)));
     HostTensor weight = int8_weight(n, k, rng);
-    const std::string what = "int8 " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+    const std::string what = std::string(ir::dtype_name(a_dtype)) + " x int8 " + std::to_string(m) + "x" +
+                             std::to_string(n) + "x" + std::to_string(k);
     runtime::CompileOptions options;
     options.cache_dir = test_cache_dir();
     const runtime::cpu::Program program = runtime::cpu::build_program(b.graph, options);
@@ -352,8 +355,48 @@ TEST(QuantizedGemv, Int8ActivationsTimesInt8WeightsSumExactlyInI32) {
     ASSERT_NE(gemv, nullptr) << what;
     EXPECT_EQ(program.steps.size(), 1u) << what << ": the operands were widened into buffers first";
     // AVX-512 VNNI (vpdpbusd) where the CPU has it, AVX2's vpmaddwd otherwise: both exact.
-    expect_both_isas_match_the_reference(b.graph, {int8_weight(m, k, rng)}, what, 0, {{"w", weight.ref()}});
+    HostTensor activations = int8_weight(m, k, rng);  // bytes of the whole range: as uint8, 0 to 255
+    activations.dtype = a_dtype;
+    expect_both_isas_match_the_reference(b.graph, {activations}, what, 0, {{"w", weight.ref()}});
   }
+}
+
+// torchao's _int_mm on an AVX512-VNNI CPU without AMX, as translated: (x + 128) as uint8 times
+// the int8 weight, minus 128 times the weight's column sums (a second pass over the weight per
+// call). The pass folds it into x times the weight: one GEMV reading x and the weight, exact.
+// With any other offset the graph stays as it is, and exact too.
+TEST(QuantizedGemv, UnsignedActivationsFoldBackIntoTheInt8Product) {
+  std::mt19937 rng(13);
+  for (int64_t offset : {128, 127})
+    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 24, 200}, {5, 17, 70}}) {
+      IrTestBuilder b;
+      auto x = b.input("x", DType::I8, {m, k});
+      auto w = b.weight("w", DType::I8, {n, k});
+      auto scalar = [&](int64_t value, const ir::Shape& shape) {
+        return viewed(b.constant(ir::Scalar::of_int(value), DType::I32, {}), ir::View::contiguous({}).expand(shape));
+      };
+      auto shifted = b.binary(Op::Add, b.unary(Op::Cast, x, DType::I32), scalar(offset, {m, k}));
+      auto unsigned_x = b.unary(Op::Cast, b.unary(Op::Cast, shifted, DType::U8), DType::I32);
+      auto transposed = [&] { return b.unary(Op::Cast, viewed(w, w.view.permute({1, 0})), DType::I32); };
+      auto product = b.matmul(unsigned_x, transposed());
+      auto column_sums = b.binary(Op::Mul, b.reduce(Op::SumReduce, transposed(), 0), scalar(128, {1, n}));
+      b.output(b.binary(Op::Sub, product, viewed(column_sums, column_sums.view.expand({m, n}))));
+      HostTensor weight = int8_weight(n, k, rng);
+      const std::string what = "offset " + std::to_string(offset) + ", " + std::to_string(m) + "x" +
+                               std::to_string(n) + "x" + std::to_string(k);
+      runtime::CompileOptions options;
+      options.cache_dir = test_cache_dir();
+      const runtime::cpu::Program program = runtime::cpu::build_program(b.graph, options);
+      if (offset == 128) {
+        EXPECT_EQ(program.steps.size(), 1u) << what << ": the column sums were not folded away";
+        const runtime::cpu::Step* gemv = gemv_step(program);
+        ASSERT_NE(gemv, nullptr) << what;
+        EXPECT_EQ(program.slots[gemv->slots[0]].node, x.node) << what << ": the GEMV does not read x itself";
+      } else {
+        EXPECT_GT(program.steps.size(), 1u) << what << ": folded with an offset other than 128";
+      }
+      expect_both_isas_match_the_reference(b.graph, {int8_weight(m, k, rng)}, what, 0, {{"w", weight.ref()}});
+    }
 }
 
 TEST(QuantizedGemv, AWeightWidenedWholeThenTransposedIsReadAsInt8) {

@@ -137,12 +137,15 @@ class Int8Linear(torch.nn.Module):
 
 @pytest.mark.parametrize("m,k,n", [(1, 37, 13), (1, 4096, 24), (5, 48, 20), (17, 64, 33)])
 @pytest.mark.parametrize("operand", ["input", "weight"])
-def test_int_mm_is_exact(m, k, n, operand, tmp_path):
+@pytest.mark.parametrize("a_dtype", [torch.int8, torch.uint8])
+def test_int_mm_is_exact(m, k, n, operand, a_dtype, tmp_path):
     """torch._int_mm (torchao's dynamic int8 activations): int8 x int8 summed exactly in i32, over
     the whole int8 range and a depth whose sums need more than f32's 24 bits. One row times a
-    weight is the decode GEMV that reads the int8 operands themselves."""
+    weight is the decode GEMV that reads the int8 operands themselves. uint8 activations are
+    torchao's form on CPUs with AVX512-VNNI and no AMX."""
     generator = torch.Generator().manual_seed(m * k + n)
-    a = torch.randint(-128, 128, (m, k), dtype=torch.int8, generator=generator)
+    low = -128 if a_dtype == torch.int8 else 0
+    a = torch.randint(low, low + 256, (m, k), dtype=a_dtype, generator=generator)
     w = torch.randint(-128, 128, (n, k), dtype=torch.int8, generator=generator)
     options = {"debug_dir": str(tmp_path)}
     if operand == "weight":

@@ -79,6 +79,35 @@ def test_quantized_mlp_equals_eager(config, dtype, rows, cpu_isa, tmp_path):
     assert_gemvs_read_quantized_weights(tmp_path, config, 3, rows)
 
 
+@pytest.mark.parametrize("vnni", [True, False], ids=["u8s8", "s8s8"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("rows", [1, 5], ids=["decode", "prefill"])
+def test_int8dyn_both_int_mm_forms_equal_eager(vnni, dtype, rows, monkeypatch, tmp_path):
+    """torchao picks its _int_mm form by the CPU: with AVX512-VNNI and no AMX (Zen 4, Ice Lake) it
+    makes the activations uint8, x + 128, and subtracts 128 times the weight's column sums after;
+    elsewhere it multiplies int8 by int8. Both forms, forced on any machine: equal to eager, and
+    the GEMVs read the int8 weight once (the column sums, a second pass over the weight per call,
+    fold away: passes/quantized_weights.h)."""
+    intmm = pytest.importorskip("torchao.kernel.intmm")
+    monkeypatch.setattr(intmm, "_cpu_is_vnni_supported", lambda: vnni)
+    monkeypatch.setattr(intmm, "_cpu_is_amx_tile_supported", lambda: False)
+    torch.manual_seed(0)
+    model = MLP().to(dtype).eval()
+    quantize_(model, Int8DynamicActivationInt8WeightConfig())
+    x = torch.randn(1, rows, 96, dtype=dtype)
+    # A cache of its own: the export cache's key is dynamo's graph, the same for both forms (the
+    # form is chosen under export, inside the weight's tensor subclass).
+    backend = CountingBackend({"debug_dir": str(tmp_path / "debug"), "cache_dir": str(tmp_path / "cache")})
+    with torch.no_grad():
+        expected = model(x)
+        actual = torch.compile(model, backend=backend)(x)
+    tolerance = TOLERANCE["int8dyn"] if dtype == torch.float32 else 3e-2
+    torch.testing.assert_close(actual, expected, rtol=tolerance, atol=tolerance)
+    assert backend.compiled[0].stats["fallback_ops"] == []
+    assert ("= Cast u8" in (tmp_path / "debug" / "0_input.txt").read_text()) == vnni
+    assert_gemvs_read_quantized_weights(tmp_path / "debug", "int8dyn", 3, rows)
+
+
 @pytest.mark.parametrize("config", sorted(CONFIGS))
 def test_each_module_reads_its_own_quantized_weights(config):
     """Dynamo traces a module class once and reuses the graph for every module of the same shapes,

@@ -722,9 +722,12 @@ class Emitter {
           << ", lm_depth, lm_wide + lm_m * lm_depth);\n  }\n";
     }
     if (t == DType::I32) {
-      // int8 x int8, summed exactly in i32 (lm_gemv_rows_i8).
-      INTERNAL_CHECK(w == DType::I8 && k_.params[0].dtype == DType::I8) << "i32 gemv of " << ir::dtype_name(w);
-      pointers << "    const signed char* lm_a = p0 + " << index_text(g.a, false) << ";\n";
+      // int8 or uint8 x int8, summed exactly in i32 (lm_gemv_rows_i8).
+      const DType a_dtype = k_.params[0].dtype;
+      INTERNAL_CHECK(w == DType::I8 && (a_dtype == DType::I8 || a_dtype == DType::U8))
+          << "i32 gemv of " << ir::dtype_name(a_dtype) << " by " << ir::dtype_name(w);
+      pointers << "    const " << (a_dtype == DType::U8 ? "unsigned" : "signed") << " char* lm_a = p0 + "
+               << index_text(g.a, false) << ";\n";
       pointers << "    const signed char* lm_w = p1 + " << index_text(g.w, false) << ";\n";
       call_head = "lm_gemv_rows_i8<";
       call_tail = ">(lm_a_row, lm_w, lm_row_stride, lm_depth, lm_sums)";

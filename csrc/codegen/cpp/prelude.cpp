@@ -1122,32 +1122,38 @@ inline void lm_gemv_columns(const uint16_t* a, int64_t a_step, const uint16_t* w
       }
     }
 }
-// int8 activations times int8 weights (torchao's dynamic activation quantization, _int_mm),
+// int8 (TA signed char) or uint8 (unsigned char: torchao's form for AVX512-VNNI CPUs without
+// AMX) activations times int8 weights (torchao's dynamic activation quantization, _int_mm),
 // summed exactly in i32 as torch does: sixteen pairs widen to i16 and vpmaddwd adds each
-// neighbouring pair's products into an i32 lane (at most 2 * 128 * 128, no saturation). The
+// neighbouring pair's products into an i32 lane (at most 2 * 255 * 128, no saturation). The
 // lanes wrap on overflow, as torch's i32 sum does (unsigned arithmetic: no undefined overflow).
-template <int R>
-inline void lm_gemv_rows_i8(const signed char* a, const signed char* w, int64_t row_stride, int64_t depth,
-                            int32_t* sums) {
+template <int R, class TA>
+inline void lm_gemv_rows_i8(const TA* a, const signed char* w, int64_t row_stride, int64_t depth, int32_t* sums) {
+  constexpr bool kSigned = (TA)-1 < 0;
   uint32_t total[R] = {};
   int64_t k = 0;
 #if defined(__AVX512VNNI__)
   // vpdpbusd sums four unsigned x signed byte products into each i32 lane, 64 pairs per
-  // instruction. `a` flipped to unsigned (a ^ 0x80 = a + 128) gives sum (a + 128) w; a second
-  // vpdpbusd of ones by w gives sum w, and the difference 128 sum w is taken after, mod 2^32, as
-  // torch's i32 sum wraps. Each lane's four products stay within 4 * 255 * 128: no saturation.
+  // instruction. Signed `a` flipped to unsigned (a ^ 0x80 = a + 128) gives sum (a + 128) w; a
+  // second vpdpbusd of ones by w gives sum w, and the difference 128 sum w is taken after, mod
+  // 2^32, as torch's i32 sum wraps. Each lane's four products stay within 4 * 255 * 128: no
+  // saturation. Unsigned `a` needs neither.
   typedef int lm_i32x16 __attribute__((vector_size(64)));
   typedef uint32_t lm_u32x16 __attribute__((vector_size(64)));
   const lm_i32x16 flip = lm_i32x16{} + (int)0x80808080, ones = lm_i32x16{} + 0x01010101;
-  auto load = [](const signed char* p) {
+  auto load = [](const void* p) {
     lm_i32x16 v;
     __builtin_memcpy(&v, p, sizeof v);
     return v;
   };
   auto step = [&](lm_i32x16& sum_aw, lm_i32x16& sum_w, const signed char* row, int64_t at) {
     const lm_i32x16 wv = load(row + at);
-    sum_aw = __builtin_ia32_vpdpbusd_v16si(sum_aw, load(a + at) ^ flip, wv);
-    sum_w = __builtin_ia32_vpdpbusd_v16si(sum_w, ones, wv);
+    if constexpr (kSigned) {
+      sum_aw = __builtin_ia32_vpdpbusd_v16si(sum_aw, load(a + at) ^ flip, wv);
+      sum_w = __builtin_ia32_vpdpbusd_v16si(sum_w, ones, wv);
+    } else {
+      sum_aw = __builtin_ia32_vpdpbusd_v16si(sum_aw, load(a + at), wv);
+    }
   };
   // Two chains of each sum, so that a row's vpdpbusds do not wait on each other.
   const int64_t whole = depth / 64 * 64;
@@ -1173,6 +1179,12 @@ inline void lm_gemv_rows_i8(const signed char* a, const signed char* w, int64_t 
     __builtin_memcpy(&v, p, sizeof v);
     return __builtin_ia32_pmovsxbw256(v);
   };
+  auto widen_a = [](const TA* p) {
+    lm_i8x16 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    if constexpr (kSigned) return __builtin_ia32_pmovsxbw256(v);
+    else return __builtin_ia32_pmovzxbw256(v);
+  };
   // The rows one after another, as lm_gemv_rows_sequential reads int8 weights, for the same reason.
   const int64_t whole = depth / 32 * 32;
   for (int r = 0; r < R; ++r) {
@@ -1180,10 +1192,10 @@ inline void lm_gemv_rows_i8(const signed char* a, const signed char* w, int64_t 
     lm_u32x8 even = {}, odd = {};
     for (k = 0; k < whole; k += 32) {
       __builtin_prefetch(row + k + lm_stream_prefetch_bytes);
-      even += (lm_u32x8)__builtin_ia32_pmaddwd256(widen(a + k), widen(row + k));
-      odd += (lm_u32x8)__builtin_ia32_pmaddwd256(widen(a + k + 16), widen(row + k + 16));
+      even += (lm_u32x8)__builtin_ia32_pmaddwd256(widen_a(a + k), widen(row + k));
+      odd += (lm_u32x8)__builtin_ia32_pmaddwd256(widen_a(a + k + 16), widen(row + k + 16));
     }
-    if (k + 16 <= depth) even += (lm_u32x8)__builtin_ia32_pmaddwd256(widen(a + k), widen(row + k));
+    if (k + 16 <= depth) even += (lm_u32x8)__builtin_ia32_pmaddwd256(widen_a(a + k), widen(row + k));
     even += odd;
     for (int lane = 0; lane < 8; ++lane) total[r] += even[lane];
   }

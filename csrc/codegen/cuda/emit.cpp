@@ -307,7 +307,7 @@ class Emitter {
     const DType t = k_.params[2].dtype;
     const DType a_type = k_.params[0].dtype, w_type = k_.params[1].dtype;
     const bool int8_weight = w_type == DType::I8;
-    INTERNAL_CHECK(t == DType::I32 ? a_type == DType::I8 && int8_weight
+    INTERNAL_CHECK(t == DType::I32 ? (a_type == DType::I8 || a_type == DType::U8) && int8_weight
                                    : (t == DType::F32 || t == DType::BF16 || t == DType::F16) && a_type == t &&
                                          (w_type == t || (int8_weight && t != DType::F16)))
         << "gemv of " << ir::dtype_name(a_type) << " by " << ir::dtype_name(w_type) << " into " << ir::dtype_name(t);
@@ -330,10 +330,15 @@ class Emitter {
     per_output += "      for (int64_t lm_c = lm_lane; lm_c < lm_chunks; lm_c += 32) {\n";
     per_output += "        const uint4 lm_wv = reinterpret_cast<const uint4*>(lm_w)[lm_c];\n";
     if (t == DType::I32) {
-      // dp4a: four int8 products and the running sum in one instruction.
+      // dp4a: four int8 products and the running sum in one instruction; uint8 activations
+      // (torchao's CPU form for AVX512-VNNI) by int8 weights through PTX's mixed-sign form, which
+      // CUDA's __dp4a overloads lack.
       per_output += "        const uint4 lm_av = reinterpret_cast<const uint4*>(lm_a)[lm_c];\n";
       for (const char* f : {"x", "y", "z", "w"})
-        per_output += std::string("        lm_sum = __dp4a((int)lm_av.") + f + ", (int)lm_wv." + f + ", lm_sum);\n";
+        per_output += a_type == DType::U8
+                          ? std::string("        asm(\"dp4a.u32.s32 %0, %1, %2, %0;\" : \"+r\"(lm_sum) : \"r\"(lm_av.") +
+                                f + "), \"r\"(lm_wv." + f + "));\n"
+                          : std::string("        lm_sum = __dp4a((int)lm_av.") + f + ", (int)lm_wv." + f + ", lm_sum);\n";
     } else if (int8_weight) {
       // Sixteen int8 weights widen in registers; their sixteen activations are four float4
       // (f32) or two uint4 of bf16 pairs.
