@@ -994,13 +994,6 @@ inline lm_f32x8 lm_load_f32x8(const float* p) {
   return v;
 }
 inline lm_f32x8 lm_load_f32x8(const uint16_t* p) { return lm_bf16_i8::load_x(p); }
-#if defined(__AVX512F__)
-inline lm_f32x16 lm_load_f32x16(const float* p) {
-  lm_f32x16 v;
-  __builtin_memcpy(&v, p, sizeof v);
-  return v;
-}
-#endif
 inline float lm_load_f32(const float* p) { return *p; }
 inline float lm_load_f32(const uint16_t* p) { return lm_bf2f(*p); }
 // Eight weights of a group with a bf16 scale: (q - zero) * scale in f32 (exact: a 9-bit integer
@@ -1381,6 +1374,25 @@ inline lm_f32x8 lm_dequantize_bf16x8_split(const signed char* q, lm_f32x8 scale,
   const lm_f32x8 c = x * 65537.0f;
   return c - (c - x);
 }
+// One row's table of `count` groups from group `first`, one group at a time (its groups' scales
+// or zero points not adjacent, or a last partial table): each group's scale, zero point (0
+// without) and -(zero * scale).
+inline void lm_group_table_one_by_one(const uint16_t* scales, int64_t scale_group, const signed char* zeros,
+                                      int64_t zero_group, int64_t first, int count, float* scale, float* zero,
+                                      float* minus_zero_scale) {
+  for (int j = 0; j < count; ++j) {
+    scale[j] = lm_bf2f(scales[(first + j) * scale_group]);
+    zero[j] = zeros == nullptr ? 0.0f : (float)zeros[(first + j) * zero_group];
+    minus_zero_scale[j] = -(zero[j] * scale[j]);
+  }
+}
+// Whether every one of `count` scales is below 2^102 in magnitude (false for NaN): the bound under
+// which q * scale - zero * scale rounds once to the exact (q - zero) * scale.
+inline bool lm_scales_below_2p102(const float* scale, int count) {
+  bool below = true;
+  for (int j = 0; j < count; ++j) below = below && __builtin_fabsf(scale[j]) < 0x1p102f;
+  return below;
+}
 #if defined(__AVX512BF16__)
 // lm_gemv_row_groups_bf16 where the CPU has AVX512-BF16 and a group is a multiple of 32 weights:
 // 32 weights at a time are dequantized in f32 (q * scale - zero * scale in one FMA where every
@@ -1398,9 +1410,9 @@ template <int S>
 inline void lm_gemv_row_groups_bf16_dot(const float* a, const signed char* const* rows, int64_t depth, int64_t group,
                                         const uint16_t* const* scales, int64_t scale_group,
                                         const signed char* const* zeros, int64_t zero_group, float* const* sums) {
+  typedef lm_lanes16 L;
   constexpr int kTable = 16;
   lm_f32x16 acc[S] = {}, acc2[S] = {};
-  auto broadcast = [](float v) { return lm_f32x16{v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v}; };
   const int64_t groups = depth / group;
   for (int64_t first = 0; first < groups; first += kTable) {
     const int count = groups - first < kTable ? (int)(groups - first) : kTable;
@@ -1430,19 +1442,16 @@ inline void lm_gemv_row_groups_bf16_dot(const float* a, const signed char* const
                              __builtin_shufflevector(large, large, 8, 9, 10, 11, 12, 13, 14, 15);
         small_scales = small_scales && __builtin_ia32_ptestz256((lm_i64x4)any, (lm_i64x4)any);
       } else {
-        for (int j = 0; j < count; ++j) {
-          scale[s][j] = lm_bf2f(scales[s][(first + j) * scale_group]);
-          zero[s][j] = zeros[s] == nullptr ? 0.0f : (float)zeros[s][(first + j) * zero_group];
-          minus_zero_scale[s][j] = -(zero[s][j] * scale[s][j]);
-          small_scales = small_scales && __builtin_fabsf(scale[s][j]) < 0x1p102f;
-        }
+        lm_group_table_one_by_one(scales[s], scale_group, zeros[s], zero_group, first, count, scale[s], zero[s],
+                                  minus_zero_scale[s]);
+        small_scales = small_scales && lm_scales_below_2p102(scale[s], count);
       }
     }
     // One loop per form, so that the choice is made once per table, not per vector.
     auto run = [&](auto dequantize) {
       for (int j = 0; j < count; ++j)
         for (int64_t k = (first + j) * group; k < (first + j + 1) * group; k += 32) {
-          const lm_f32x16 x = lm_round_bf16_pairs(lm_load_f32x16(a + k), lm_load_f32x16(a + k + 16));
+          const lm_f32x16 x = lm_round_bf16_pairs(L::load(a + k), L::load(a + k + 16));
           for (int s = 0; s < S; ++s) {
             const lm_f32x16 w = lm_round_bf16_pairs(dequantize(s, j, k), dequantize(s, j, k + 16));
             if (j % 2 == 0) acc[s] = lm_dot_bf16_pairs(acc[s], x, w);
@@ -1452,14 +1461,14 @@ inline void lm_gemv_row_groups_bf16_dot(const float* a, const signed char* const
     };
     if (small_scales)
       run([&](int s, int j, int64_t k) {
-        return lm_madd16(lm_widen_i8x16(rows[s] + k), broadcast(scale[s][j]), broadcast(minus_zero_scale[s][j]));
+        return L::madd(L::widen(rows[s] + k), L::broadcast(scale[s][j]), L::broadcast(minus_zero_scale[s][j]));
       });
     else
       run([&](int s, int j, int64_t k) {
-        return (lm_widen_i8x16(rows[s] + k) - broadcast(zero[s][j])) * broadcast(scale[s][j]);
+        return (L::widen(rows[s] + k) - L::broadcast(zero[s][j])) * L::broadcast(scale[s][j]);
       });
   }
-  for (int s = 0; s < S; ++s) *sums[s] = lm_sum8(lm_fold16(acc[s] + acc2[s]));
+  for (int s = 0; s < S; ++s) *sums[s] = L::sum(acc[s] + acc2[s]);
 }
 #endif
 // S rows (one from each of S blocks far apart in the weight: two streams, as lm_gemv_rows_pair
@@ -1497,13 +1506,10 @@ inline void lm_gemv_row_groups_bf16(const float* a, const signed char* const* ro
         __builtin_memcpy(zero[s], &zv, sizeof zv);
         __builtin_memcpy(minus_zero_scale[s], &mzs, sizeof mzs);
       } else {
-        for (int j = 0; j < count; ++j) {
-          scale[s][j] = lm_bf2f(scales[s][(first + j) * scale_group]);
-          zero[s][j] = zeros[s] == nullptr ? 0.0f : (float)zeros[s][(first + j) * zero_group];
-          minus_zero_scale[s][j] = -(zero[s][j] * scale[s][j]);
-        }
+        lm_group_table_one_by_one(scales[s], scale_group, zeros[s], zero_group, first, count, scale[s], zero[s],
+                                  minus_zero_scale[s]);
       }
-      for (int j = 0; j < count; ++j) split = split && __builtin_fabsf(scale[s][j]) < 0x1p102f;  // false for NaN
+      split = split && lm_scales_below_2p102(scale[s], count);
     }
     // One loop per form, so that the choice is made once per eight groups, not per vector.
     auto run = [&](auto dequantize) {
