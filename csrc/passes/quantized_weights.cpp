@@ -8,6 +8,11 @@ namespace luminal::passes {
 
 namespace {
 
+// `ref` reads its node whole, in its layout.
+bool whole(const ir::Graph& graph, const ir::TensorRef& ref) {
+  return ref.view == ir::View::contiguous(graph.node(ref.node).shape);
+}
+
 // The `source` (int8 or uint8) tensor `ref` reads through a Cast to `dtype`, as a read of the
 // 8-bit tensor itself: the Cast's own read when `ref` reads the Cast whole (torchao casts the
 // transposed weight), or `ref`'s view when the Cast widens its input whole, in its layout (a
@@ -17,9 +22,8 @@ std::optional<ir::TensorRef> widened_int8(const ir::Graph& graph, const ir::Tens
   const ir::Node& cast = graph.node(ref.node);
   if (cast.op != ir::Op::Cast || cast.dtype != dtype || graph.node(cast.inputs[0].node).dtype != source)
     return std::nullopt;
-  const ir::View whole = ir::View::contiguous(cast.shape);
-  if (ref.view == whole) return cast.inputs[0];
-  if (cast.inputs[0].view == whole) return ir::TensorRef{cast.inputs[0].node, ref.view};
+  if (whole(graph, ref)) return cast.inputs[0];
+  if (cast.inputs[0].view == ir::View::contiguous(cast.shape)) return ir::TensorRef{cast.inputs[0].node, ref.view};
   return std::nullopt;
 }
 
@@ -50,11 +54,6 @@ void cast_in_weight_layout(ir::Graph& graph, ir::NodeId matmul, const std::vecto
 bool is_integer_constant(const ir::Graph& graph, const ir::TensorRef& ref, int64_t value) {
   const ir::Node& node = graph.node(ref.node);
   return node.op == ir::Op::Constant && node.scalar.is_integer && node.scalar.integer == value;
-}
-
-// `ref` reads its node whole, in its layout.
-bool whole(const ir::Graph& graph, const ir::TensorRef& ref) {
-  return ref.view == ir::View::contiguous(graph.node(ref.node).shape);
 }
 
 // The [M, K] int8 activations x that `a` (an operand of an i32 Matmul) widens as uint8: Cast i32
