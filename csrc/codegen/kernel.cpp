@@ -109,8 +109,8 @@ bool Kernel::gemv_strips() const {
       is_one(domain[domain.size() - 2]))
     return false;
   const ir::DType a = params[0].dtype, weight = params[1].dtype;
-  // bf16 activations times an int8 or group-quantized weight: `a` widened to f32 once per
-  // call, then packed.
+  // bf16 activations times an int8 or group-quantized weight: `a` packed once per call, as
+  // bf16 pairs or widened to f32 (lm_pack_bf16_strips).
   if (a == ir::DType::BF16)
     return domain.size() == 2 && weight == ir::DType::I8 &&
            (gemv.group > 0 ? params[3].dtype == ir::DType::BF16 : params.size() == 3);

@@ -225,8 +225,9 @@ struct Kernel {
   // A column row kernel's indices of lane_axis per work item.
   int64_t lane_run() const { return tile > 0 ? tile : kRowLanes; }
   // Whether this Gemv is an f32 one (its weight f32, int8 or group-quantized), or a rank-2 bf16
-  // one with an int8 or group-quantized weight, with several rows of `a`, which it packs into f32 strips
-  // (lm_gemv_strips), kGemvStripRows or kGemvOneStripRows weight rows per block
+  // one with an int8 or group-quantized weight, with several rows of `a`, which it packs into
+  // strips (lm_gemv_strips; bf16: lm_gemv_bf16_strips, bf16 pairs where the CPU has
+  // AVX512-BF16, else f32), kGemvStripRows or kGemvOneStripRows weight rows per block
   // (tile_candidates offers no others).
   bool gemv_strips() const;
 };

@@ -79,6 +79,27 @@ def test_quantized_mlp_equals_eager(config, dtype, rows, cpu_isa, tmp_path):
     assert_gemvs_read_quantized_weights(tmp_path, config, 3, rows)
 
 
+@pytest.mark.parametrize("config", ["int8", "int4"])
+@pytest.mark.parametrize("rows", [8, 12, 17, 40, 64])
+def test_bf16_prompts_of_every_strip_shape_equal_eager(config, rows, tmp_path):
+    """A bf16 prompt through weight-only quantized Linears, as the strip GEMVs multiply it (bf16
+    pairs by vdpbf16ps where the CPU has AVX512-BF16, f32 elsewhere): a last strip of at most 8
+    rows, one strip, one and a half, two and a half, four; depths of a chunk of 256 and a part."""
+    torch.manual_seed(0)
+    model = MLP(hidden=320, ffn=288).to(torch.bfloat16).eval()
+    quantize_(model, CONFIGS[config][0]())
+    x = torch.randn(1, rows, 320, dtype=torch.bfloat16)
+    backend = CountingBackend({"debug_dir": str(tmp_path)})
+    with torch.no_grad():
+        expected = model(x)
+        actual = torch.compile(model, backend=backend)(x)
+    torch.testing.assert_close(actual, expected, rtol=3e-2, atol=3e-2)
+    assert backend.compiled[0].stats["fallback_ops"] == []
+    if config == "int8":  # bf16 x int8 is always the strips' up to kF32GemvRows; int4's is where
+        # ATen has a native bf16 GEMM or up to kHalfGemvRows (passes/legalize_matmul.h)
+        assert_gemvs_read_quantized_weights(tmp_path, config, 3, rows)
+
+
 @pytest.mark.parametrize("vnni", [True, False], ids=["u8s8", "s8s8"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("rows", [1, 5], ids=["decode", "prefill"])

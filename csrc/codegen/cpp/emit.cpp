@@ -752,7 +752,7 @@ class Emitter {
       group_args = std::to_string(g.group) + ", lm_s, lm_scale_row, lm_scale_group, lm_z, lm_zero_row, lm_zero_group, ";
       call_head = "lm_gemv_rows_grouped<";
       call_tail = ">(lm_a_row, lm_w, lm_row_stride, lm_depth, " + group_args + "&lm_totals, lm_sums)";
-      strips_head = "lm_gemv_strips_grouped<";
+      strips_head = t == DType::BF16 ? "lm_gemv_bf16_strips_grouped<" : "lm_gemv_strips_grouped<";
       if (!strips) {
         // The sums of `a` per group the row kernels share (lm_group_totals). (+ 1: no groups is
         // not an allocation failure.)
@@ -769,6 +769,7 @@ class Emitter {
       }
     } else {
       const bool int8 = w == DType::I8;
+      if (t == DType::BF16) strips_head = "lm_gemv_bf16_strips<";
       INTERNAL_CHECK((t == DType::F32 || t == DType::BF16 || t == DType::F16) && (w == t || (int8 && t != DType::F16)))
           << "gemv of " << ir::dtype_name(t) << " by a " << ir::dtype_name(w) << " weight";
       const char* element = !int8 ? prelude_element(t) : t == DType::F32 ? "lm_f32_i8" : "lm_bf16_i8";
@@ -797,15 +798,17 @@ class Emitter {
       // f32 with a few rows of `a` (lm_gemv_strips): `a` packed into strips of 16 rows by the
       // first item of each batch index this call computes, the sums of a block [rows x strips *
       // 16] on the stack. Their count is a constant (passes::is_gemv), or symbolic and at most
-      // kF32GemvRows when the runtime calls the kernel (passes::is_gemv_for_few_rows).
-      // (+ 1: an empty `a` is not an allocation failure.)
+      // kF32GemvRows when the runtime calls the kernel (passes::is_gemv_for_few_rows). bf16
+      // activations are packed by lm_pack_bf16_strips, as bf16 pairs or widened to f32 strips.
+      // (+ 3: bf16 pairs pad the depth to a multiple of 4; + 1: an empty `a` is not an
+      // allocation failure.)
       const ir::Expr& m = k_.domain[m_axis];
       const int64_t most_strips = ((m.is_constant() ? m.constant_value() : kF32GemvRows) + 15) / 16;
       out << "  const int64_t lm_strip_count = (" << m_count << " + 15) / 16;\n";
       if (!m.is_constant())
         out << "  if (lm_strip_count > " << most_strips << ") " << fail(static_cast<int64_t>(kKernelTooManyRows)) << "\n";
       out << "  float lm_block[" << rows << " * " << most_strips << " * 16];\n";
-      out << "  float* lm_strips = (float*)__builtin_malloc(sizeof(float) * (lm_strip_count * 16 * lm_depth + 1));\n";
+      out << "  float* lm_strips = (float*)__builtin_malloc(sizeof(float) * (lm_strip_count * 16 * (lm_depth + 3) + 1));\n";
       out << "  if (lm_strips == nullptr) " << fail(static_cast<int64_t>(kKernelOutOfMemory)) << "\n";
       frees += "__builtin_free(lm_strips); ";
       out << "  const void* lm_packed = nullptr;  // the `a` lm_strips holds\n";
@@ -837,8 +840,8 @@ class Emitter {
         << " && lm_p + " << rows << " <= lm_end) ? " << rows << " : 1;\n";
     if (strips) {
       out << "    if (lm_packed != lm_a) {\n";
-      out << "      lm_pack_strips(lm_a, "
-          << (widens_activations() ? std::string("lm_depth") : expr_text(g.a.strides[m_axis])) << ", " << m_count
+      out << "      " << (t == DType::BF16 ? "lm_pack_bf16_strips" : "lm_pack_strips") << "(lm_a, "
+          << expr_text(g.a.strides[m_axis]) << ", " << m_count
           << ", lm_depth, lm_strips);\n";
       out << "      lm_packed = lm_a;\n    }\n";
       strips_tail += group_args + "lm_block);\n";
@@ -866,9 +869,11 @@ class Emitter {
     return out.str();
   }
 
-  // Whether the row GEMV widens its bf16 activations once per call (gemv_body).
+  // Whether the row GEMV widens its bf16 activations once per call (gemv_body); the strips pack
+  // them themselves (lm_pack_bf16_strips).
   bool widens_activations() const {
-    return !k_.gemv.columns && k_.params[2].dtype == DType::BF16 && k_.params[1].dtype == DType::I8 && rank_ == 2;
+    return !k_.gemv.columns && k_.params[2].dtype == DType::BF16 && k_.params[1].dtype == DType::I8 && rank_ == 2 &&
+           !k_.gemv_strips();
   }
 
   // A work item is a run of k_.column_run() output columns of one batch index, computed in one

@@ -172,6 +172,7 @@ typedef float lm_f32x16 __attribute__((vector_size(64)));
 inline lm_f32x16 lm_madd16(lm_f32x16 a, lm_f32x16 b, lm_f32x16 c) {
   return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)-1, 4 /* current rounding */);
 }
+inline lm_f32x16 lm_splat16(float v) { return lm_f32x16{v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v}; }
 // Lanes 0-7 plus lanes 8-15: the sum an AVX2 kernel's two eight-lane halves would make. (A
 // memcpy of the halves made GCC keep the accumulators on the stack through the whole loop.)
 inline lm_f32x8 lm_fold16(lm_f32x16 v) {
@@ -915,6 +916,15 @@ inline void lm_gemv_rows(const typename E::TA* a, const typename E::TW* w, int64
     sums[r] = t;
   }
 }
+// Eight f32 or bf16 values as f32, or one (a grouped GEMV's activations and scales).
+inline lm_f32x8 lm_load_f32x8(const float* p) {
+  lm_f32x8 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+inline lm_f32x8 lm_load_f32x8(const uint16_t* p) { return lm_bf16_i8::load_x(p); }
+inline float lm_load_f32(const float* p) { return *p; }
+inline float lm_load_f32(const uint16_t* p) { return lm_bf2f(*p); }
 // An f32 GEMV with a few rows of `a` (a prompt's): sgemm would pack the whole weight first, a
 // pass over it that dominates at a few rows. Instead `a`, small, is packed once per call,
 // transposed into strips of 16 rows ([depth x 16] each, zero past its last row), and each block
@@ -925,8 +935,10 @@ inline void lm_gemv_rows(const typename E::TA* a, const typename E::TW* w, int64
 // `a`, count = (rows + 15) / 16 strips (lanes past the last row are unset).
 // Blocks of 8 rows x 8 depth steps are transposed in registers and stored as half lines of the
 // strip: a column at a time (16 stores 64 bytes apart per step) took 1.4 ns an element once a
-// strip outgrew L1, 5-10% of a 32-token prefill (docs/lessons.md, 2026-11-26).
-inline void lm_pack_strips(const float* a, int64_t a_stride, int64_t rows, int64_t depth, float* strips) {
+// strip outgrew L1, 5-10% of a 32-token prefill (docs/lessons.md, 2026-11-26). A bf16 `a` is
+// widened as it is read (lm_pack_bf16_strips where the CPU lacks AVX512-BF16).
+template <class TA>
+inline void lm_pack_strips(const TA* a, int64_t a_stride, int64_t rows, int64_t depth, float* strips) {
   for (int64_t s = 0; s < (rows + 15) / 16; ++s) {
     float* strip = strips + s * depth * 16;
     int64_t k = 0;
@@ -936,13 +948,14 @@ inline void lm_pack_strips(const float* a, int64_t a_stride, int64_t rows, int64
         for (int j = 0; j < 8; ++j) {
           const int64_t m = s * 16 + half * 8 + j;
           block[j] = lm_f32x8{};
-          if (m < rows) __builtin_memcpy(&block[j], a + m * a_stride + k, sizeof block[j]);
+          if (m < rows) block[j] = lm_load_f32x8(a + m * a_stride + k);
         }
         lm_transpose8(block);
         for (int e = 0; e < 8; ++e) __builtin_memcpy(strip + (k + e) * 16 + half * 8, &block[e], sizeof block[e]);
       }
     for (; k < depth; ++k)
-      for (int64_t j = 0; j < 16; ++j) strip[k * 16 + j] = s * 16 + j < rows ? a[(s * 16 + j) * a_stride + k] : 0.0f;
+      for (int64_t j = 0; j < 16; ++j)
+        strip[k * 16 + j] = s * 16 + j < rows ? lm_load_f32(a + (s * 16 + j) * a_stride + k) : 0.0f;
   }
 }
 template <int R>
@@ -987,15 +1000,6 @@ inline void lm_gemv_strips(const float* strips, int64_t rows, const signed char*
     lm_gemv_strip_run<R>(wide, kChunk, strips + d * 16, depth * 16, rows, chunk, sums, d > 0);
   }
 }
-// Eight f32 or bf16 values as f32, or one (a grouped GEMV's activations and scales).
-inline lm_f32x8 lm_load_f32x8(const float* p) {
-  lm_f32x8 v;
-  __builtin_memcpy(&v, p, sizeof v);
-  return v;
-}
-inline lm_f32x8 lm_load_f32x8(const uint16_t* p) { return lm_bf16_i8::load_x(p); }
-inline float lm_load_f32(const float* p) { return *p; }
-inline float lm_load_f32(const uint16_t* p) { return lm_bf2f(*p); }
 // Eight weights of a group with a bf16 scale: (q - zero) * scale in f32 (exact: a 9-bit integer
 // times a bf16 scale), rounded to bf16 in integer lanes as the IR's bf16 Mul (and eager) rounds
 // it, since that rounding moves a bf16 sum by far more than f32's. Exact for any scale.
@@ -1060,6 +1064,249 @@ inline void lm_gemv_strips_grouped(const float* strips, int64_t rows, const sign
     lm_gemv_strip_run<R>(wide, kChunk, strips + d * 16, depth * 16, rows, chunk, sums, d > 0);
   }
 }
+// One row's table of `count` groups from group `first`, one group at a time (its groups' scales
+// or zero points not adjacent, or a last partial table): each group's scale, zero point (0
+// without) and -(zero * scale).
+inline void lm_group_table_one_by_one(const uint16_t* scales, int64_t scale_group, const signed char* zeros,
+                                      int64_t zero_group, int64_t first, int count, float* scale, float* zero,
+                                      float* minus_zero_scale) {
+  for (int j = 0; j < count; ++j) {
+    scale[j] = lm_bf2f(scales[(first + j) * scale_group]);
+    zero[j] = zeros == nullptr ? 0.0f : (float)zeros[(first + j) * zero_group];
+    minus_zero_scale[j] = -(zero[j] * scale[j]);
+  }
+}
+// Whether every one of `count` scales is below 2^102 in magnitude (false for NaN): the bound under
+// which q * scale - zero * scale rounds once to the exact (q - zero) * scale.
+inline bool lm_scales_below_2p102(const float* scale, int count) {
+  bool below = true;
+  for (int j = 0; j < count; ++j) below = below && __builtin_fabsf(scale[j]) < 0x1p102f;
+  return below;
+}
+// A GEMV with bf16 activations and an int8 or group-quantized weight at a prompt's few rows
+// (Kernel::gemv_strips): `a` packed by lm_pack_bf16_strips, multiplied by lm_gemv_bf16_strips or
+// lm_gemv_bf16_strips_grouped. Where the CPU has AVX512-BF16 they multiply bf16 pairs with
+// vdpbf16ps: each block of weight rows is dequantized a chunk at a time into bf16 (the values
+// eager's dequantized weight holds: an int8 exactly, a group's (q - zero) * scale rounded as
+// lm_dequantize_bf16x8 rounds it, denormal products aside, which become 0), and a step of a strip
+// is one register of `a`'s bf16 pairs. Twice the products per instruction of the f32 strips, and
+// the rounding is one vcvtne2ps2bf16 per 32 weights: an 8 x 2048 x 8192 int4 GEMV on two Zen 4
+// cores took 4.1-4.7 ms through the f32 strips (docs/lessons.md, 2026-11-29). Elsewhere `a` is
+// widened into f32 strips and the f32 kernels run, as before.
+#if defined(__AVX512BF16__)
+// `a`'s rows as bf16 pairs, strip s at (uint16_t*)strips + s * 16 * lm_bf16_strip_depth(depth):
+// a strip of more than 8 rows holds 16 rows of one pair per step, register j's 32-bit lane t
+// (a[t][2j], a[t][2j + 1]); a last strip of at most 8 rows holds 8 rows of two pairs per step,
+// lanes 2t and 2t + 1 holding a[t][4j .. 4j + 3], so that 8 rows fill a register as 16 do. The
+// depth is padded with zeros to a multiple of 4, as is each weight chunk (the buffer holds
+// count * 16 * (depth + 3) floats or more).
+inline int64_t lm_bf16_strip_depth(int64_t depth) { return (depth + 3) / 4 * 4; }
+inline void lm_pack_bf16_strips(const uint16_t* a, int64_t a_stride, int64_t rows, int64_t depth, float* packed) {
+  uint16_t* strips = (uint16_t*)packed;
+  const int64_t padded = lm_bf16_strip_depth(depth);
+  for (int64_t s = 0; s < (rows + 15) / 16; ++s) {
+    const int64_t first = s * 16, count = rows - first < 16 ? rows - first : 16;
+    const int64_t width = count > 8 ? 2 : 4, lanes = 32 / width;  // a row's values per step; rows per register
+    uint16_t* strip = strips + s * 16 * padded;
+    for (int64_t t = 0; t < lanes; ++t)
+      for (int64_t k = 0; k < padded; k += width) {
+        uint16_t* out = strip + k * lanes + t * width;
+        const uint16_t* row = a + (first + t) * a_stride + k;
+        if (t < count && k + width <= depth)
+          __builtin_memcpy(out, row, width * sizeof *out);
+        else
+          for (int64_t e = 0; e < width; ++e) out[e] = t < count && k + e < depth ? row[e] : 0;
+      }
+  }
+}
+// P bf16 pairs (P = 1 or 2) broadcast to all sixteen 32-bit lanes.
+template <int P>
+inline lm_f32x16 lm_broadcast_bf16_pairs(const uint16_t* p) {
+  typedef uint32_t lm_u32x16 __attribute__((vector_size(64)));
+  typedef unsigned long long lm_u64x8 __attribute__((vector_size(64)));
+  if constexpr (P == 1) {
+    uint32_t v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return (lm_f32x16)(lm_u32x16{} + v);
+  } else {
+    unsigned long long v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return (lm_f32x16)(lm_u64x8{} + v);
+  }
+}
+// c[R x 16S] += w[R x 4 steps P / 2] (bf16, row stride ldw) x S strips of P pairs per step: R x S
+// accumulators of sixteen lanes, one broadcast of a row's P pairs per row and step. With P = 2,
+// row t's sum is lanes 2t and 2t + 1 and c gets eight columns.
+template <int R, int S, int P>
+inline void lm_tile_bf16_strips(const uint16_t* w, int64_t ldw, const uint16_t* b, int64_t strip_stride, int64_t steps,
+                                float* c, int64_t ldc, bool accumulate) {
+  lm_f32x16 acc[R][S] = {};
+  for (int64_t j = 0; j < steps; ++j) {
+    lm_f32x16 x[S];
+    for (int s = 0; s < S; ++s) __builtin_memcpy(&x[s], b + s * strip_stride + j * 32, sizeof x[s]);
+    for (int r = 0; r < R; ++r) {
+      const lm_f32x16 y = lm_broadcast_bf16_pairs<P>(w + r * ldw + j * 2 * P);
+      for (int s = 0; s < S; ++s) acc[r][s] = lm_dot_bf16_pairs(acc[r][s], x[s], y);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int s = 0; s < S; ++s) {
+      float* out = c + r * ldc + s * 16;
+      for (int t = 0; t < 16 / P; ++t) {
+        const float sum = P == 1 ? acc[r][s][t] : acc[r][s][2 * t] + acc[r][s][2 * t + 1];
+        out[t] = accumulate ? out[t] + sum : sum;
+      }
+    }
+}
+// sums as lm_gemv_strips lays them out, for R weight rows that dequantize(r, d, n, out) writes as
+// bf16, n values of row r from depth d (n at most 256).
+template <int R, class Dequantize>
+inline void lm_gemv_bf16_strips_dot(const float* packed, int64_t rows, int64_t depth, float* sums,
+                                    Dequantize dequantize) {
+  constexpr int64_t kChunk = 256;
+  alignas(64) uint16_t wide[R * kChunk];
+  const uint16_t* strips = (const uint16_t*)packed;
+  const int64_t strip_stride = 16 * lm_bf16_strip_depth(depth), count = (rows + 15) / 16, ldc = count * 16;
+  // Strips of 16 rows of one pair; a last one of at most 8 rows has two.
+  const int64_t full = rows % 16 != 0 && rows % 16 <= 8 ? count - 1 : count;
+  for (int64_t d = 0; d < depth || d == 0; d += kChunk) {  // depth 0: the sums are zeros
+    const int64_t chunk = depth - d < kChunk ? depth - d : kChunk, padded = lm_bf16_strip_depth(chunk);
+    for (int r = 0; r < R; ++r) {
+      dequantize(r, d, chunk, wide + r * kChunk);
+      for (int64_t k = chunk; k < padded; ++k) wide[r * kChunk + k] = 0;
+    }
+    const bool accumulate = d > 0;
+    int64_t s = 0;
+    for (; s + 2 <= full; s += 2)
+      lm_tile_bf16_strips<R, 2, 1>(wide, kChunk, strips + s * strip_stride + d * 16, strip_stride, padded / 2,
+                                   sums + s * 16, ldc, accumulate);
+    for (; s < full; ++s)
+      lm_tile_bf16_strips<R, 1, 1>(wide, kChunk, strips + s * strip_stride + d * 16, strip_stride, padded / 2,
+                                   sums + s * 16, ldc, accumulate);
+    if (full < count)  // two pairs a step: the chunk starts d * 8 values into the strip
+      lm_tile_bf16_strips<R, 1, 2>(wide, kChunk, strips + s * strip_stride + d * 8, strip_stride, padded / 4,
+                                   sums + s * 16, ldc, accumulate);
+  }
+}
+// 32 f32 values (n of them, at most 32) rounded to bf16 and stored.
+inline void lm_store_bf16_rounded(lm_f32x16 lo, lm_f32x16 hi, int64_t n, uint16_t* out) {
+  const lm_f32x16 v = lm_round_bf16_pairs(lo, hi);
+  __builtin_memcpy(out, &v, n * sizeof *out);
+}
+// Where row r's chunk from depth d is prefetched while the chunk before it is dequantized: its
+// next chunk, or after its last one, the first chunk of row r of the next block (R rows on),
+// which a block's first chunks otherwise wait for.
+inline int64_t lm_next_chunk_offset(int r, int R, int64_t d, int64_t depth, int64_t row_stride) {
+  return d + 256 < depth ? r * row_stride + d + 256 : (r + R) * row_stride;
+}
+template <int R>
+inline void lm_gemv_bf16_strips(const float* packed, int64_t rows, const signed char* w, int64_t row_stride,
+                                int64_t depth, float* sums) {
+  lm_gemv_bf16_strips_dot<R>(packed, rows, depth, sums, [&](int r, int64_t d, int64_t n, uint16_t* out) {
+    const signed char* row = w + r * row_stride + d;
+    const signed char* next = w + lm_next_chunk_offset(r, R, d, depth, row_stride);
+    for (int64_t line = 0; line < 256; line += 64) __builtin_prefetch(next + line, 0, 2);
+    int64_t k = 0;
+    for (; k + 32 <= n; k += 32) lm_store_bf16_rounded(lm_widen_i8x16(row + k), lm_widen_i8x16(row + k + 16), 32, out + k);
+    for (; k < n; ++k) out[k] = lm_f2bf((float)row[k]);
+  });
+}
+// Groups of a multiple of 32 weights (the depth a multiple of the group, as torchao's are) take a
+// table per chunk of each run of 32 weights' scale and -(zero * scale), made eight at a time
+// where groups of 32 have adjacent scales (torchao's [N, groups] layout), and dequantize 32
+// weights in two FMAs where every |scale| is below 2^102 (exact, as in
+// lm_dequantize_bf16x8_split), else as (q - zero) * scale. A group's scalar loads, conversions,
+// bounds and broadcasts, made as each group began, took as long as its 32 weights' vector work:
+// 8 x 2048 x 8192 dequantized and multiplied in 1.8-1.9 us per 1,024 weight rows' chunk of 256
+// on one Zen 4 core, 1.3 with the table (docs/lessons.md, 2026-11-29). Other groups go one run
+// of the chunk per group, sixteen or one weight at a time.
+template <int R>
+inline void lm_gemv_bf16_strips_grouped(const float* packed, int64_t rows, const signed char* w, int64_t row_stride,
+                                        int64_t depth, int64_t group, const uint16_t* s, int64_t scale_row,
+                                        int64_t scale_group, const signed char* z, int64_t zero_row,
+                                        int64_t zero_group, float* sums) {
+  lm_gemv_bf16_strips_dot<R>(packed, rows, depth, sums, [&](int r, int64_t d, int64_t n, uint16_t* out) {
+    if (n == 0) return;  // no groups: no scales to read
+    const signed char* row = w + r * row_stride + d;
+    const signed char* next = w + lm_next_chunk_offset(r, R, d, depth, row_stride);
+    for (int64_t line = 0; line < 256; line += 64) __builtin_prefetch(next + line, 0, 2);
+    const int64_t next_group = d + 256 < depth ? (d + 256) / group : 0, next_row = d + 256 < depth ? r : r + R;
+    __builtin_prefetch(s + next_row * scale_row + next_group * scale_group, 0, 2);
+    if (z != nullptr) __builtin_prefetch(z + next_row * zero_row + next_group * zero_group, 0, 2);
+    const uint16_t* row_scales = s + r * scale_row;
+    const signed char* row_zeros = z == nullptr ? nullptr : z + r * zero_row;
+    const int64_t first_group = d / group;
+    if (group % 32 == 0 && depth % group == 0) {
+      const int runs = (int)(n / 32);  // n is a multiple of the group
+      alignas(32) float scale[8], zero[8], minus_zero_scale[8];
+      bool small_scales;  // every |scale| below 2^102 (false for NaN)
+      if (group == 32 && runs == 8 && scale_group == 1 && (row_zeros == nullptr || zero_group == 1)) {
+        typedef uint16_t lm_u16x8 __attribute__((vector_size(16)));
+        typedef long long lm_i64x2 __attribute__((vector_size(16)));
+        lm_u16x8 bits;
+        __builtin_memcpy(&bits, row_scales + first_group, sizeof bits);
+        const lm_f32x8 sv = (lm_f32x8)(__builtin_convertvector(bits, lm_u32x8) << 16);
+        const lm_f32x8 zv = row_zeros == nullptr ? lm_f32x8{} : lm_widen_i8(row_zeros + first_group);
+        const lm_f32x8 mzs = -(zv * sv);
+        __builtin_memcpy(scale, &sv, sizeof sv);
+        __builtin_memcpy(zero, &zv, sizeof zv);
+        __builtin_memcpy(minus_zero_scale, &mzs, sizeof mzs);
+        const lm_i64x2 large = (lm_i64x2)((bits & 0x7fff) >= 0x7280);  // 2^102, inf, NaN
+        small_scales = (large[0] | large[1]) == 0;
+      } else {
+        for (int b = 0; b < runs; ++b) {
+          const int64_t j = (d + 32 * b) / group;
+          scale[b] = lm_bf2f(row_scales[j * scale_group]);
+          zero[b] = row_zeros == nullptr ? 0.0f : (float)row_zeros[j * zero_group];
+          minus_zero_scale[b] = -(zero[b] * scale[b]);
+        }
+        small_scales = lm_scales_below_2p102(scale, runs);
+      }
+      // One loop per form, so that the choice is made once per chunk, not per run.
+      auto run = [&](auto dequantize) {
+        for (int b = 0; b < runs; ++b)
+          lm_store_bf16_rounded(dequantize(b, 32 * b), dequantize(b, 32 * b + 16), 32, out + 32 * b);
+      };
+      if (small_scales)
+        run([&](int b, int64_t k) {
+          return lm_madd16(lm_widen_i8x16(row + k), lm_splat16(scale[b]),
+                           lm_splat16(minus_zero_scale[b]));
+        });
+      else
+        run([&](int b, int64_t k) {
+          return (lm_widen_i8x16(row + k) - lm_splat16(zero[b])) * lm_splat16(scale[b]);
+        });
+      return;
+    }
+    for (int64_t k = 0, j = first_group; k < n; ++j) {
+      const int64_t end = (j + 1) * group - d < n ? (j + 1) * group - d : n;
+      const float scale = lm_bf2f(row_scales[j * scale_group]);
+      const float zero = row_zeros == nullptr ? 0.0f : (float)row_zeros[j * zero_group];
+      auto value = [&](int64_t at) { return (lm_widen_i8x16(row + at) - zero) * scale; };
+      for (; k + 32 <= end; k += 32) lm_store_bf16_rounded(value(k), value(k + 16), 32, out + k);
+      for (; k + 16 <= end; k += 16) lm_store_bf16_rounded(value(k), lm_f32x16{}, 16, out + k);
+      for (; k < end; ++k) out[k] = lm_f2bf(((float)row[k] - zero) * scale);
+    }
+  });
+}
+#else
+inline void lm_pack_bf16_strips(const uint16_t* a, int64_t a_stride, int64_t rows, int64_t depth, float* strips) {
+  lm_pack_strips(a, a_stride, rows, depth, strips);
+}
+template <int R>
+inline void lm_gemv_bf16_strips(const float* strips, int64_t rows, const signed char* w, int64_t row_stride,
+                                int64_t depth, float* sums) {
+  lm_gemv_strips<R>(strips, rows, w, row_stride, depth, sums);
+}
+template <int R>
+inline void lm_gemv_bf16_strips_grouped(const float* strips, int64_t rows, const signed char* w, int64_t row_stride,
+                                        int64_t depth, int64_t group, const uint16_t* s, int64_t scale_row,
+                                        int64_t scale_group, const signed char* z, int64_t zero_row,
+                                        int64_t zero_group, float* sums) {
+  lm_gemv_strips_grouped<R>(strips, rows, w, row_stride, depth, group, s, scale_row, scale_group, z, zero_row,
+                            zero_group, sums);
+}
+#endif
 // The GEMV pattern kernel's column form (GemvSpec::columns): the weight is [K, N] with N
 // contiguous (x @ W, GPT-2's Conv1D), so a dot product would read one element per row. Instead
 // `cols` outputs accumulate in `sums` (f32, in L1) while eight weight rows at a time stream
@@ -1227,7 +1474,7 @@ struct lm_lanes16 {
   }
   static V widen(const signed char* w) { return lm_widen_i8x16(w); }
   static V madd(V a, V b, V c) { return lm_madd16(a, b, c); }
-  static V broadcast(float v) { return V{v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v}; }
+  static V broadcast(float v) { return lm_splat16(v); }
   static float sum(V v) { return lm_sum8(lm_fold16(v)); }
 };
 #endif
@@ -1373,25 +1620,6 @@ inline lm_f32x8 lm_dequantize_bf16x8_split(const signed char* q, lm_f32x8 scale,
   const lm_f32x8 x = lm_madd8(lm_widen_i8(q), scale, minus_zero_scale);
   const lm_f32x8 c = x * 65537.0f;
   return c - (c - x);
-}
-// One row's table of `count` groups from group `first`, one group at a time (its groups' scales
-// or zero points not adjacent, or a last partial table): each group's scale, zero point (0
-// without) and -(zero * scale).
-inline void lm_group_table_one_by_one(const uint16_t* scales, int64_t scale_group, const signed char* zeros,
-                                      int64_t zero_group, int64_t first, int count, float* scale, float* zero,
-                                      float* minus_zero_scale) {
-  for (int j = 0; j < count; ++j) {
-    scale[j] = lm_bf2f(scales[(first + j) * scale_group]);
-    zero[j] = zeros == nullptr ? 0.0f : (float)zeros[(first + j) * zero_group];
-    minus_zero_scale[j] = -(zero[j] * scale[j]);
-  }
-}
-// Whether every one of `count` scales is below 2^102 in magnitude (false for NaN): the bound under
-// which q * scale - zero * scale rounds once to the exact (q - zero) * scale.
-inline bool lm_scales_below_2p102(const float* scale, int count) {
-  bool below = true;
-  for (int j = 0; j < count; ++j) below = below && __builtin_fabsf(scale[j]) < 0x1p102f;
-  return below;
 }
 #if defined(__AVX512BF16__)
 // lm_gemv_row_groups_bf16 where the CPU has AVX512-BF16 and a group is a multiple of 32 weights:
