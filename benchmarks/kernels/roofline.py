@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import ctypes
+import os
 import statistics
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 
@@ -25,16 +30,38 @@ def copy_bandwidth_gbps() -> float:
     return 2 * src.nbytes / _median_s(lambda: dst.copy_(src), 10) / 1e9
 
 
+def _native_read_probe():
+    """read_probe.cpp built for this CPU (g++ -O3 -march=native, as luminal's kernels are), or
+    None where it cannot be built."""
+    source = Path(__file__).with_name("read_probe.cpp")
+    build = Path(tempfile.gettempdir()) / f"luminal_read_probe_{os.getuid()}"
+    build.mkdir(exist_ok=True)
+    library = build / f"read_probe_{int(source.stat().st_mtime_ns)}.so"
+    if not library.exists():
+        command = [os.environ.get("LUMINAL_CXX", "g++"), "-O3", "-march=native", "-shared", "-fPIC", "-pthread",
+                   str(source), "-o", str(library)]
+        if subprocess.run(command, capture_output=True).returncode != 0:
+            return None
+    probe = ctypes.CDLL(str(library)).luminal_read_probe
+    probe.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int]
+    probe.restype = ctypes.c_float
+    return probe
+
+
 def read_bandwidth_gbps() -> float:
     """256 MiB f32 read once (no write stream): what a decode step streaming its weights can
-    reach at best. The faster of torch's sum and BLAS's GEMV over the same bytes as a
-    [8192, 8192] matrix: on an Emerald Rapids VM the sum alone read 20 GB/s where a GEMV (and
-    luminal's) streamed 29-34, which made every floor derived from it too high."""
+    reach at best. The fastest of torch's sum, BLAS's GEMV over the same bytes as a [8192, 8192]
+    matrix, and a native read loop (read_probe.cpp) on torch's threads: on an Emerald Rapids VM
+    the sum alone read 20 GB/s where a GEMV (and luminal's) streamed 29-34, and on a Zen 4 both
+    read 25.5 where luminal's GEMVs streamed 31, which made every floor derived from them wrong."""
     src = torch.randn(64 * 2**20)
     matrix, vector = src.view(8192, 8192), torch.randn(8192)
     summed = src.nbytes / _median_s(lambda: src.sum(), 10) / 1e9
     gemv = src.nbytes / _median_s(lambda: torch.mv(matrix, vector), 10) / 1e9
-    return max(summed, gemv)
+    probe = _native_read_probe()
+    threads = torch.get_num_threads()
+    native = 0.0 if probe is None else src.nbytes / _median_s(lambda: probe(src.data_ptr(), src.numel(), threads), 10) / 1e9
+    return max(summed, gemv, native)
 
 
 def sgemm_peak_gflops() -> float:
