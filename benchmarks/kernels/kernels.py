@@ -86,10 +86,10 @@ def _linear_inputs(m, k, n):
     return lambda dtype, g: (torch.randn(m, k, generator=g).to(dtype), torch.randn(n, k, generator=g).to(dtype))
 
 
-def _int8_weight_inputs(k, n):
+def _int8_weight_inputs(k, n, m=1):
     # torchao's Int8WeightOnlyConfig: an int8 [N, K] weight and a scale per output channel.
     def make(dtype, g):
-        return (torch.randn(1, k, generator=g).to(dtype), torch.randint(-128, 128, (n, k), generator=g, dtype=torch.int8),
+        return (torch.randn(m, k, generator=g).to(dtype), torch.randint(-128, 128, (n, k), generator=g, dtype=torch.int8),
                 (torch.rand(n, generator=g) / 64).to(dtype))
 
     return make
@@ -100,11 +100,11 @@ def gemv_int8(x, w, scale):
     return F.linear(x, w.to(x.dtype)) * scale
 
 
-def _int4_weight_inputs(k, n, group):
+def _int4_weight_inputs(k, n, group, m=1):
     # IntxWeightOnlyConfig(int4, PerGroup(group)): values in [-8, 8) one per byte, a scale and an
     # int8 zero point per group of `group` weights along K.
     def make(dtype, g):
-        return (torch.randn(1, k, generator=g).to(dtype), torch.randint(-8, 8, (n, k), generator=g, dtype=torch.int8),
+        return (torch.randn(m, k, generator=g).to(dtype), torch.randint(-8, 8, (n, k), generator=g, dtype=torch.int8),
                 (torch.rand(n, k // group, generator=g) / 8).to(dtype),
                 torch.randint(-8, 8, (n, k // group), generator=g, dtype=torch.int8))
 
@@ -158,9 +158,16 @@ def all_kernels() -> list[Kernel]:
     for k, nn in [(4096, 4096)]:
         kernels.append(Kernel("gemv_int8", (1, k, nn), _int8_weight_inputs(k, nn), gemv_int8, flops=2.0 * k * nn))
         kernels.append(Kernel("gemv_int4", (1, k, nn), _int4_weight_inputs(k, nn, 32), gemv_int4, flops=2.0 * k * nn))
+    # An 8-token prompt through the 1B Llama's MLP up projection, quantized: the strip GEMVs.
+    for m, k, nn in [(8, 2048, 8192)]:
+        kernels.append(Kernel("linear_int8", (m, k, nn), _int8_weight_inputs(k, nn, m), gemv_int8,
+                              flops=2.0 * m * k * nn))
+        kernels.append(Kernel("linear_int4", (m, k, nn), _int4_weight_inputs(k, nn, 32, m), gemv_int4,
+                              flops=2.0 * m * k * nn))
     # A 64-token prefill through the memory-bound Llama's projections as nn.Linear computes them
-    # (x @ w.T): the MLP's up and down projections and the LM head.
-    for m, k, nn in [(64, 1024, 2816), (64, 2816, 1024), (64, 1024, 32000)]:
+    # (x @ w.T): the MLP's up and down projections and the LM head; and the 8-token one through the
+    # 1B Llama's up projection, the unquantized peer of linear_int8 and linear_int4.
+    for m, k, nn in [(64, 1024, 2816), (64, 2816, 1024), (64, 1024, 32000), (8, 2048, 8192)]:
         kernels.append(Kernel("linear", (m, k, nn), _linear_inputs(m, k, nn), F.linear, flops=2.0 * m * k * nn))
     # Reductions across rows: a Linear's bias gradient (the sum over 512 tokens) and BatchNorm's
     # per-channel mean over (N, H, W).

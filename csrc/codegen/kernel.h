@@ -104,6 +104,10 @@ struct GemvSpec {
   bool has_zero = false;
   bool columns = false;
   ir::Expr a_depth_stride, w_depth_stride;  // columns only
+  // A bf16 prompt times a bf16 weight, packed into strips of bf16 pairs (lm_gemv_bf16_strips,
+  // vdpbf16ps): set by the cpu runtime where its kernels have AVX512-BF16
+  // (passes::is_bf16_pair_gemv).
+  bool bf16_pairs = false;
 };
 
 // torch.scatter along `axis`: params are out (0), data (1), index (2), src (3).
@@ -225,10 +229,10 @@ struct Kernel {
   // A column row kernel's indices of lane_axis per work item.
   int64_t lane_run() const { return tile > 0 ? tile : kRowLanes; }
   // Whether this Gemv is an f32 one (its weight f32, int8 or group-quantized), or a rank-2 bf16
-  // one with an int8 or group-quantized weight, with several rows of `a`, which it packs into
-  // strips (lm_gemv_strips; bf16: lm_gemv_bf16_strips, bf16 pairs where the CPU has
-  // AVX512-BF16, else f32), kGemvStripRows or kGemvOneStripRows weight rows per block
-  // (tile_candidates offers no others).
+  // one with an int8 or group-quantized weight (or a bf16 one, GemvSpec::bf16_pairs), with
+  // several rows of `a`, which it packs into strips (lm_gemv_strips; bf16: lm_gemv_bf16_strips,
+  // bf16 pairs where the CPU has AVX512-BF16, else f32), kGemvStripRows or kGemvOneStripRows
+  // weight rows per block (tile_candidates offers no others).
   bool gemv_strips() const;
 };
 

@@ -25,8 +25,19 @@ bool weight_repeats_over_batch(const ir::Node& matmul) {
 
 }  // namespace
 
-bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows, int64_t f32_rows) {
+bool is_bf16_pair_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t bf16_pair_rows) {
+  if (matmul.op != ir::Op::Matmul || matmul.dtype != ir::DType::BF16 || matmul.shape.size() != 2) return false;
+  for (const ir::TensorRef& in : matmul.inputs)
+    if (graph.node(in.node).dtype != ir::DType::BF16) return false;
+  const ir::Expr& m = matmul.shape[0];
+  return m.is_constant() && m.constant_value() > 1 && m.constant_value() <= bf16_pair_rows &&
+         reads_k_with_unit_strides(matmul);
+}
+
+bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows, int64_t f32_rows,
+             int64_t bf16_pair_rows) {
   if (matmul.op != ir::Op::Matmul) return false;
+  if (is_bf16_pair_gemv(graph, matmul, bf16_pair_rows)) return true;
   // int8 or uint8 activations (torchao's two forms of _int_mm) times int8 weights.
   const ir::DType a = graph.node(matmul.inputs[0].node).dtype;
   const bool int8_product = matmul.dtype == ir::DType::I32 && (a == ir::DType::I8 || a == ir::DType::U8) &&
@@ -76,14 +87,14 @@ bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul) {
 }
 
 ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half, int64_t half_gemv_rows,
-                          int64_t f32_gemv_rows) {
+                          int64_t f32_gemv_rows, int64_t bf16_pair_gemv_rows) {
   ir::Graph out;
   std::vector<ir::NodeId> renumber(graph.size(), -1);
   for (size_t i = 0; i < graph.size(); ++i) {
     ir::Node node = graph.node(static_cast<ir::NodeId>(i));
     for (ir::TensorRef& in : node.inputs) in.node = renumber[in.node];
     const bool native = std::find(native_half.begin(), native_half.end(), node.dtype) != native_half.end();
-    if (node.op != ir::Op::Matmul || !ir::is_half(node.dtype) || is_gemv(out, node, half_gemv_rows, f32_gemv_rows) ||
+    if (node.op != ir::Op::Matmul || !ir::is_half(node.dtype) || is_gemv(out, node, half_gemv_rows, f32_gemv_rows, bf16_pair_gemv_rows) ||
         is_column_gemv(out, node) || native) {
       renumber[i] = out.add(std::move(node));
       continue;

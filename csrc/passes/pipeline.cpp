@@ -29,7 +29,8 @@ KernelPlan plan_kernels(ir::Graph g, PassContext& cx) {
   g = eliminate_dead_code(std::move(g));
   ir::verify(g);
   dump(cx, step++, "dead_code", ir::to_text(g));
-  g = legalize_matmul(std::move(g), cx.native_half_matmuls, cx.half_gemv_rows, cx.f32_gemv_rows);
+  g = legalize_matmul(std::move(g), cx.native_half_matmuls, cx.half_gemv_rows, cx.f32_gemv_rows,
+                      cx.bf16_pair_gemv_rows);
   ir::verify(g);
   dump(cx, step++, "legalize_matmul", ir::to_text(g));
   Partition partition = fuse(g, cx);

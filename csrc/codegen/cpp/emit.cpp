@@ -847,8 +847,11 @@ class Emitter {
       strips_tail += group_args + "lm_block);\n";
       out << "    if (lm_rows == " << rows << ") " << strips_head << rows << strips_tail;
       out << "    else " << strips_head << "1" << strips_tail;
-      out << "    for (int lm_u = 0; lm_u < lm_rows; ++lm_u)\n";
-      out << "      for (int64_t lm_m = 0; lm_m < " << m_count << "; ++lm_m)\n";
+      // Row by row of the output: the block's outputs of one row of `a` are adjacent there (a
+      // weight row at a time wrote 64 rows a row stride apart per value: 1.9 of a 64-row int4
+      // GEMV's 16.5 ms on one Zen 4 core).
+      out << "    for (int64_t lm_m = 0; lm_m < " << m_count << "; ++lm_m)\n";
+      out << "      for (int lm_u = 0; lm_u < lm_rows; ++lm_u)\n";
       out << "        p2[lm_o + lm_m * " << expr_text(g.out.strides[m_axis])
           << " + lm_u * lm_out_stride] = " << table_.store(t, "lm_block[lm_u * lm_strip_count * 16 + lm_m]") << ";\n";
       out << "    lm_p += lm_rows;\n  }\n";

@@ -1083,7 +1083,8 @@ inline bool lm_scales_below_2p102(const float* scale, int count) {
   for (int j = 0; j < count; ++j) below = below && __builtin_fabsf(scale[j]) < 0x1p102f;
   return below;
 }
-// A GEMV with bf16 activations and an int8 or group-quantized weight at a prompt's few rows
+// A GEMV with bf16 activations and an int8 or group-quantized weight (where the CPU has
+// AVX512-BF16, also a bf16 one: GemvSpec::bf16_pairs) at a prompt's few rows
 // (Kernel::gemv_strips): `a` packed by lm_pack_bf16_strips, multiplied by lm_gemv_bf16_strips or
 // lm_gemv_bf16_strips_grouped. Where the CPU has AVX512-BF16 they multiply bf16 pairs with
 // vdpbf16ps: each block of weight rows is dequantized a chunk at a time into bf16 (the values
@@ -1158,35 +1159,46 @@ inline void lm_tile_bf16_strips(const uint16_t* w, int64_t ldw, const uint16_t* 
       }
     }
 }
-// sums as lm_gemv_strips lays them out, for R weight rows that dequantize(r, d, n, out) writes as
-// bf16, n values of row r from depth d (n at most 256).
-template <int R, class Dequantize>
-inline void lm_gemv_bf16_strips_dot(const float* packed, int64_t rows, int64_t depth, float* sums,
-                                    Dequantize dequantize) {
-  constexpr int64_t kChunk = 256;
-  alignas(64) uint16_t wide[R * kChunk];
+// sums as lm_gemv_strips lays them out, for R weight rows whose bf16 chunk of n values from depth
+// d (n at most lm_bf16_chunk) weights(d, n, wide, ldw) gives: a pointer to row 0's, row r's at
+// r * ldw, zeros after the n up to a multiple of 4 (its own rows in place, or `wide`, R rows of
+// lm_bf16_chunk, where it wrote them; ldw comes in as lm_bf16_chunk).
+constexpr int64_t lm_bf16_chunk = 256;
+template <int R, class Weights>
+inline void lm_gemv_bf16_strips_chunks(const float* packed, int64_t rows, int64_t depth, float* sums, Weights weights) {
+  alignas(64) uint16_t wide[R * lm_bf16_chunk];
   const uint16_t* strips = (const uint16_t*)packed;
   const int64_t strip_stride = 16 * lm_bf16_strip_depth(depth), count = (rows + 15) / 16, ldc = count * 16;
   // Strips of 16 rows of one pair; a last one of at most 8 rows has two.
   const int64_t full = rows % 16 != 0 && rows % 16 <= 8 ? count - 1 : count;
-  for (int64_t d = 0; d < depth || d == 0; d += kChunk) {  // depth 0: the sums are zeros
-    const int64_t chunk = depth - d < kChunk ? depth - d : kChunk, padded = lm_bf16_strip_depth(chunk);
-    for (int r = 0; r < R; ++r) {
-      dequantize(r, d, chunk, wide + r * kChunk);
-      for (int64_t k = chunk; k < padded; ++k) wide[r * kChunk + k] = 0;
-    }
+  for (int64_t d = 0; d < depth || d == 0; d += lm_bf16_chunk) {  // depth 0: the sums are zeros
+    const int64_t chunk = depth - d < lm_bf16_chunk ? depth - d : lm_bf16_chunk, padded = lm_bf16_strip_depth(chunk);
+    int64_t ldw = lm_bf16_chunk;
+    const uint16_t* w = weights(d, chunk, wide, ldw);
     const bool accumulate = d > 0;
     int64_t s = 0;
     for (; s + 2 <= full; s += 2)
-      lm_tile_bf16_strips<R, 2, 1>(wide, kChunk, strips + s * strip_stride + d * 16, strip_stride, padded / 2,
+      lm_tile_bf16_strips<R, 2, 1>(w, ldw, strips + s * strip_stride + d * 16, strip_stride, padded / 2,
                                    sums + s * 16, ldc, accumulate);
     for (; s < full; ++s)
-      lm_tile_bf16_strips<R, 1, 1>(wide, kChunk, strips + s * strip_stride + d * 16, strip_stride, padded / 2,
+      lm_tile_bf16_strips<R, 1, 1>(w, ldw, strips + s * strip_stride + d * 16, strip_stride, padded / 2,
                                    sums + s * 16, ldc, accumulate);
     if (full < count)  // two pairs a step: the chunk starts d * 8 values into the strip
-      lm_tile_bf16_strips<R, 1, 2>(wide, kChunk, strips + s * strip_stride + d * 8, strip_stride, padded / 4,
+      lm_tile_bf16_strips<R, 1, 2>(w, ldw, strips + s * strip_stride + d * 8, strip_stride, padded / 4,
                                    sums + s * 16, ldc, accumulate);
   }
+}
+// The same for R weight rows that dequantize(r, d, n, out) writes as bf16 into `wide`.
+template <int R, class Dequantize>
+inline void lm_gemv_bf16_strips_dot(const float* packed, int64_t rows, int64_t depth, float* sums,
+                                    Dequantize dequantize) {
+  lm_gemv_bf16_strips_chunks<R>(packed, rows, depth, sums, [&](int64_t d, int64_t n, uint16_t* wide, int64_t&) {
+    for (int r = 0; r < R; ++r) {
+      dequantize(r, d, n, wide + r * lm_bf16_chunk);
+      for (int64_t k = n; k < lm_bf16_strip_depth(n); ++k) wide[r * lm_bf16_chunk + k] = 0;
+    }
+    return (const uint16_t*)wide;
+  });
 }
 // 32 f32 values (n of them, at most 32) rounded to bf16 and stored.
 inline void lm_store_bf16_rounded(lm_f32x16 lo, lm_f32x16 hi, int64_t n, uint16_t* out) {
@@ -1197,7 +1209,7 @@ inline void lm_store_bf16_rounded(lm_f32x16 lo, lm_f32x16 hi, int64_t n, uint16_
 // next chunk, or after its last one, the first chunk of row r of the next block (R rows on),
 // which a block's first chunks otherwise wait for.
 inline int64_t lm_next_chunk_offset(int r, int R, int64_t d, int64_t depth, int64_t row_stride) {
-  return d + 256 < depth ? r * row_stride + d + 256 : (r + R) * row_stride;
+  return d + lm_bf16_chunk < depth ? r * row_stride + d + lm_bf16_chunk : (r + R) * row_stride;
 }
 template <int R>
 inline void lm_gemv_bf16_strips(const float* packed, int64_t rows, const signed char* w, int64_t row_stride,
@@ -1209,6 +1221,29 @@ inline void lm_gemv_bf16_strips(const float* packed, int64_t rows, const signed 
     int64_t k = 0;
     for (; k + 32 <= n; k += 32) lm_store_bf16_rounded(lm_widen_i8x16(row + k), lm_widen_i8x16(row + k + 16), 32, out + k);
     for (; k < n; ++k) out[k] = lm_f2bf((float)row[k]);
+  });
+}
+// bf16 weights (a bf16 Linear's prompt, passes::is_bf16_pair_gemv, only where the CPU has
+// AVX512-BF16): read in place, each row's next chunk prefetched (a copy of each chunk into L1,
+// through memmove, took a quarter of an 8 x 2048 x 8192 product), but for a last chunk of a
+// depth not a multiple of 4, copied so that it is padded with zeros.
+template <int R>
+inline void lm_gemv_bf16_strips(const float* packed, int64_t rows, const uint16_t* w, int64_t row_stride,
+                                int64_t depth, float* sums) {
+  lm_gemv_bf16_strips_chunks<R>(packed, rows, depth, sums, [&](int64_t d, int64_t n, uint16_t* wide, int64_t& ldw) {
+    for (int r = 0; r < R; ++r) {
+      const char* next = (const char*)(w + lm_next_chunk_offset(r, R, d, depth, row_stride));
+      for (int64_t line = 0; line < lm_bf16_chunk * (int64_t)sizeof *w; line += 64) __builtin_prefetch(next + line, 0, 2);
+    }
+    if (n % 4 == 0) {
+      ldw = row_stride;
+      return w + d;
+    }
+    for (int r = 0; r < R; ++r) {
+      __builtin_memcpy(wide + r * lm_bf16_chunk, w + r * row_stride + d, n * sizeof *w);
+      for (int64_t k = n; k < lm_bf16_strip_depth(n); ++k) wide[r * lm_bf16_chunk + k] = 0;
+    }
+    return (const uint16_t*)wide;
   });
 }
 // Groups of a multiple of 32 weights (the depth a multiple of the group, as torchao's are) take a

@@ -32,7 +32,8 @@ using passes::GroupKind;
 // widened to f32 first); the rest a row kernel.
 bool matmul_as_loop(const ir::Graph& graph, NodeId id, const passes::PassContext& cx) {
   const ir::Node& node = graph.node(id);
-  if (!ir::is_floating(node.dtype) || passes::is_gemv(graph, node, cx.half_gemv_rows, cx.f32_gemv_rows) ||
+  if (!ir::is_floating(node.dtype) ||
+      passes::is_gemv(graph, node, cx.half_gemv_rows, cx.f32_gemv_rows, cx.bf16_pair_gemv_rows) ||
       passes::is_column_gemv(graph, node))
     return true;
   const size_t rank = node.shape.size();
@@ -139,6 +140,11 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   // (oneDNN with bf16/f16 dot products streams the weight as well and keeps its own blocking).
   cx.half_gemv_rows = cx.native_half_matmuls.empty() ? codegen::kHalfGemvRows : 1;
   cx.f32_gemv_rows = codegen::kF32GemvRows;
+  // A short prompt's bf16 Linears as bf16 pairs in the GEMV kernel (lm_gemv_bf16_strips) where
+  // its kernels have AVX512-BF16: on a Zen 4 ATen's oneDNN GEMM took 1.7-2.2 ms for 8 x 2048 x
+  // 8192, the pairs' kernel ~1.1 (docs/lessons.md, 2026-11-29).
+  cx.bf16_pair_gemv_rows =
+      kernels_have_bf16_pairs_without_amx(parse_cpu_isa(options.cpu_isa)) ? codegen::kF32GemvRows : 1;
   passes::KernelPlan plan = passes::plan_kernels(input_graph, cx);
   Program program;
   program.graph = std::move(plan.graph);
@@ -256,9 +262,11 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     codegen::LoweredKernel lowered;
     if (group.kind == GroupKind::Matmul) {
       const ir::Node& matmul = graph.node(group.nodes[0]);
-      lowered = passes::is_gemv(graph, matmul, cx.half_gemv_rows, cx.f32_gemv_rows) || passes::is_column_gemv(graph, matmul)
+      lowered = passes::is_gemv(graph, matmul, cx.half_gemv_rows, cx.f32_gemv_rows, cx.bf16_pair_gemv_rows) ||
+                        passes::is_column_gemv(graph, matmul)
                     ? codegen::lower_gemv(graph, group.nodes[0])
                     : codegen::lower_matmul_loop(graph, group.nodes[0]);
+      lowered.kernel.gemv.bf16_pairs = passes::is_bf16_pair_gemv(graph, matmul, cx.bf16_pair_gemv_rows);
       if (lowered.kernel.gemv.columns) lowered.kernel.tile = column_run(lowered.kernel, program_threads(options));
     } else if (group.kind == GroupKind::Attention) {
       const std::optional<passes::AttentionPattern> pattern =

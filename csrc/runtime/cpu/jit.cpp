@@ -191,6 +191,11 @@ CpuIsa parse_cpu_isa(const std::string& name) {
   USER_ERROR() << "luminal option 'cpu_isa' must be 'native' or 'avx2', got '" << name << "'";
 }
 
+bool kernels_have_bf16_pairs_without_amx(CpuIsa isa) {
+  // -march=native gives the kernels every extension __builtin_cpu_supports sees.
+  return isa == CpuIsa::Native && __builtin_cpu_supports("avx512bf16") && !__builtin_cpu_supports("amx-bf16");
+}
+
 // A kernel built with -march=native on another machine must not be loaded here.
 const std::string& toolchain_identity(CpuIsa isa) {
   static const std::string native = [] {

@@ -23,6 +23,10 @@ enum class CpuIsa { Native, Avx2 };
 // "native" or "avx2"; anything else is a UserError naming the valid values.
 CpuIsa parse_cpu_isa(const std::string& name);
 
+// Whether kernels built for `isa` here multiply bf16 pairs (AVX512-BF16's vdpbf16ps) and this
+// CPU has no AMX-BF16 tiles, which ATen's oneDNN GEMMs use instead.
+bool kernels_have_bf16_pairs_without_amx(CpuIsa isa);
+
 struct JitOptions {
   std::string cache_dir;  // empty: $LUMINAL_CACHE_DIR, $XDG_CACHE_HOME/luminal or ~/.cache/luminal
   int jobs = 0;           // parallel compiler processes; 0: hardware threads
