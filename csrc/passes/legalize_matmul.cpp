@@ -94,8 +94,8 @@ ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_
     ir::Node node = graph.node(static_cast<ir::NodeId>(i));
     for (ir::TensorRef& in : node.inputs) in.node = renumber[in.node];
     const bool native = std::find(native_half.begin(), native_half.end(), node.dtype) != native_half.end();
-    if (node.op != ir::Op::Matmul || !ir::is_half(node.dtype) || is_gemv(out, node, half_gemv_rows, f32_gemv_rows, bf16_pair_gemv_rows) ||
-        is_column_gemv(out, node) || native) {
+    if (node.op != ir::Op::Matmul || !ir::is_half(node.dtype) ||
+        is_gemv(out, node, half_gemv_rows, f32_gemv_rows, bf16_pair_gemv_rows) || is_column_gemv(out, node) || native) {
       renumber[i] = out.add(std::move(node));
       continue;
     }

@@ -1076,6 +1076,17 @@ inline void lm_group_table_one_by_one(const uint16_t* scales, int64_t scale_grou
     minus_zero_scale[j] = -(zero[j] * scale[j]);
   }
 }
+// One row's table of eight groups from group `first` at once, their scales and zero points
+// adjacent (torchao's [N, groups] layout).
+inline void lm_group_table8(const uint16_t* scales, const signed char* zeros, int64_t first, float* scale, float* zero,
+                            float* minus_zero_scale) {
+  const lm_f32x8 sv = lm_bf16::load8(scales + first);
+  const lm_f32x8 zv = zeros == nullptr ? lm_f32x8{} : lm_widen_i8(zeros + first);
+  const lm_f32x8 mzs = -(zv * sv);
+  __builtin_memcpy(scale, &sv, sizeof sv);
+  __builtin_memcpy(zero, &zv, sizeof zv);
+  __builtin_memcpy(minus_zero_scale, &mzs, sizeof mzs);
+}
 // Whether every one of `count` scales is below 2^102 in magnitude (false for NaN): the bound under
 // which q * scale - zero * scale rounds once to the exact (q - zero) * scale.
 inline bool lm_scales_below_2p102(const float* scale, int count) {
@@ -1188,16 +1199,22 @@ inline void lm_gemv_bf16_strips_chunks(const float* packed, int64_t rows, int64_
                                    sums + s * 16, ldc, accumulate);
   }
 }
+// `wide` after fill(r, d, n, out) wrote each of the R rows' chunk there as bf16, padded with
+// zeros to a multiple of 4.
+template <int R, class Fill>
+inline const uint16_t* lm_fill_bf16_chunk(int64_t d, int64_t n, uint16_t* wide, Fill fill) {
+  for (int r = 0; r < R; ++r) {
+    fill(r, d, n, wide + r * lm_bf16_chunk);
+    for (int64_t k = n; k < lm_bf16_strip_depth(n); ++k) wide[r * lm_bf16_chunk + k] = 0;
+  }
+  return wide;
+}
 // The same for R weight rows that dequantize(r, d, n, out) writes as bf16 into `wide`.
 template <int R, class Dequantize>
 inline void lm_gemv_bf16_strips_dot(const float* packed, int64_t rows, int64_t depth, float* sums,
                                     Dequantize dequantize) {
   lm_gemv_bf16_strips_chunks<R>(packed, rows, depth, sums, [&](int64_t d, int64_t n, uint16_t* wide, int64_t&) {
-    for (int r = 0; r < R; ++r) {
-      dequantize(r, d, n, wide + r * lm_bf16_chunk);
-      for (int64_t k = n; k < lm_bf16_strip_depth(n); ++k) wide[r * lm_bf16_chunk + k] = 0;
-    }
-    return (const uint16_t*)wide;
+    return lm_fill_bf16_chunk<R>(d, n, wide, dequantize);
   });
 }
 // 32 f32 values (n of them, at most 32) rounded to bf16 and stored.
@@ -1205,19 +1222,28 @@ inline void lm_store_bf16_rounded(lm_f32x16 lo, lm_f32x16 hi, int64_t n, uint16_
   const lm_f32x16 v = lm_round_bf16_pairs(lo, hi);
   __builtin_memcpy(out, &v, n * sizeof *out);
 }
-// Where row r's chunk from depth d is prefetched while the chunk before it is dequantized: its
-// next chunk, or after its last one, the first chunk of row r of the next block (R rows on),
-// which a block's first chunks otherwise wait for.
-inline int64_t lm_next_chunk_offset(int r, int R, int64_t d, int64_t depth, int64_t row_stride) {
-  return d + lm_bf16_chunk < depth ? r * row_stride + d + lm_bf16_chunk : (r + R) * row_stride;
+// The chunk prefetched while row r's chunk from depth d is multiplied: the row's next one, or
+// after its last, the first of row r of the next block (R rows on), which a block's first chunks
+// otherwise wait for. Its weight row and depth.
+struct lm_chunk_at {
+  int64_t row, depth;
+};
+inline lm_chunk_at lm_next_chunk(int r, int R, int64_t d, int64_t depth) {
+  return d + lm_bf16_chunk < depth ? lm_chunk_at{r, d + lm_bf16_chunk} : lm_chunk_at{r + R, 0};
+}
+// That chunk's lm_bf16_chunk weights of `bytes` each, row r's at w + r * row_stride (bytes).
+inline void lm_prefetch_next_chunk(const void* w, int64_t row_stride, int64_t bytes, int r, int R, int64_t d,
+                                   int64_t depth) {
+  const lm_chunk_at next = lm_next_chunk(r, R, d, depth);
+  const char* at = (const char*)w + (next.row * row_stride + next.depth) * bytes;
+  for (int64_t line = 0; line < lm_bf16_chunk * bytes; line += 64) __builtin_prefetch(at + line, 0, 2);
 }
 template <int R>
 inline void lm_gemv_bf16_strips(const float* packed, int64_t rows, const signed char* w, int64_t row_stride,
                                 int64_t depth, float* sums) {
   lm_gemv_bf16_strips_dot<R>(packed, rows, depth, sums, [&](int r, int64_t d, int64_t n, uint16_t* out) {
     const signed char* row = w + r * row_stride + d;
-    const signed char* next = w + lm_next_chunk_offset(r, R, d, depth, row_stride);
-    for (int64_t line = 0; line < 256; line += 64) __builtin_prefetch(next + line, 0, 2);
+    lm_prefetch_next_chunk(w, row_stride, 1, r, R, d, depth);
     int64_t k = 0;
     for (; k + 32 <= n; k += 32) lm_store_bf16_rounded(lm_widen_i8x16(row + k), lm_widen_i8x16(row + k + 16), 32, out + k);
     for (; k < n; ++k) out[k] = lm_f2bf((float)row[k]);
@@ -1231,19 +1257,14 @@ template <int R>
 inline void lm_gemv_bf16_strips(const float* packed, int64_t rows, const uint16_t* w, int64_t row_stride,
                                 int64_t depth, float* sums) {
   lm_gemv_bf16_strips_chunks<R>(packed, rows, depth, sums, [&](int64_t d, int64_t n, uint16_t* wide, int64_t& ldw) {
-    for (int r = 0; r < R; ++r) {
-      const char* next = (const char*)(w + lm_next_chunk_offset(r, R, d, depth, row_stride));
-      for (int64_t line = 0; line < lm_bf16_chunk * (int64_t)sizeof *w; line += 64) __builtin_prefetch(next + line, 0, 2);
-    }
+    for (int r = 0; r < R; ++r) lm_prefetch_next_chunk(w, row_stride, sizeof *w, r, R, d, depth);
     if (n % 4 == 0) {
       ldw = row_stride;
       return w + d;
     }
-    for (int r = 0; r < R; ++r) {
-      __builtin_memcpy(wide + r * lm_bf16_chunk, w + r * row_stride + d, n * sizeof *w);
-      for (int64_t k = n; k < lm_bf16_strip_depth(n); ++k) wide[r * lm_bf16_chunk + k] = 0;
-    }
-    return (const uint16_t*)wide;
+    return lm_fill_bf16_chunk<R>(d, n, wide, [&](int r, int64_t from, int64_t count, uint16_t* out) {
+      __builtin_memcpy(out, w + r * row_stride + from, count * sizeof *w);
+    });
   });
 }
 // Groups of a multiple of 32 weights (the depth a multiple of the group, as torchao's are) take a
@@ -1263,31 +1284,18 @@ inline void lm_gemv_bf16_strips_grouped(const float* packed, int64_t rows, const
   lm_gemv_bf16_strips_dot<R>(packed, rows, depth, sums, [&](int r, int64_t d, int64_t n, uint16_t* out) {
     if (n == 0) return;  // no groups: no scales to read
     const signed char* row = w + r * row_stride + d;
-    const signed char* next = w + lm_next_chunk_offset(r, R, d, depth, row_stride);
-    for (int64_t line = 0; line < 256; line += 64) __builtin_prefetch(next + line, 0, 2);
-    const int64_t next_group = d + 256 < depth ? (d + 256) / group : 0, next_row = d + 256 < depth ? r : r + R;
-    __builtin_prefetch(s + next_row * scale_row + next_group * scale_group, 0, 2);
-    if (z != nullptr) __builtin_prefetch(z + next_row * zero_row + next_group * zero_group, 0, 2);
+    lm_prefetch_next_chunk(w, row_stride, 1, r, R, d, depth);
+    const lm_chunk_at next = lm_next_chunk(r, R, d, depth);  // its first group's scale and zero point
+    __builtin_prefetch(s + next.row * scale_row + next.depth / group * scale_group, 0, 2);
+    if (z != nullptr) __builtin_prefetch(z + next.row * zero_row + next.depth / group * zero_group, 0, 2);
     const uint16_t* row_scales = s + r * scale_row;
     const signed char* row_zeros = z == nullptr ? nullptr : z + r * zero_row;
     const int64_t first_group = d / group;
     if (group % 32 == 0 && depth % group == 0) {
       const int runs = (int)(n / 32);  // n is a multiple of the group
       alignas(32) float scale[8], zero[8], minus_zero_scale[8];
-      bool small_scales;  // every |scale| below 2^102 (false for NaN)
       if (group == 32 && runs == 8 && scale_group == 1 && (row_zeros == nullptr || zero_group == 1)) {
-        typedef uint16_t lm_u16x8 __attribute__((vector_size(16)));
-        typedef long long lm_i64x2 __attribute__((vector_size(16)));
-        lm_u16x8 bits;
-        __builtin_memcpy(&bits, row_scales + first_group, sizeof bits);
-        const lm_f32x8 sv = (lm_f32x8)(__builtin_convertvector(bits, lm_u32x8) << 16);
-        const lm_f32x8 zv = row_zeros == nullptr ? lm_f32x8{} : lm_widen_i8(row_zeros + first_group);
-        const lm_f32x8 mzs = -(zv * sv);
-        __builtin_memcpy(scale, &sv, sizeof sv);
-        __builtin_memcpy(zero, &zv, sizeof zv);
-        __builtin_memcpy(minus_zero_scale, &mzs, sizeof mzs);
-        const lm_i64x2 large = (lm_i64x2)((bits & 0x7fff) >= 0x7280);  // 2^102, inf, NaN
-        small_scales = (large[0] | large[1]) == 0;
+        lm_group_table8(row_scales, row_zeros, first_group, scale, zero, minus_zero_scale);
       } else {
         for (int b = 0; b < runs; ++b) {
           const int64_t j = (d + 32 * b) / group;
@@ -1295,17 +1303,15 @@ inline void lm_gemv_bf16_strips_grouped(const float* packed, int64_t rows, const
           zero[b] = row_zeros == nullptr ? 0.0f : (float)row_zeros[j * zero_group];
           minus_zero_scale[b] = -(zero[b] * scale[b]);
         }
-        small_scales = lm_scales_below_2p102(scale, runs);
       }
       // One loop per form, so that the choice is made once per chunk, not per run.
       auto run = [&](auto dequantize) {
         for (int b = 0; b < runs; ++b)
           lm_store_bf16_rounded(dequantize(b, 32 * b), dequantize(b, 32 * b + 16), 32, out + 32 * b);
       };
-      if (small_scales)
+      if (lm_scales_below_2p102(scale, runs))
         run([&](int b, int64_t k) {
-          return lm_madd16(lm_widen_i8x16(row + k), lm_splat16(scale[b]),
-                           lm_splat16(minus_zero_scale[b]));
+          return lm_madd16(lm_widen_i8x16(row + k), lm_splat16(scale[b]), lm_splat16(minus_zero_scale[b]));
         });
       else
         run([&](int b, int64_t k) {
@@ -1762,12 +1768,7 @@ inline void lm_gemv_row_groups_bf16(const float* a, const signed char* const* ro
       for (int64_t j = 0; j < count * group; j += 64)
         __builtin_prefetch(rows[s] + first * group + j + lm_stream_prefetch_bytes);
       if (count == kTable && scale_group == 1 && (zeros[s] == nullptr || zero_group == 1)) {
-        const lm_f32x8 sv = lm_bf16::load8(scales[s] + first);
-        const lm_f32x8 zv = zeros[s] == nullptr ? lm_f32x8{} : lm_widen_i8(zeros[s] + first);
-        const lm_f32x8 mzs = -(zv * sv);
-        __builtin_memcpy(scale[s], &sv, sizeof sv);
-        __builtin_memcpy(zero[s], &zv, sizeof zv);
-        __builtin_memcpy(minus_zero_scale[s], &mzs, sizeof mzs);
+        lm_group_table8(scales[s], zeros[s], first, scale[s], zero[s], minus_zero_scale[s]);
       } else {
         lm_group_table_one_by_one(scales[s], scale_group, zeros[s], zero_group, first, count, scale[s], zero[s],
                                   minus_zero_scale[s]);
