@@ -967,13 +967,26 @@ inline void lm_gemv_strips(const float* strips, int64_t rows, const float* w, in
     lm_gemv_strip_run<R>(w + d, row_stride, strips + d * 16, depth * 16, rows, chunk, sums, d > 0);
   }
 }
+// The strips read a block of R weight rows a chunk of each row at a time: R short streams a
+// row apart, which the hardware prefetchers follow poorly. Row r's chunk from depth d prefetches
+// the same chunk of row r of the next block (R rows on), a whole block ahead, so that the loads
+// of a block's chunks find them in L2. Prefetching each row's next chunk instead left an
+// 8 x 2048 x 8192 int4 or int8 product latency-bound: eight such weights (134 MB, past L3) took
+// 1.25-1.35x as long on two Zen 4 cores, interleaved, with bf16 or f32 activations
+// (docs/lessons.md, 2026-11-29). Row r of the next block's `count` weights from d, `bytes` each,
+// row r's at w + r * row_stride weights.
+inline void lm_prefetch_next_block_chunk(const void* w, int64_t row_stride, int64_t bytes, int r, int R, int64_t d,
+                                         int64_t count) {
+  const char* at = (const char*)w + ((r + R) * row_stride + d) * bytes;
+  for (int64_t line = 0; line < count * bytes; line += 64) __builtin_prefetch(at + line, 0, 2);
+}
 // The same with int8 weight rows (Int8WeightOnlyConfig at a prompt's few rows): each chunk of the
 // block's rows is widened to f32 once, into a block that stays in L1 for every strip, so the
 // weight's bytes are read once and never copied to memory (a Cast then sgemm wrote and read four
 // bytes per weight: 16 x 1024 x 32000 took 17 ms, this 7-9). An int8 value is exact in f32: the
-// sums are the f32 kernel's on the widened weight. The rows' next chunk is prefetched into L2
-// while this one is multiplied, and AVX-512 widens sixteen at a time: before both, perf put 40%
-// of the time in the widening, stalled on the weight's loads.
+// sums are the f32 kernel's on the widened weight. The next block's chunk is prefetched into L2
+// while this one is multiplied (lm_prefetch_next_block_chunk), and AVX-512 widens sixteen at a
+// time: before both, perf put 40% of the time in the widening, stalled on the weight's loads.
 template <int R>
 inline void lm_gemv_strips(const float* strips, int64_t rows, const signed char* w, int64_t row_stride,
                            int64_t depth, float* sums) {
@@ -983,7 +996,7 @@ inline void lm_gemv_strips(const float* strips, int64_t rows, const signed char*
     const int64_t chunk = depth - d < kChunk ? depth - d : kChunk;
     for (int r = 0; r < R; ++r) {
       const signed char* row = w + r * row_stride + d;
-      for (int64_t line = 0; line < kChunk; line += 64) __builtin_prefetch(row + kChunk + line, 0, 2);
+      lm_prefetch_next_block_chunk(w, row_stride, 1, r, R, d, kChunk);
       int64_t k = 0;
 #if defined(__AVX512F__)
       for (; k + 16 <= chunk; k += 16) {
@@ -1023,13 +1036,12 @@ inline void lm_gemv_strips_grouped(const float* strips, int64_t rows, const sign
   alignas(64) float wide[R * kChunk];
   for (int64_t d = 0; d < depth || d == 0; d += kChunk) {
     const int64_t chunk = depth - d < kChunk ? depth - d : kChunk;
-    const int64_t first_group = d / group, next_group = (d + kChunk) / group;
+    const int64_t first_group = d / group;
     for (int r = 0; r < R; ++r) {
       const signed char* row = w + r * row_stride + d;
-      for (int64_t line = 0; line < kChunk; line += 64) __builtin_prefetch(row + kChunk + line, 0, 2);
-      // The next chunk's first group: its scale and zero point.
-      __builtin_prefetch(s + r * scale_row + next_group * scale_group, 0, 2);
-      if (z != nullptr) __builtin_prefetch(z + r * zero_row + next_group * zero_group, 0, 2);
+      lm_prefetch_next_block_chunk(w, row_stride, 1, r, R, d, kChunk);  // and its first group's scale and zero point
+      __builtin_prefetch(s + (r + R) * scale_row + first_group * scale_group, 0, 2);
+      if (z != nullptr) __builtin_prefetch(z + (r + R) * zero_row + first_group * zero_group, 0, 2);
       float* out = wide + r * kChunk;
       // One run of the chunk per group it overlaps: its scale and zero point are constants. The
       // groups are counted from the chunk's first, not divided out per run: a division per group
@@ -1222,42 +1234,26 @@ inline void lm_store_bf16_rounded(lm_f32x16 lo, lm_f32x16 hi, int64_t n, uint16_
   const lm_f32x16 v = lm_round_bf16_pairs(lo, hi);
   __builtin_memcpy(out, &v, n * sizeof *out);
 }
-// The chunk prefetched while row r's chunk from depth d is multiplied: the row's next one, or
-// after its last, the first of row r of the next block (R rows on), which a block's first chunks
-// otherwise wait for. Its weight row and depth.
-struct lm_chunk_at {
-  int64_t row, depth;
-};
-inline lm_chunk_at lm_next_chunk(int r, int R, int64_t d, int64_t depth) {
-  return d + lm_bf16_chunk < depth ? lm_chunk_at{r, d + lm_bf16_chunk} : lm_chunk_at{r + R, 0};
-}
-// That chunk's lm_bf16_chunk weights of `bytes` each, row r's at w + r * row_stride (bytes).
-inline void lm_prefetch_next_chunk(const void* w, int64_t row_stride, int64_t bytes, int r, int R, int64_t d,
-                                   int64_t depth) {
-  const lm_chunk_at next = lm_next_chunk(r, R, d, depth);
-  const char* at = (const char*)w + (next.row * row_stride + next.depth) * bytes;
-  for (int64_t line = 0; line < lm_bf16_chunk * bytes; line += 64) __builtin_prefetch(at + line, 0, 2);
-}
 template <int R>
 inline void lm_gemv_bf16_strips(const float* packed, int64_t rows, const signed char* w, int64_t row_stride,
                                 int64_t depth, float* sums) {
   lm_gemv_bf16_strips_dot<R>(packed, rows, depth, sums, [&](int r, int64_t d, int64_t n, uint16_t* out) {
     const signed char* row = w + r * row_stride + d;
-    lm_prefetch_next_chunk(w, row_stride, 1, r, R, d, depth);
+    lm_prefetch_next_block_chunk(w, row_stride, 1, r, R, d, lm_bf16_chunk);
     int64_t k = 0;
     for (; k + 32 <= n; k += 32) lm_store_bf16_rounded(lm_widen_i8x16(row + k), lm_widen_i8x16(row + k + 16), 32, out + k);
     for (; k < n; ++k) out[k] = lm_f2bf((float)row[k]);
   });
 }
 // bf16 weights (a bf16 Linear's prompt, passes::is_bf16_pair_gemv, only where the CPU has
-// AVX512-BF16): read in place, each row's next chunk prefetched (a copy of each chunk into L1,
+// AVX512-BF16): read in place, the next block's chunk prefetched (a copy of each chunk into L1,
 // through memmove, took a quarter of an 8 x 2048 x 8192 product), but for a last chunk of a
 // depth not a multiple of 4, copied so that it is padded with zeros.
 template <int R>
 inline void lm_gemv_bf16_strips(const float* packed, int64_t rows, const uint16_t* w, int64_t row_stride,
                                 int64_t depth, float* sums) {
   lm_gemv_bf16_strips_chunks<R>(packed, rows, depth, sums, [&](int64_t d, int64_t n, uint16_t* wide, int64_t& ldw) {
-    for (int r = 0; r < R; ++r) lm_prefetch_next_chunk(w, row_stride, sizeof *w, r, R, d, depth);
+    for (int r = 0; r < R; ++r) lm_prefetch_next_block_chunk(w, row_stride, sizeof *w, r, R, d, lm_bf16_chunk);
     if (n % 4 == 0) {
       ldw = row_stride;
       return w + d;
@@ -1284,10 +1280,9 @@ inline void lm_gemv_bf16_strips_grouped(const float* packed, int64_t rows, const
   lm_gemv_bf16_strips_dot<R>(packed, rows, depth, sums, [&](int r, int64_t d, int64_t n, uint16_t* out) {
     if (n == 0) return;  // no groups: no scales to read
     const signed char* row = w + r * row_stride + d;
-    lm_prefetch_next_chunk(w, row_stride, 1, r, R, d, depth);
-    const lm_chunk_at next = lm_next_chunk(r, R, d, depth);  // its first group's scale and zero point
-    __builtin_prefetch(s + next.row * scale_row + next.depth / group * scale_group, 0, 2);
-    if (z != nullptr) __builtin_prefetch(z + next.row * zero_row + next.depth / group * zero_group, 0, 2);
+    lm_prefetch_next_block_chunk(w, row_stride, 1, r, R, d, lm_bf16_chunk);  // and its first group's scale and zero point
+    __builtin_prefetch(s + (r + R) * scale_row + d / group * scale_group, 0, 2);
+    if (z != nullptr) __builtin_prefetch(z + (r + R) * zero_row + d / group * zero_group, 0, 2);
     const uint16_t* row_scales = s + r * scale_row;
     const signed char* row_zeros = z == nullptr ? nullptr : z + r * zero_row;
     const int64_t first_group = d / group;
