@@ -1,5 +1,7 @@
 """FLOPs of a forward as `torch.utils.flop_counter` counts its matmuls, plus attention's two
-products over the query-key pairs its mask lets through.
+products over the query-key pairs its mask lets through, and int8 products (`_int_mm`, torchao's
+dynamic-activation Linears), which torch's counter does not count (it gave int8dyn models a floor
+of 0.02 ms).
 
 torch's counter has formulas for the CUDA attention kernels only: on CPU, scaled_dot_product_attention
 runs `_scaled_dot_product_flash_attention_for_cpu` and counts 0 FLOPs. Counting every pair of a
@@ -39,9 +41,19 @@ def _cpu_attention_flops(query: torch.Tensor, key: torch.Tensor, value: torch.Te
 _cpu_attention_flops._get_raw = True  # FlopCounterMode passes it the tensors, not their shapes
 
 
+def _int_mm_flops(a_shape: tuple[int, ...], b_shape: tuple[int, ...], *args: Any, out_shape: Any = None,
+                  **kwargs: Any) -> int:
+    """An [m, k] x [k, n] int8 product: 2 FLOPs per multiply-add, as for a float matmul."""
+    m, k = a_shape
+    return 2 * m * k * b_shape[1]
+
+
 def count_flops(forward: Callable[[], Any]) -> int:
-    """Total FLOPs of `forward()`, attention counted by attended_pairs."""
-    mapping = {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _cpu_attention_flops}
+    """Total FLOPs of `forward()`, attention counted by attended_pairs, int8 products as matmuls."""
+    mapping = {
+        torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _cpu_attention_flops,
+        torch.ops.aten._int_mm: _int_mm_flops,
+    }
     with FlopCounterMode(display=False, custom_mapping=mapping) as counter, torch.no_grad():
         forward()
     return counter.get_total_flops()

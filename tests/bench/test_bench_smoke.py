@@ -217,3 +217,12 @@ def test_attention_flops_count_only_the_attended_pairs():
     assert count_flops(lambda: F.scaled_dot_product_attention(q, k[..., :6, :], v[..., :6, :], is_causal=True)) == \
         2 * 3 * 21 * per_pair
     assert count_flops(lambda: F.scaled_dot_product_attention(q, k, v)) == 2 * 3 * 48 * per_pair
+
+
+def test_int8_products_count_as_matmuls():
+    # torch's counter gives _int_mm (torchao's dynamic-activation int8 Linears) 0 FLOPs.
+    sys.path.insert(0, str(REPO))
+    from benchmarks.ttft.flops import count_flops
+
+    a, b = torch.ones(32, 64, dtype=torch.int8), torch.ones(64, 16, dtype=torch.int8)
+    assert count_flops(lambda: torch._int_mm(a, b)) == 2 * 32 * 64 * 16
