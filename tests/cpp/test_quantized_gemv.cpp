@@ -339,11 +339,12 @@ TEST(QuantizedGemv, Int8ActivationsTimesInt8WeightsSumExactlyInI32) {
   // operands; every sum is exact (the reference sums in i32), over odd depths and the full range,
   // for int8 activations and uint8 ones (torchao's form for AVX512-VNNI CPUs without AMX).
   std::mt19937 rng(9);
-  // One row (decode) and several (a prefill: a GEMV per row).
+  // One row (decode) and several (a prefill: a GEMV per row; eight rows at a time against each
+  // block of weight rows, lm_gemv_prompt_i8, then the rest one by one).
   for (DType a_dtype : {DType::I8, DType::U8})
   for (auto [m, n, k] :
        {std::tuple<int64_t, int64_t, int64_t>{1, 13, 37}, {1, 64, 4096}, {1, 5, 15}, {7, 33, 70}, {1, 9, 53},
-        {3, 17, 200}}) {
+        {3, 17, 200}, {8, 13, 200}, {17, 6, 130}, {16, 9, 64}, {8, 7, 63}}) {
     IrTestBuilder b;
     auto x = b.input("x", a_dtype, {m, k});
     auto w = b.weight("w", DType::I8, {n, k});

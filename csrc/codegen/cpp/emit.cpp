@@ -792,6 +792,7 @@ class Emitter {
     out << "  const int64_t lm_row_stride = " << expr_text(g.w.strides[n_axis]) << ";\n";
     out << "  const int64_t lm_out_stride = " << expr_text(g.out.strides[n_axis]) << ";\n";
     if (!strips) out << "  " << sum_type << " lm_sums[" << rows << "];\n";
+    if (t == DType::I32) out << "  int32_t lm_prompt_sums[8 * " << rows << "];\n";
     const int m_axis = rank_ - 2;
     const std::string m_count = expr_text(k_.domain[m_axis]);
     if (strips) {
@@ -858,7 +859,24 @@ class Emitter {
       out << "  " << frees << "\n";
       return out.str();
     }
-    out << "    for (int64_t lm_m = 0; lm_m < " << m_count << "; ++lm_m) {\n";
+    std::string first_row = "0";
+    if (t == DType::I32) {
+      // Eight rows of `a` at a time against the block (lm_gemv_prompt_i8), the rest row by row.
+      const std::string a_stride = expr_text(g.a.strides[m_axis]), out_stride = expr_text(g.out.strides[m_axis]);
+      out << "    int64_t lm_m8 = 0;\n";
+      out << "    for (; lm_m8 + 8 <= " << m_count << "; lm_m8 += 8) {\n";
+      out << "      if (lm_rows == " << rows << ") lm_gemv_prompt_i8<" << rows << ">(lm_a + lm_m8 * " << a_stride << ", "
+          << a_stride << ", lm_w, lm_row_stride, lm_depth, lm_prompt_sums);\n";
+      out << "      else lm_gemv_prompt_i8<1>(lm_a + lm_m8 * " << a_stride << ", " << a_stride
+          << ", lm_w, lm_row_stride, lm_depth, lm_prompt_sums);\n";
+      out << "      for (int lm_i = 0; lm_i < 8; ++lm_i)\n";
+      out << "        for (int lm_u = 0; lm_u < lm_rows; ++lm_u)\n";
+      out << "          p2[lm_o + (lm_m8 + lm_i) * " << out_stride
+          << " + lm_u * lm_out_stride] = lm_prompt_sums[lm_i * lm_rows + lm_u];\n";
+      out << "    }\n";
+      first_row = "lm_m8";
+    }
+    out << "    for (int64_t lm_m = " << first_row << "; lm_m < " << m_count << "; ++lm_m) {\n";
     out << "      const auto* lm_a_row = lm_a + lm_m * "
         << (widens_activations() ? std::string("lm_depth") : expr_text(g.a.strides[m_axis])) << ";\n";
     out << "      const int64_t lm_o_row = lm_o + lm_m * " << expr_text(g.out.strides[m_axis]) << ";\n";

@@ -1482,6 +1482,72 @@ inline void lm_gemv_rows_i8(const TA* a, const signed char* w, int64_t row_strid
     sums[r] = (int32_t)total[r];
   }
 }
+// Eight rows of a prompt's 8-bit activations (row m at a + m * a_stride) times R int8 weight rows,
+// exact in i32 as lm_gemv_rows_i8: sums[m * R + r]. Where the CPU has AVX512-VNNI, each 64 bytes
+// of a pair of weight rows are loaded once and multiplied by all eight rows of `a`: sixteen
+// vpdpbusd, and for signed `a` the pair's sum w once, not once per row of `a`. Called once per
+// row of `a`, lm_gemv_rows_i8 took 16 vpdpbusd, 8 xors and 16 loads per weight row and 64
+// weights, against 9, 4 and 5 here: the 1B Llama's int8-dynamic 8-token prefill spent 81% of its
+// time there (docs/lessons.md, 2026-11-29 morning). Elsewhere lm_gemv_rows_i8 per row of `a`.
+// Sums mod 2^32 are the same in any order: the bits do not depend on the path.
+#if defined(__AVX512VNNI__)
+template <int P, class TA>
+inline void lm_gemv_prompt_i8_rows(const TA* a, int64_t a_stride, const signed char* w, int64_t row_stride,
+                                   int64_t depth, int32_t* sums, int sums_stride) {
+  constexpr bool kSigned = (TA)-1 < 0;
+  typedef int lm_i32x16 __attribute__((vector_size(64)));
+  typedef uint32_t lm_u32x16 __attribute__((vector_size(64)));
+  typedef uint32_t lm_u32x8 __attribute__((vector_size(32)));
+  typedef uint32_t lm_u32x4 __attribute__((vector_size(16)));
+  const lm_i32x16 flip = lm_i32x16{} + (int)0x80808080, ones = lm_i32x16{} + 0x01010101;
+  auto load = [](const void* p) {
+    lm_i32x16 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+  };
+  lm_i32x16 acc[P][8] = {}, sum_w[P] = {};
+  int64_t k = 0;
+  for (; k + 64 <= depth; k += 64) {
+    lm_i32x16 wv[P];
+    for (int p = 0; p < P; ++p) {
+      __builtin_prefetch(w + p * row_stride + k + lm_stream_prefetch_bytes);
+      wv[p] = load(w + p * row_stride + k);
+      if constexpr (kSigned) sum_w[p] = __builtin_ia32_vpdpbusd_v16si(sum_w[p], ones, wv[p]);
+    }
+    for (int m = 0; m < 8; ++m) {
+      lm_i32x16 x = load(a + m * a_stride + k);
+      if constexpr (kSigned) x ^= flip;  // a + 128, unsigned
+      for (int p = 0; p < P; ++p) acc[p][m] = __builtin_ia32_vpdpbusd_v16si(acc[p][m], x, wv[p]);
+    }
+  }
+  for (int p = 0; p < P; ++p)
+    for (int m = 0; m < 8; ++m) {
+      // sum (a + 128) w - 128 sum w, lane by lane, then the lanes.
+      const lm_u32x16 v = (lm_u32x16)acc[p][m] - (kSigned ? (lm_u32x16)sum_w[p] << 7 : lm_u32x16{});
+      const lm_u32x8 v8 = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                          __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+      const lm_u32x4 v4 = __builtin_shufflevector(v8, v8, 0, 1, 2, 3) + __builtin_shufflevector(v8, v8, 4, 5, 6, 7);
+      uint32_t total = v4[0] + v4[1] + v4[2] + v4[3];
+      for (int64_t j = k; j < depth; ++j) total += (uint32_t)(a[m * a_stride + j] * w[p * row_stride + j]);
+      sums[m * sums_stride + p] = (int32_t)total;
+    }
+}
+#endif
+template <int R, class TA>
+inline void lm_gemv_prompt_i8(const TA* a, int64_t a_stride, const signed char* w, int64_t row_stride, int64_t depth,
+                              int32_t* sums) {
+#if defined(__AVX512VNNI__)
+  int r = 0;
+  for (; r + 2 <= R; r += 2) lm_gemv_prompt_i8_rows<2>(a, a_stride, w + r * row_stride, row_stride, depth, sums + r, R);
+  if (r < R) lm_gemv_prompt_i8_rows<1>(a, a_stride, w + r * row_stride, row_stride, depth, sums + r, R);
+#else
+  int32_t row_sums[R];
+  for (int m = 0; m < 8; ++m) {
+    lm_gemv_rows_i8<R>(a + m * a_stride, w, row_stride, depth, row_sums);
+    for (int r = 0; r < R; ++r) sums[m * R + r] = row_sums[r];
+  }
+#endif
+}
 // A weight quantized per group along K (GemvSpec::group). f32: each row's int8 values multiply
 // `a` group by group, and the group's scale and zero point apply to its sum,
 // scale * (sum q*a - zero * sum a), instead of to every weight: one widen and one FMA per weight,
