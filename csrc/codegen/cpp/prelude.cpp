@@ -1408,6 +1408,32 @@ inline void lm_gemv_columns(const uint16_t* a, int64_t a_step, const uint16_t* w
       }
     }
 }
+#if defined(__AVX512VNNI__)
+// vpdpbusd's operands and sums, for lm_gemv_rows_i8 and lm_gemv_prompt_i8: it adds four unsigned
+// x signed byte products into each of sixteen i32 lanes, 64 pairs per instruction. Signed `a`
+// flipped to unsigned (a ^ 0x80 = a + 128) gives sum (a + 128) w; a second vpdpbusd of ones by w
+// gives sum w, and the difference 128 sum w is taken after, mod 2^32, as torch's i32 sum wraps.
+// Each lane's four products stay within 4 * 255 * 128: no saturation. Unsigned `a` needs neither.
+struct lm_vnni {
+  typedef int I32 __attribute__((vector_size(64)));
+  typedef uint32_t U32 __attribute__((vector_size(64)));
+  static I32 load(const void* p) {
+    I32 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static I32 flip() { return I32{} + (int)0x80808080; }
+  static I32 ones() { return I32{} + 0x01010101; }
+  // sum (a + 128) w - 128 sum w over the lanes of the two sums, mod 2^32 (sum_w zero for
+  // unsigned `a`).
+  static uint32_t total(I32 sum_aw, I32 sum_w) {
+    const U32 v = (U32)sum_aw - ((U32)sum_w << 7);
+    const lm_u32x8 v8 = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                        __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+    return v8[0] + v8[1] + v8[2] + v8[3] + v8[4] + v8[5] + v8[6] + v8[7];
+  }
+};
+#endif
 // int8 (TA signed char) or uint8 (unsigned char: torchao's form for AVX512-VNNI CPUs without
 // AMX) activations times int8 weights (torchao's dynamic activation quantization, _int_mm),
 // summed exactly in i32 as torch does: sixteen pairs widen to i16 and vpmaddwd adds each
@@ -1419,33 +1445,21 @@ inline void lm_gemv_rows_i8(const TA* a, const signed char* w, int64_t row_strid
   uint32_t total[R] = {};
   int64_t k = 0;
 #if defined(__AVX512VNNI__)
-  // vpdpbusd sums four unsigned x signed byte products into each i32 lane, 64 pairs per
-  // instruction. Signed `a` flipped to unsigned (a ^ 0x80 = a + 128) gives sum (a + 128) w; a
-  // second vpdpbusd of ones by w gives sum w, and the difference 128 sum w is taken after, mod
-  // 2^32, as torch's i32 sum wraps. Each lane's four products stay within 4 * 255 * 128: no
-  // saturation. Unsigned `a` needs neither.
-  typedef int lm_i32x16 __attribute__((vector_size(64)));
-  typedef uint32_t lm_u32x16 __attribute__((vector_size(64)));
-  const lm_i32x16 flip = lm_i32x16{} + (int)0x80808080, ones = lm_i32x16{} + 0x01010101;
-  auto load = [](const void* p) {
-    lm_i32x16 v;
-    __builtin_memcpy(&v, p, sizeof v);
-    return v;
-  };
-  auto step = [&](lm_i32x16& sum_aw, lm_i32x16& sum_w, const signed char* row, int64_t at) {
-    const lm_i32x16 wv = load(row + at);
+  typedef lm_vnni V;
+  auto step = [&](V::I32& sum_aw, V::I32& sum_w, const signed char* row, int64_t at) {
+    const V::I32 wv = V::load(row + at);
     if constexpr (kSigned) {
-      sum_aw = __builtin_ia32_vpdpbusd_v16si(sum_aw, load(a + at) ^ flip, wv);
-      sum_w = __builtin_ia32_vpdpbusd_v16si(sum_w, ones, wv);
+      sum_aw = __builtin_ia32_vpdpbusd_v16si(sum_aw, V::load(a + at) ^ V::flip(), wv);
+      sum_w = __builtin_ia32_vpdpbusd_v16si(sum_w, V::ones(), wv);
     } else {
-      sum_aw = __builtin_ia32_vpdpbusd_v16si(sum_aw, load(a + at), wv);
+      sum_aw = __builtin_ia32_vpdpbusd_v16si(sum_aw, V::load(a + at), wv);
     }
   };
   // Two chains of each sum, so that a row's vpdpbusds do not wait on each other.
   const int64_t whole = depth / 64 * 64;
   for (int r = 0; r < R; ++r) {
     const signed char* row = w + r * row_stride;
-    lm_i32x16 aw0 = {}, aw1 = {}, w0 = {}, w1 = {};
+    V::I32 aw0 = {}, aw1 = {}, w0 = {}, w1 = {};
     for (k = 0; k + 128 <= whole; k += 128) {
       __builtin_prefetch(row + k + lm_stream_prefetch_bytes);
       __builtin_prefetch(row + k + 64 + lm_stream_prefetch_bytes);
@@ -1453,8 +1467,7 @@ inline void lm_gemv_rows_i8(const TA* a, const signed char* w, int64_t row_strid
       step(aw1, w1, row, k + 64);
     }
     if (k < whole) step(aw0, w0, row, k);
-    const lm_u32x16 lanes = ((lm_u32x16)aw0 + (lm_u32x16)aw1) - (((lm_u32x16)w0 + (lm_u32x16)w1) << 7);
-    for (int lane = 0; lane < 16; ++lane) total[r] += lanes[lane];
+    total[r] += V::total(aw0 + aw1, w0 + w1);
   }
   k = whole;
 #elif defined(__AVX2__)
@@ -1505,39 +1518,25 @@ template <int P, class TA>
 inline void lm_gemv_prompt_i8_rows(const TA* a, int64_t a_stride, const signed char* w, int64_t row_stride,
                                    int64_t depth, int32_t* sums, int sums_stride) {
   constexpr bool kSigned = (TA)-1 < 0;
-  typedef int lm_i32x16 __attribute__((vector_size(64)));
-  typedef uint32_t lm_u32x16 __attribute__((vector_size(64)));
-  typedef uint32_t lm_u32x8 __attribute__((vector_size(32)));
-  typedef uint32_t lm_u32x4 __attribute__((vector_size(16)));
-  const lm_i32x16 flip = lm_i32x16{} + (int)0x80808080, ones = lm_i32x16{} + 0x01010101;
-  auto load = [](const void* p) {
-    lm_i32x16 v;
-    __builtin_memcpy(&v, p, sizeof v);
-    return v;
-  };
-  lm_i32x16 acc[P][8] = {}, sum_w[P] = {};
+  typedef lm_vnni V;
+  V::I32 acc[P][8] = {}, sum_w[P] = {};  // sum_w stays zero for unsigned `a`
   int64_t k = 0;
   for (; k + 64 <= depth; k += 64) {
-    lm_i32x16 wv[P];
+    V::I32 wv[P];
     for (int p = 0; p < P; ++p) {
       __builtin_prefetch(w + p * row_stride + k + lm_stream_prefetch_bytes);
-      wv[p] = load(w + p * row_stride + k);
-      if constexpr (kSigned) sum_w[p] = __builtin_ia32_vpdpbusd_v16si(sum_w[p], ones, wv[p]);
+      wv[p] = V::load(w + p * row_stride + k);
+      if constexpr (kSigned) sum_w[p] = __builtin_ia32_vpdpbusd_v16si(sum_w[p], V::ones(), wv[p]);
     }
     for (int m = 0; m < 8; ++m) {
-      lm_i32x16 x = load(a + m * a_stride + k);
-      if constexpr (kSigned) x ^= flip;  // a + 128, unsigned
+      V::I32 x = V::load(a + m * a_stride + k);
+      if constexpr (kSigned) x ^= V::flip();  // a + 128, unsigned
       for (int p = 0; p < P; ++p) acc[p][m] = __builtin_ia32_vpdpbusd_v16si(acc[p][m], x, wv[p]);
     }
   }
   for (int p = 0; p < P; ++p)
     for (int m = 0; m < 8; ++m) {
-      // sum (a + 128) w - 128 sum w, lane by lane, then the lanes.
-      const lm_u32x16 v = (lm_u32x16)acc[p][m] - (kSigned ? (lm_u32x16)sum_w[p] << 7 : lm_u32x16{});
-      const lm_u32x8 v8 = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
-                          __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-      const lm_u32x4 v4 = __builtin_shufflevector(v8, v8, 0, 1, 2, 3) + __builtin_shufflevector(v8, v8, 4, 5, 6, 7);
-      uint32_t total = v4[0] + v4[1] + v4[2] + v4[3];
+      uint32_t total = V::total(acc[p][m], sum_w[p]);
       for (int64_t j = k; j < depth; ++j) total += (uint32_t)(a[m * a_stride + j] * w[p * row_stride + j]);
       sums[m * sums_stride + p] = (int32_t)total;
     }
