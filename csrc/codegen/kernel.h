@@ -162,6 +162,12 @@ inline constexpr int64_t kHalfGemvRows = 8;
 // ran 1.3-2.8x sgemm's rate from 8 to 32 rows (8 x 2048 x 8184: 3.9 ms against 10.9; 32 x 1024 x
 // 2808: 1.35 against 1.77) and 1.16x at 64.
 inline constexpr int64_t kF32GemvRows = 64;
+// The most rows of `a` a bf16 x bf16 Matmul runs as bf16 pairs in the GEMV kernel
+// (lm_gemv_bf16_strips, vdpbf16ps) on a CPU with AVX512-BF16 but no AMX, instead of ATen's
+// oneDNN GEMM. On two Zen 4 cores, each path in its own process, the memory-bound Llama in bf16
+// (hidden 1024, 8 layers) took 18.3 / 27.0 / 46.1 ms for 16 / 32 / 64-token forwards against
+// 26.7 / 38.1 / 62.2 through oneDNN (docs/lessons.md, 2026-11-29 (late morning)).
+inline constexpr int64_t kBf16PairGemvRows = 64;
 // Weight rows per block of such a GEMV by default (lm_tile_strips' six rows of accumulators).
 inline constexpr int64_t kGemvStripRows = 6;
 // The same for a prompt of at most 16 rows (one strip): six rows of AVX-512 accumulators are six

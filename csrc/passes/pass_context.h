@@ -28,10 +28,10 @@ struct PassContext {
   // widened): the runtime's GEMV kernel computes a few rows at once in registers, reading the
   // weight in place instead of sgemm's packed copy.
   int64_t f32_gemv_rows = 1;
-  // bf16 Matmuls of a bf16 weight with at most this many rows (a short prompt's Linears) that the
+  // bf16 Matmuls of a bf16 weight with at most this many rows (a prompt's Linears) that the
   // runtime's GEMV kernel multiplies as bf16 pairs (passes::is_bf16_pair_gemv; the cpu runtime
-  // where its kernels have AVX512-BF16: kHalfGemvRows), ahead of the rows above and a native
-  // bf16 GEMM.
+  // where its kernels have AVX512-BF16 and no AMX: kBf16PairGemvRows), ahead of the rows above
+  // and a native bf16 GEMM.
   int64_t bf16_pair_gemv_rows = 1;
   // GEMVs read int8 weights themselves (passes/quantized_weights.h): the runtime's GEMV kernel
   // widens them in registers.

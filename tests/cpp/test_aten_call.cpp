@@ -3,6 +3,7 @@
 // bindings and a contiguous output; with no executor registered the run raises UnsupportedError.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <random>
@@ -144,8 +145,9 @@ class HalfMatmulExecutor final : public runtime::AtenCallExecutor {
 };
 
 // x [rows, 8] @ w.t(), w [3, 8]: a Linear's prefill GEMM, of more rows than the cpu runtime's
-// GEMV kernels take (bf16 pairs, where the CPU has AVX512-BF16: up to kF32GemvRows).
-constexpr int64_t kGemmRows = codegen::kF32GemvRows + 1;
+// GEMV kernels take (f32: up to kF32GemvRows; bf16 pairs, where the CPU has AVX512-BF16: up to
+// kBf16PairGemvRows).
+constexpr int64_t kGemmRows = std::max(codegen::kF32GemvRows, codegen::kBf16PairGemvRows) + 1;
 ir::Graph half_linear(DType dtype) {
   IrTestBuilder b;
   TensorRef x = b.input("x", dtype, {Expr(kGemmRows), Expr(int64_t{8})});

@@ -703,15 +703,19 @@ TEST(Fusion, HalfGemvComputesAFewRowsInTheWeightsDtype) {
 }
 
 TEST(Fusion, Bf16PromptMultipliesBf16PairsWhereTheCpuHasThem) {
-  // A short bf16 prompt through a bf16 Linear, where the kernels have AVX512-BF16 (and no AMX):
-  // x's rows packed as bf16 pairs, two pairs a lane, multiplied by vdpbf16ps
-  // (lm_gemv_bf16_strips) up to kHalfGemvRows rows; elsewhere the row GEMV; past that a GEMM
-  // (oneDNN was faster from 16 rows). 37 outputs; depth 70 and 302 (a chunk of 256, then 46,
-  // padded to 48 in pairs); x's rows a view further apart than the depth. Both ISAs against the
-  // reference (avx2 has no bf16 pairs: another kernel, so not the same bits).
+  // A bf16 prompt through a bf16 Linear, where the kernels have AVX512-BF16 (and no AMX): x's
+  // rows packed as bf16 pairs (runs of 32 values transposed in registers, then the tail),
+  // multiplied by vdpbf16ps (lm_gemv_bf16_strips, blocks of six weight rows) up to
+  // kBf16PairGemvRows rows; elsewhere the row GEMV up to kHalfGemvRows; past that a GEMM. Rows:
+  // a last strip of at most 8 (two pairs a lane), a partial strip of 9, whole strips of 16, two
+  // strips and a partial or a short one (33, 40), 64 and one past. 37 outputs (six blocks of
+  // six and a row); depth 70 and 302 (a chunk of 256, then 46, padded to 48 in pairs); x's rows
+  // a view further apart than the depth. Both ISAs against the reference (avx2 has no bf16
+  // pairs: another kernel, so not the same bits).
   std::mt19937 rng(19);
   for (int64_t depth : {int64_t{70}, int64_t{302}})
-    for (int64_t rows : {int64_t{2}, int64_t{7}, codegen::kHalfGemvRows, codegen::kHalfGemvRows + 1}) {
+    for (int64_t rows : {int64_t{2}, int64_t{7}, codegen::kHalfGemvRows, codegen::kHalfGemvRows + 1, int64_t{16},
+                         int64_t{33}, int64_t{40}, codegen::kBf16PairGemvRows, codegen::kBf16PairGemvRows + 1}) {
       const int64_t stride = depth + 6;
       IrTestBuilder b;
       auto x = b.input("x", DType::BF16, {rows, stride});
@@ -719,17 +723,21 @@ TEST(Fusion, Bf16PromptMultipliesBf16PairsWhereTheCpuHasThem) {
       auto x_rows = viewed(x, x.view.slice(1, Expr(int64_t{2}), Expr(2 + depth), 1));
       const TensorRef product = b.matmul(x_rows, viewed(w, w.view.permute({1, 0})));
       b.output(product);
-      const bool few = rows <= codegen::kHalfGemvRows;
-      EXPECT_EQ(passes::is_bf16_pair_gemv(b.graph, b.graph.node(product.node), codegen::kHalfGemvRows), few) << rows;
+      const bool few = rows <= codegen::kBf16PairGemvRows;
+      EXPECT_EQ(passes::is_bf16_pair_gemv(b.graph, b.graph.node(product.node), codegen::kBf16PairGemvRows), few)
+          << rows;
       HostTensor weight = random_tensor(DType::BF16, {37, depth}, rng);
       std::map<std::string, runtime::BufferRef> weights{{"w", weight.ref()}};
       auto exe = compile_cpu(b.graph, weights);
       const auto& program = program_of(*exe);
-      const bool gemv = few;  // the pairs, or on a CPU without them the row GEMV
+      // The pairs, or on a CPU without them the row GEMV of at most kHalfGemvRows rows.
+      const bool gemv = runtime::cpu::kernels_have_bf16_pairs_without_amx(runtime::cpu::CpuIsa::Native)
+                            ? few
+                            : rows <= codegen::kHalfGemvRows;
       if (few) {
         codegen::Kernel kernel = codegen::lower_gemv(b.graph, product.node).kernel;
         kernel.gemv.bf16_pairs = true;
-        EXPECT_NE(codegen::cpp::emit_kernel(kernel, "k").find("lm_gemv_bf16_strips<12>"), std::string::npos) << rows;
+        EXPECT_NE(codegen::cpp::emit_kernel(kernel, "k").find("lm_gemv_bf16_strips<6>"), std::string::npos) << rows;
       }
       if (gemv) {
         ASSERT_EQ(program.steps.size(), 1u) << rows;

@@ -93,11 +93,13 @@ def test_dynamic_rows_f32_linear_runs_the_strip_gemv_for_few_rows(tmp_path):
     assert "or the GEMV" in stats and "for up to 64 rows" in stats, stats
 
 
-@pytest.mark.parametrize("rows", [2, 5, 8, 12])
-def test_few_row_bf16_linear_multiplies_bf16_pairs_where_the_cpu_has_them(rows, tmp_path):
-    """A prompt's bf16 Linear of at most 8 rows on a CPU with AVX512-BF16 and no AMX is the strip
+@pytest.mark.parametrize("rows", [2, 5, 8, 12, 16, 17, 33, 40, 64, 65])
+def test_prompt_bf16_linear_multiplies_bf16_pairs_where_the_cpu_has_them(rows, tmp_path):
+    """A prompt's bf16 Linear of at most 64 rows on a CPU with AVX512-BF16 and no AMX is the strip
     GEMV of bf16 pairs (vdpbf16ps), ahead of oneDNN's GEMM, which keeps more rows; elsewhere the
-    row GEMV or a GEMM. Either way eager's values, from non-contiguous rows."""
+    row GEMV or a GEMM. Either way eager's values, from non-contiguous rows: whole strips of 16,
+    a partial one, a last one of at most 8 (two pairs a lane), and a depth of 300 (nine runs of
+    32 transposed in registers and a tail)."""
     cpu = torch._C._cpu._get_cpu_capability()
     pairs = bool(cpu.get("avx512_bf16")) and not cpu.get("amx_bf16")
     linear = torch.nn.Linear(300, 70).to(torch.bfloat16)
@@ -108,7 +110,7 @@ def test_few_row_bf16_linear_multiplies_bf16_pairs_where_the_cpu_has_them(rows, 
     torch.testing.assert_close(actual, expected, atol=2e-2, rtol=2e-2)
     stats = (tmp_path / "cpu_stats.txt").read_text()
     if pairs:
-        assert ("gemv per row" in stats and "ATen" not in stats) == (rows <= 8), stats
+        assert ("gemv per row" in stats and "ATen" not in stats) == (rows <= 64), stats
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)

@@ -305,9 +305,17 @@ inline lm_f32x16 lm_round_bf16_pairs(lm_f32x16 lo, lm_f32x16 hi) {
 // acc + a[2i] b[2i] + a[2i+1] b[2i+1] in each f32 lane i, for bf16 pairs a and b: the products
 // are exact; denormal inputs and results count as zero (as in oneDNN's bf16 GEMMs, eager's on
 // such a CPU).
+// GCC 12's builtin where it is the compiler: through the inline assembly's "+v" operand GCC kept
+// a tile's accumulators in zmm0-15 and moved two of them in and out of place every step (a
+// Llama's 32-row bf16 prompts ran at 0.8x; docs/lessons.md, 2026-11-29 (late morning)).
 inline lm_f32x16 lm_dot_bf16_pairs(lm_f32x16 acc, lm_f32x16 a, lm_f32x16 b) {
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
+  typedef short lm_i16x32 __attribute__((vector_size(64)));
+  return __builtin_ia32_dpbf16ps_v16sf(acc, (lm_i16x32)a, (lm_i16x32)b);
+#else
   asm("vdpbf16ps %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
   return acc;
+#endif
 }
 #endif
 struct lm_f32_i8 {
@@ -1133,6 +1141,59 @@ inline bool lm_group_table8(const uint16_t* scales, const signed char* zeros, in
 // depth is padded with zeros to a multiple of 4, as is each weight chunk (the buffer holds
 // count * 16 * (depth + 3) floats or more).
 inline int64_t lm_bf16_strip_depth(int64_t depth) { return (depth + 3) / 4 * 4; }
+typedef uint32_t lm_u32x16 __attribute__((vector_size(64)));
+typedef unsigned long long lm_u64x8 __attribute__((vector_size(64)));
+// r[i][e] -> r[e][i] for 16 x 16 32-bit values in registers: each stage exchanges bit b of the
+// row index with bit b of the column index (b = 8, 4, 2, 1), two two-source shuffles per pair of
+// rows.
+inline void lm_transpose16_u32(lm_u32x16 r[16]) {
+  for (int i = 0; i < 16; ++i)
+    if ((i & 8) == 0) {
+      const lm_u32x16 x = r[i], y = r[i + 8];
+      r[i] = __builtin_shufflevector(x, y, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+      r[i + 8] = __builtin_shufflevector(x, y, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    }
+  for (int i = 0; i < 16; ++i)
+    if ((i & 4) == 0) {
+      const lm_u32x16 x = r[i], y = r[i + 4];
+      r[i] = __builtin_shufflevector(x, y, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
+      r[i + 4] = __builtin_shufflevector(x, y, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+    }
+  for (int i = 0; i < 16; ++i)
+    if ((i & 2) == 0) {
+      const lm_u32x16 x = r[i], y = r[i + 2];
+      r[i] = __builtin_shufflevector(x, y, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+      r[i + 2] = __builtin_shufflevector(x, y, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+    }
+  for (int i = 0; i < 16; i += 2) {
+    const lm_u32x16 x = r[i], y = r[i + 1];
+    r[i] = __builtin_shufflevector(x, y, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+    r[i + 1] = __builtin_shufflevector(x, y, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+  }
+}
+// The same for 8 x 8 64-bit values.
+inline void lm_transpose8_u64(lm_u64x8 r[8]) {
+  for (int i = 0; i < 4; ++i) {
+    const lm_u64x8 x = r[i], y = r[i + 4];
+    r[i] = __builtin_shufflevector(x, y, 0, 1, 2, 3, 8, 9, 10, 11);
+    r[i + 4] = __builtin_shufflevector(x, y, 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+  for (int i = 0; i < 8; ++i)
+    if ((i & 2) == 0) {
+      const lm_u64x8 x = r[i], y = r[i + 2];
+      r[i] = __builtin_shufflevector(x, y, 0, 1, 8, 9, 4, 5, 12, 13);
+      r[i + 2] = __builtin_shufflevector(x, y, 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+  for (int i = 0; i < 8; i += 2) {
+    const lm_u64x8 x = r[i], y = r[i + 1];
+    r[i] = __builtin_shufflevector(x, y, 0, 8, 2, 10, 4, 12, 6, 14);
+    r[i + 1] = __builtin_shufflevector(x, y, 1, 9, 3, 11, 5, 13, 7, 15);
+  }
+}
+// Each run of 32 values of the strip's rows is one transpose in registers (16 rows of pairs or 8
+// of quads); one value or pair at a time, packing took longer than a 32 x 1024 x 1024 product's
+// share of a thread (32 us per pack on a Zen 4 core, once per work chunk; 3.4 now). The rest of
+// the depth goes as before.
 inline void lm_pack_bf16_strips(const uint16_t* a, int64_t a_stride, int64_t rows, int64_t depth, float* packed) {
   uint16_t* strips = (uint16_t*)packed;
   const int64_t padded = lm_bf16_strip_depth(depth);
@@ -1140,8 +1201,22 @@ inline void lm_pack_bf16_strips(const uint16_t* a, int64_t a_stride, int64_t row
     const int64_t first = s * 16, count = rows - first < 16 ? rows - first : 16;
     const int64_t width = count > 8 ? 2 : 4, lanes = 32 / width;  // a row's values per step; rows per register
     uint16_t* strip = strips + s * 16 * padded;
+    int64_t run = 0;
+    for (; run + 32 <= depth; run += 32) {
+      lm_u32x16 r[16];
+      for (int64_t t = 0; t < lanes; ++t)
+        if (t < count)
+          __builtin_memcpy(&r[t], a + (first + t) * a_stride + run, sizeof r[t]);
+        else
+          r[t] = lm_u32x16{};
+      if (width == 2)
+        lm_transpose16_u32(r);
+      else
+        lm_transpose8_u64((lm_u64x8*)r);
+      __builtin_memcpy(strip + run * lanes, r, 32 * lanes * sizeof *strip);
+    }
     for (int64_t t = 0; t < lanes; ++t)
-      for (int64_t k = 0; k < padded; k += width) {
+      for (int64_t k = run; k < padded; k += width) {
         uint16_t* out = strip + k * lanes + t * width;
         const uint16_t* row = a + (first + t) * a_stride + k;
         if (t < count && k + width <= depth)
@@ -1154,8 +1229,6 @@ inline void lm_pack_bf16_strips(const uint16_t* a, int64_t a_stride, int64_t row
 // P bf16 pairs (P = 1 or 2) broadcast to all sixteen 32-bit lanes.
 template <int P>
 inline lm_f32x16 lm_broadcast_bf16_pairs(const uint16_t* p) {
-  typedef uint32_t lm_u32x16 __attribute__((vector_size(64)));
-  typedef unsigned long long lm_u64x8 __attribute__((vector_size(64)));
   if constexpr (P == 1) {
     uint32_t v;
     __builtin_memcpy(&v, p, sizeof v);
@@ -1181,12 +1254,25 @@ inline void lm_tile_bf16_strips(const uint16_t* w, int64_t ldw, const uint16_t* 
       for (int s = 0; s < S; ++s) acc[r][s] = lm_dot_bf16_pairs(acc[r][s], x[s], y);
     }
   }
+  // A vector per accumulator: element by element, this took a tenth of a 32 x 1024 x 2816
+  // product on a Zen 4 core (the depth goes in chunks, each ending here).
   for (int r = 0; r < R; ++r)
     for (int s = 0; s < S; ++s) {
       float* out = c + r * ldc + s * 16;
-      for (int t = 0; t < 16 / P; ++t) {
-        const float sum = P == 1 ? acc[r][s][t] : acc[r][s][2 * t] + acc[r][s][2 * t + 1];
-        out[t] = accumulate ? out[t] + sum : sum;
+      if constexpr (P == 1) {
+        lm_f32x16 sum = acc[r][s];
+        if (accumulate) {
+          lm_f32x16 before;
+          __builtin_memcpy(&before, out, sizeof before);
+          sum = before + sum;
+        }
+        __builtin_memcpy(out, &sum, sizeof sum);
+      } else {
+        const lm_f32x16 v = acc[r][s];
+        lm_f32x8 sum = __builtin_shufflevector(v, v, 0, 2, 4, 6, 8, 10, 12, 14) +
+                       __builtin_shufflevector(v, v, 1, 3, 5, 7, 9, 11, 13, 15);
+        if (accumulate) sum = lm_f32::load8(out) + sum;
+        __builtin_memcpy(out, &sum, sizeof sum);
       }
     }
 }

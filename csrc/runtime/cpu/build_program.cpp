@@ -140,12 +140,10 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   // (oneDNN with bf16/f16 dot products streams the weight as well and keeps its own blocking).
   cx.half_gemv_rows = cx.native_half_matmuls.empty() ? codegen::kHalfGemvRows : 1;
   cx.f32_gemv_rows = codegen::kF32GemvRows;
-  // A short prompt's bf16 Linears as bf16 pairs in the GEMV kernel (lm_gemv_bf16_strips) where
-  // its kernels have AVX512-BF16, up to 8 rows: on a Zen 4 the 1B Llama's 8-token prefill took
-  // 122 ms against 164 through ATen's oneDNN GEMM, but from 16 rows oneDNN was ahead (16 x 2816
-  // x 1024: 0.32 ms against 0.48; docs/lessons.md, 2026-11-29).
+  // A prompt's bf16 Linears as bf16 pairs in the GEMV kernel (lm_gemv_bf16_strips) where its
+  // kernels have AVX512-BF16 and no AMX, up to kBf16PairGemvRows rows.
   cx.bf16_pair_gemv_rows =
-      kernels_have_bf16_pairs_without_amx(parse_cpu_isa(options.cpu_isa)) ? codegen::kHalfGemvRows : 1;
+      kernels_have_bf16_pairs_without_amx(parse_cpu_isa(options.cpu_isa)) ? codegen::kBf16PairGemvRows : 1;
   passes::KernelPlan plan = passes::plan_kernels(input_graph, cx);
   Program program;
   program.graph = std::move(plan.graph);
