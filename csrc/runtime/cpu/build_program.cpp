@@ -141,9 +141,20 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   cx.half_gemv_rows = cx.native_half_matmuls.empty() ? codegen::kHalfGemvRows : 1;
   cx.f32_gemv_rows = codegen::kF32GemvRows;
   // A prompt's bf16 Linears as bf16 pairs in the GEMV kernel (lm_gemv_bf16_strips) where its
-  // kernels have AVX512-BF16 and no AMX, up to kBf16PairGemvRows rows.
-  cx.bf16_pair_gemv_rows =
-      kernels_have_bf16_pairs_without_amx(parse_cpu_isa(options.cpu_isa)) ? codegen::kBf16PairGemvRows : 1;
+  // kernels have AVX512-BF16 and no AMX, up to kBf16PairGemvRows rows; up to kHalfGemvRows where
+  // bf16 experts go to ATen's GEMM (a GroupedMatmul with groups_through_aten): a prefill that
+  // went back and forth between our pool and oneDNN's threads paid for each one's spinning on
+  // the other's cores, and the 32-token Qwen3-MoE forward took 13.4 ms against 10.4 with its
+  // Linears in oneDNN too (docs/lessons.md, 2026-11-29 (late morning)).
+  const bool bf16_experts_through_aten =
+      std::find(cx.native_half_matmuls.begin(), cx.native_half_matmuls.end(), ir::DType::BF16) !=
+          cx.native_half_matmuls.end() &&
+      std::any_of(input_graph.nodes().begin(), input_graph.nodes().end(), [](const ir::Node& node) {
+        return node.op == ir::Op::GroupedMatmul && node.dtype == ir::DType::BF16;
+      });
+  cx.bf16_pair_gemv_rows = !kernels_have_bf16_pairs_without_amx(parse_cpu_isa(options.cpu_isa)) ? 1
+                           : bf16_experts_through_aten                                          ? codegen::kHalfGemvRows
+                                                                                                : codegen::kBf16PairGemvRows;
   passes::KernelPlan plan = passes::plan_kernels(input_graph, cx);
   Program program;
   program.graph = std::move(plan.graph);
