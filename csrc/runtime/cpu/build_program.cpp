@@ -152,9 +152,8 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       std::any_of(input_graph.nodes().begin(), input_graph.nodes().end(), [](const ir::Node& node) {
         return node.op == ir::Op::GroupedMatmul && node.dtype == ir::DType::BF16;
       });
-  cx.bf16_pair_gemv_rows = !kernels_have_bf16_pairs_without_amx(parse_cpu_isa(options.cpu_isa)) ? 1
-                           : bf16_experts_through_aten                                          ? codegen::kHalfGemvRows
-                                                                                                : codegen::kBf16PairGemvRows;
+  if (kernels_have_bf16_pairs_without_amx(parse_cpu_isa(options.cpu_isa)))
+    cx.bf16_pair_gemv_rows = bf16_experts_through_aten ? codegen::kHalfGemvRows : codegen::kBf16PairGemvRows;
   passes::KernelPlan plan = passes::plan_kernels(input_graph, cx);
   Program program;
   program.graph = std::move(plan.graph);
