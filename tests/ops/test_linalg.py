@@ -93,6 +93,13 @@ def test_dynamic_rows_f32_linear_runs_the_strip_gemv_for_few_rows(tmp_path):
     assert "or the GEMV" in stats and "for up to 64 rows" in stats, stats
 
 
+def cpu_has_bf16_pairs_without_amx() -> bool:
+    """Whether luminal's kernels multiply bf16 x bf16 prompts as bf16 pairs here (AVX512-BF16, no
+    AMX: the cpu runtime's kernels_have_bf16_pairs_without_amx)."""
+    cpu = torch._C._cpu._get_cpu_capability()
+    return bool(cpu.get("avx512_bf16")) and not cpu.get("amx_bf16")
+
+
 @pytest.mark.parametrize("rows", [2, 5, 8, 12, 16, 17, 33, 40, 64, 65])
 def test_prompt_bf16_linear_multiplies_bf16_pairs_where_the_cpu_has_them(rows, tmp_path):
     """A prompt's bf16 Linear of at most 64 rows on a CPU with AVX512-BF16 and no AMX is the strip
@@ -100,8 +107,7 @@ def test_prompt_bf16_linear_multiplies_bf16_pairs_where_the_cpu_has_them(rows, t
     row GEMV or a GEMM. Either way eager's values, from non-contiguous rows: whole strips of 16,
     a partial one, a last one of at most 8 (two pairs a lane), and a depth of 300 (nine runs of
     32 transposed in registers and a tail)."""
-    cpu = torch._C._cpu._get_cpu_capability()
-    pairs = bool(cpu.get("avx512_bf16")) and not cpu.get("amx_bf16")
+    pairs = cpu_has_bf16_pairs_without_amx()
     linear = torch.nn.Linear(300, 70).to(torch.bfloat16)
     x = torch.randn(rows, 310, dtype=torch.bfloat16)[:, 5:305]
     with torch.no_grad():
@@ -119,8 +125,7 @@ def test_bf16_prompt_linear_stays_with_atens_gemm_where_the_experts_run_there(tm
     one's spinning (Qwen3-MoE 13.4 ms against 10.4). Without experts it takes the bf16 pairs."""
     import transformers.integrations.moe  # noqa: F401 - registers torch.ops.transformers.grouped_mm_fallback
 
-    cpu = torch._C._cpu._get_cpu_capability()
-    pairs = bool(cpu.get("avx512_bf16")) and not cpu.get("amx_bf16")
+    pairs = cpu_has_bf16_pairs_without_amx()
     linear = torch.nn.Linear(64, 48, bias=False).to(torch.bfloat16)
     experts = torch.randn(4, 48, 40, dtype=torch.bfloat16)
     offsets = torch.tensor([8, 8, 20, 32], dtype=torch.int32)

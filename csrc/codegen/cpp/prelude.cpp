@@ -1850,8 +1850,6 @@ inline void lm_gemv_row_groups_bf16_dot(const float* a, const signed char* const
       // fifth of the kernel's time.
       if (count == kTable && scale_group == 1 && (zeros[s] == nullptr || zero_group == 1)) {
         typedef uint16_t lm_u16x16 __attribute__((vector_size(32)));
-        typedef uint32_t lm_u32x16 __attribute__((vector_size(64)));
-        typedef uint32_t lm_u32x8 __attribute__((vector_size(32)));
         typedef long long lm_i64x4 __attribute__((vector_size(32)));
         lm_u16x16 bits;
         __builtin_memcpy(&bits, scales[s] + first, sizeof bits);
