@@ -173,6 +173,7 @@ class PyCompiledProgram {
     d["bytes_copied_last_run"] = compiled_->executable->last_run_stats().bytes_copied + last_copy_back_bytes_.load();
     d["bytes_copied_total"] = bytes_copied_total_.load();
     d["collective_wait_ms_last_run"] = static_cast<double>(compiled_->executable->last_run_stats().collective_wait_ns) / 1e6;
+    d["aten_matmuls_last_run"] = compiled_->executable->last_run_stats().aten_matmuls;
     d["run_count"] = run_count_.load();
     return d;
   }

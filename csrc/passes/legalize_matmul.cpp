@@ -23,15 +23,21 @@ bool weight_repeats_over_batch(const ir::Node& matmul) {
   return false;
 }
 
-}  // namespace
-
-bool is_bf16_pair_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t bf16_pair_rows) {
+// A rank-2 bf16 Matmul of bf16 operands that both read K with unit stride: the form the bf16
+// pairs multiply (lm_gemv_bf16_strips), whatever its M.
+bool is_bf16_pair_product(const ir::Graph& graph, const ir::Node& matmul) {
   if (matmul.op != ir::Op::Matmul || matmul.dtype != ir::DType::BF16 || matmul.shape.size() != 2) return false;
   for (const ir::TensorRef& in : matmul.inputs)
     if (graph.node(in.node).dtype != ir::DType::BF16) return false;
+  return reads_k_with_unit_strides(matmul);
+}
+
+}  // namespace
+
+bool is_bf16_pair_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t bf16_pair_rows) {
+  if (!is_bf16_pair_product(graph, matmul)) return false;
   const ir::Expr& m = matmul.shape[0];
-  return m.is_constant() && m.constant_value() > 1 && m.constant_value() <= bf16_pair_rows &&
-         reads_k_with_unit_strides(matmul);
+  return m.is_constant() && m.constant_value() > 1 && m.constant_value() <= bf16_pair_rows;
 }
 
 bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows, int64_t f32_rows,
@@ -62,7 +68,8 @@ bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows, 
   return (is_one(m) || int8_product || few) && reads_k_with_unit_strides(matmul);
 }
 
-bool is_gemv_for_few_rows(const ir::Graph& graph, const ir::Node& matmul) {
+bool is_gemv_for_few_rows(const ir::Graph& graph, const ir::Node& matmul, int64_t bf16_pair_rows) {
+  if (bf16_pair_rows > 1 && is_bf16_pair_product(graph, matmul) && !matmul.shape[0].is_constant()) return true;
   return matmul.op == ir::Op::Matmul && matmul.dtype == ir::DType::F32 &&
          graph.node(matmul.inputs[0].node).dtype == ir::DType::F32 &&
          graph.node(matmul.inputs[1].node).dtype == ir::DType::F32 &&

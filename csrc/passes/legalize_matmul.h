@@ -29,9 +29,10 @@ bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows =
 bool is_bf16_pair_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t bf16_pair_rows);
 
 // An f32 Matmul with a symbolic M (a dynamic-shape prefill) that is_gemv would take for a
-// constant M of at most f32_rows: the cpu runtime runs it as the GEMV kernel when a call's M is
-// that small, and through BLAS otherwise.
-bool is_gemv_for_few_rows(const ir::Graph& graph, const ir::Node& matmul);
+// constant M of at most f32_rows, or a bf16 one that is_bf16_pair_gemv would take for a constant
+// M where the CPU multiplies bf16 pairs (bf16_pair_rows > 1): the cpu runtime runs it as the GEMV
+// kernel when a call's M is that small, and through BLAS (f32) or ATen (bf16) otherwise.
+bool is_gemv_for_few_rows(const ir::Graph& graph, const ir::Node& matmul, int64_t bf16_pair_rows = 1);
 
 // An f32 GroupedMatmul (MoE experts) whose operands both read K with unit stride (each expert's
 // weight is [N, K] row-major): the cpu runtime runs each expert's rows as the f32 GEMV kernel

@@ -832,12 +832,16 @@ TEST(Fusion, F32GemmOfSymbolicRowsRunsTheStripGemvForAFewRows) {
                        codegen::kF32GemvRows + 1, int64_t{150}})
     expect_both_isas_match_the_reference(b.graph, {random_tensor(DType::F32, {rows, 90}, rng)},
                                          "f32 gemm of symbolic rows, " + std::to_string(rows), 3e-7 * 90, weights);
-  // bf16 and a weight repeated over a batch dim keep BLAS alone.
+  // bf16 keeps ATen alone but where the CPU multiplies bf16 pairs (bf16_pair_rows > 1; a constant
+  // M is is_bf16_pair_gemv's); a weight repeated over a batch dim keeps BLAS alone.
   IrTestBuilder half;
   auto hx = half.input("x", DType::BF16, {s, 90});
   auto hw = half.weight("w", DType::BF16, {37, 90});
   const TensorRef half_product = half.matmul(hx, viewed(hw, hw.view.permute({1, 0})));
   EXPECT_FALSE(passes::is_gemv_for_few_rows(half.graph, half.graph.node(half_product.node)));
+  EXPECT_TRUE(passes::is_gemv_for_few_rows(half.graph, half.graph.node(half_product.node), codegen::kBf16PairGemvRows));
+  const TensorRef half_constant = half.matmul(half.input("y", DType::BF16, {5, 90}), viewed(hw, hw.view.permute({1, 0})));
+  EXPECT_FALSE(passes::is_gemv_for_few_rows(half.graph, half.graph.node(half_constant.node), codegen::kBf16PairGemvRows));
   IrTestBuilder batched;
   auto bx = batched.input("x", DType::F32, {2, s, 90});
   auto bw = batched.weight("w", DType::F32, {37, 90});

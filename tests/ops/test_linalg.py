@@ -119,6 +119,31 @@ def test_prompt_bf16_linear_multiplies_bf16_pairs_where_the_cpu_has_them(rows, t
         assert ("gemv per row" in stats and "ATen" not in stats) == (rows <= 64), stats
 
 
+def test_dynamic_bf16_prompt_linear_multiplies_bf16_pairs_for_a_few_rows(tmp_path):
+    """A dynamic-shape prefill's bf16 Linear (a symbolic prompt length: gemma3's sliding-window
+    cache compiles with automatic dynamic shapes) takes the bf16 pairs for a call of at most 64
+    rows where the CPU has them, and ATen's GEMM for more: one compile for every length (but 1,
+    which dynamo specializes). A last strip of at most 8, a partial strip, the limit and one past,
+    from non-contiguous rows."""
+    from conftest import CountingBackend
+
+    pairs = cpu_has_bf16_pairs_without_amx()
+    linear = torch.nn.Linear(300, 70).to(torch.bfloat16)
+    backend = CountingBackend({"debug_dir": str(tmp_path)})
+    compiled = torch.compile(linear, backend=backend, dynamic=True)
+    for rows in [2, 7, 17, 64, 65, 100]:
+        x = torch.randn(rows, 310, dtype=torch.bfloat16)[:, 5:305]
+        with torch.no_grad():
+            expected = linear(x)
+            actual = compiled(x)
+        torch.testing.assert_close(actual, expected, atol=2e-2, rtol=2e-2)
+        assert len(backend.compiled) == 1, "one compile serves every prompt length"
+        on_pairs = pairs and rows <= 64
+        assert (backend.compiled[0].stats["aten_matmuls_last_run"] == 0) == on_pairs, rows
+    stats = (tmp_path / "cpu_stats.txt").read_text()
+    assert ("or the GEMV" in stats) == pairs, stats
+
+
 def test_bf16_prompt_linear_stays_with_atens_gemm_where_the_experts_run_there(tmp_path):
     """Where bf16 experts (a grouped matmul) go to ATen's GEMM, a 32-row bf16 Linear does too: a
     prefill that went back and forth between luminal's thread pool and oneDNN's paid for each

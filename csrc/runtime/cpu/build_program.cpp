@@ -227,16 +227,19 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
                     arena_slot(group.nodes[0])};
       step.what = ir::is_half(node.dtype) ? std::string("matmul (ATen, ") + ir::dtype_name(node.dtype) + ") from " + node.origin
                                           : "matmul (BLAS) from " + node.origin;
-      if (passes::is_gemv_for_few_rows(graph, node)) {
-        const codegen::LoweredKernel gemv = codegen::lower_gemv(graph, group.nodes[0]);
+      if (passes::is_gemv_for_few_rows(graph, node, cx.bf16_pair_gemv_rows)) {
+        codegen::LoweredKernel gemv = codegen::lower_gemv(graph, group.nodes[0]);
         INTERNAL_CHECK(gemv.param_nodes == std::vector<NodeId>({node.inputs[0].node, node.inputs[1].node,
                                                                  group.nodes[0]}))
             << "the GEMV's params are not the Gemm's operands";
+        const bool bf16_pairs = node.dtype == ir::DType::BF16;
+        gemv.kernel.gemv.bf16_pairs = bf16_pairs;
         auto kernel = std::make_shared<Step>();
         make_kernel_step(*kernel, gemv.kernel, node.origin);
         kernel->slots = step.slots;
-        step.what = "matmul (BLAS, or the GEMV " + kernel->kernel_name + " for up to " +
-                    std::to_string(codegen::kF32GemvRows) + " rows) from " + node.origin;
+        step.few_rows_limit = bf16_pairs ? cx.bf16_pair_gemv_rows : codegen::kF32GemvRows;
+        step.what = std::string("matmul (") + (bf16_pairs ? "ATen" : "BLAS") + ", or the GEMV " + kernel->kernel_name +
+                    " for up to " + std::to_string(step.few_rows_limit) + " rows) from " + node.origin;
         step.few_rows = std::move(kernel);
       }
       program.steps.push_back(std::move(step));

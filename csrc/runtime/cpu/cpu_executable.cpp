@@ -210,7 +210,6 @@ CpuExecutable::StepPlan CpuExecutable::plan_step(const Step& step, const ir::Sym
   auto layout = [&](const ir::View& v) {
     return !gemm || v.rank() == 0 ? StridedLayout{} : strided_layout(v, bindings);
   };
-  plan.matmul_through_aten = step.kind == Step::Kind::Gemm && ir::is_half(step.dtype);
   plan.a = layout(step.a);
   plan.b = layout(step.b);
   plan.offs = layout(step.offs);
@@ -224,10 +223,12 @@ CpuExecutable::StepPlan CpuExecutable::plan_step(const Step& step, const ir::Sym
     INTERNAL_CHECK(rows_symbol != symbols.end()) << step.what << ": the expert GEMV reads no row count";
     plan.expert_rows_symbol = static_cast<int>(rows_symbol - symbols.begin());
     plan.expert_work_per_row = step.few_rows->work_per_item.evaluate(expert);
-  } else if (step.few_rows && plan.a.shape[plan.a.shape.size() - 2] <= codegen::kF32GemvRows) {
+  } else if (step.few_rows && plan.a.shape[plan.a.shape.size() - 2] <= step.few_rows_limit) {
     plan.few_rows = true;
     plan_kernel(*step.few_rows, bindings, plan.symbols, plan.items, plan.parallel);
   }
+  // Only ATen multiplies a half dtype, but for the few rows the GEMV kernel takes.
+  plan.matmul_through_aten = step.kind == Step::Kind::Gemm && ir::is_half(step.dtype) && !plan.few_rows;
   return plan;
 }
 
@@ -567,7 +568,7 @@ void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindin
   // Destroyed before the arena and the late buffers: a collective still in flight when a step
   // throws is waited for before its buffers can be reused.
   std::vector<std::unique_ptr<InFlightCollective>> in_flight(program_.collectives > 0 ? program_.steps.size() : 0);
-  int64_t collective_wait_ns = 0;
+  int64_t collective_wait_ns = 0, aten_matmuls = 0;
   for (size_t s = 0; s < program_.steps.size(); ++s) {
     const Step& step = program_.steps[s];
     for (int slot : step.slots) {
@@ -579,6 +580,9 @@ void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindin
     const StepPlan& sp = step.late ? late_plan : plan->steps[s];
     const auto start = std::chrono::steady_clock::now();
     run_step(s, sp, ptr, bindings, arena, bytes_copied, in_flight);
+    if ((step.kind == Step::Kind::Gemm && sp.matmul_through_aten) ||
+        (step.kind == Step::Kind::GroupedGemm && !step.few_rows && step.groups_through_aten))
+      ++aten_matmuls;
     if (step_us || step.kind == Step::Kind::CollectiveWait) {
       const auto elapsed = std::chrono::steady_clock::now() - start;
       if (step_us) (*step_us)[s] = std::chrono::duration<double, std::micro>(elapsed).count();
@@ -627,6 +631,7 @@ void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindin
   }
   last_bytes_copied_.store(bytes_copied);
   last_collective_wait_ns_.store(collective_wait_ns);
+  last_aten_matmuls_.store(aten_matmuls);
 }
 
 void CpuExecutable::run_step(size_t index, const StepPlan& plan, const std::vector<void*>& ptr,

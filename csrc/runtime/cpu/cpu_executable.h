@@ -48,7 +48,7 @@ class CpuExecutable final : public Executable {
            const LateOutputAllocator& allocate_late) const override;
   void rebind_weight(const std::string& name, const BufferRef& buffer) override;
   RunStats last_run_stats() const override {
-    return RunStats{last_bytes_copied_.load(), last_collective_wait_ns_.load()};
+    return RunStats{last_bytes_copied_.load(), last_collective_wait_ns_.load(), last_aten_matmuls_.load()};
   }
 
   const Program& program() const { return program_; }
@@ -101,6 +101,7 @@ class CpuExecutable final : public Executable {
   std::shared_ptr<ArenaPool> arenas_ = ArenaPool::shared();
   mutable std::atomic<int64_t> last_bytes_copied_{0};
   mutable std::atomic<int64_t> last_collective_wait_ns_{0};
+  mutable std::atomic<int64_t> last_aten_matmuls_{0};
 };
 
 }  // namespace luminal::runtime::cpu
