@@ -32,6 +32,11 @@ void aten_parallel_for(int64_t items, AtenCallExecutor::Task task, void* context
   executor->parallel_for(items, task, context);
 }
 
+void aten_release_idle_threads() {
+  const AtenCallExecutor* executor = g_executor.load();
+  if (executor != nullptr) executor->release_idle_threads();
+}
+
 void run_aten_call(const ir::AtenCall& call, const std::vector<BufferRef>& inputs, const ir::SymbolBindings& bindings,
                    const BufferRef& output) {
   const AtenCallExecutor* executor = g_executor.load();

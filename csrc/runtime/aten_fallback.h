@@ -32,6 +32,10 @@ class AtenCallExecutor {
   // spinning for it then, holding the cores a pool of our own would contend for.
   using Task = void (*)(void* context, int64_t begin, int64_t end);
   virtual void parallel_for(int64_t items, Task task, void* context) const = 0;
+  // Ends the spinning of ATen's intra-op workers that are idle now (called outside any of their
+  // parallel regions): they stop holding cores until ATen's next parallel region starts them
+  // again. A no-op where they are busy or there are none.
+  virtual void release_idle_threads() const {}
   // Whether `op` ("aten::foo") with `overload` ("default", "Tensor") can be called in this
   // process; asked at compile, so that an unknown op fails there and not at the first call.
   // An executor that cannot tell says true.
@@ -48,6 +52,8 @@ bool aten_op_exists(const std::string& overload_key);
 
 // Through the executor's parallel_for; the caller checks has_aten_call_executor() first.
 void aten_parallel_for(int64_t items, AtenCallExecutor::Task task, void* context);
+// Through the executor's release_idle_threads; a no-op without an executor.
+void aten_release_idle_threads();
 
 void run_aten_call(const ir::AtenCall& call, const std::vector<BufferRef>& inputs, const ir::SymbolBindings& bindings,
                    const BufferRef& output);

@@ -277,6 +277,49 @@ def test_loaded_openblas_runs_the_kernels_of_this_cpu_unless_the_user_says(given
     assert loaded.lower() == expected.lower()
 
 
+def test_a_call_ends_the_openmp_workers_a_torch_op_left_spinning():
+    """torch's OpenMP workers spin for ~9 ms after each parallel op of the caller's (a StaticCache
+    reset before a prefill), on the cores a compiled call's kernels need; the call ends them
+    first (omp_pause_resource_all), and torch's next parallel op starts them again. Threads are
+    counted by name, apart from luminal's own pool."""
+    script = textwrap.dedent(
+        """
+        import os
+        import torch
+        import luminal
+
+        if not any("/libgomp" in line for line in open("/proc/self/maps")):
+            print("SKIP torch runs no libgomp here")
+            raise SystemExit(0)
+        torch.set_num_threads(2)
+
+        def torch_threads():
+            names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+            return sum(name != "luminal-pool" for name in names)
+
+        compiled = torch.compile(lambda x: x * 2 + 1, backend="luminal")
+        x = torch.randn(64)
+        compiled(x)
+        big = torch.randn(1 << 22)
+        expected = big.sum()
+        with_team = torch_threads()
+        y = compiled(x)
+        after_call = torch_threads()
+        assert torch.equal(y, x * 2 + 1)
+        assert torch.equal(big.sum(), expected)
+        print(with_team, after_call, torch_threads())
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    last = run.stdout.strip().splitlines()[-1]
+    if last.startswith("SKIP"):
+        pytest.skip(last[5:])
+    with_team, after_call, after_next_op = map(int, last.split())
+    assert after_call == with_team - 1, last  # the one worker of two threads
+    assert after_next_op == with_team, last
+
+
 @pytest.mark.parametrize("given, expected", [(None, "4"), ("12", "12")])
 def test_openblas_workers_sleep_after_each_gemm_unless_the_user_says(given, expected):
     """Importing luminal sets OPENBLAS_THREAD_TIMEOUT before its OpenBLAS loads (which reads it

@@ -118,6 +118,18 @@ void note_aten_threads_spinning() {
   aten_threads_spin_until_ns.store(steady_ns() + kAtenThreadsSpinNs, std::memory_order_relaxed);
 }
 
+// At the start of a call: the caller's own ATen ops just before it (a StaticCache's reset, an
+// argmax over a large vocabulary) leave torch's OpenMP workers spinning for ~9 ms, on the cores
+// the call's kernels need; the caller's thread sends them away (aten_release_idle_threads). The
+// small Gemma 3's 32-token bf16 prefill after a cache reset took 15.8 ms with them spinning and
+// 11.0 without, the whole loop of reset and prefill 17.2 and 14.2 (docs/lessons.md, 2026-11-29
+// (afternoon)).
+void release_aten_threads() {
+  if (!has_aten_call_executor()) return;
+  aten_release_idle_threads();
+  aten_threads_spin_until_ns.store(0, std::memory_order_relaxed);
+}
+
 void run_kernel_chunk(void* context, int64_t begin, int64_t end) {
   auto* task = static_cast<KernelTask*>(context);
   int64_t info[2] = {0, 0};
@@ -486,6 +498,7 @@ void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindin
   const ir::Graph& graph = program_.graph;
   std::vector<BufferRef> outputs = caller_outputs;  // outputs sized by a data symbol are allocated last
 
+  release_aten_threads();
   int64_t bytes_copied = 0;
   std::vector<void*> ptr(program_.slots.size(), nullptr);
   std::vector<const BufferRef*> caller_buffer(program_.slots.size(), nullptr);  // Input and Weight slots
