@@ -269,9 +269,10 @@ LoweredKernel lower_expert_gemv(const ir::Graph& graph, NodeId id) {
   kernel.kind = KernelKind::Gemv;
   kernel.domain = {Expr::symbol(kExpertRowsSymbol), node.shape[1]};
   kernel.label = "gemv per expert (its rows in strips, its weight streamed once)";
-  kernel.params = {Param{DType::F32, false}, Param{DType::F32, false}, Param{DType::F32, true}};
+  kernel.params = {Param{node.dtype, false}, Param{node.dtype, false}, Param{node.dtype, true}};
   out.param_nodes = {node.inputs[0].node, node.inputs[1].node, id};
   GemvSpec& g = kernel.gemv;
+  g.bf16_pairs = node.dtype == DType::BF16;
   g.depth = a.shape()[1];
   g.a = Index{a.offset(), zero_unit_dims(kernel.domain, {a.strides()[0], Expr(int64_t{0})})};
   g.w = Index{b.offset(), zero_unit_dims(kernel.domain, {Expr(int64_t{0}), b.strides()[2]})};

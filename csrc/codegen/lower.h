@@ -35,8 +35,9 @@ LoweredKernel lower_gemv(const ir::Graph& graph, ir::NodeId node);
 // The symbol lower_expert_gemv's kernel reads one expert's row count from.
 inline constexpr const char* kExpertRowsSymbol = "lm_expert_rows";
 
-// One expert's rows of an f32 GroupedMatmul for which passes::is_expert_gemv holds, as the GEMV
-// pattern kernel: a [kExpertRowsSymbol, K] (a's rows from the expert's first) times the expert's
+// One expert's rows of an f32 or bf16 GroupedMatmul for which passes::is_expert_gemv holds, as
+// the GEMV pattern kernel (bf16 as bf16 pairs, GemvSpec::bf16_pairs): a [kExpertRowsSymbol, K]
+// (a's rows from the expert's first) times the expert's
 // weight, out [kExpertRowsSymbol, N] (out's rows from the expert's first). The caller points the
 // params at the expert's rows and weight; indices within them are the node's views' (offsets
 // included, the expert dim left out).

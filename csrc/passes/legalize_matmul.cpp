@@ -77,10 +77,13 @@ bool is_gemv_for_few_rows(const ir::Graph& graph, const ir::Node& matmul, int64_
          reads_k_with_unit_strides(matmul);
 }
 
-bool is_expert_gemv(const ir::Graph& graph, const ir::Node& grouped_matmul) {
-  if (grouped_matmul.op != ir::Op::GroupedMatmul || grouped_matmul.dtype != ir::DType::F32) return false;
+bool is_expert_gemv(const ir::Graph& graph, const ir::Node& grouped_matmul, int64_t bf16_pair_rows) {
+  const ir::DType dtype = grouped_matmul.dtype;
+  if (grouped_matmul.op != ir::Op::GroupedMatmul ||
+      (dtype != ir::DType::F32 && (dtype != ir::DType::BF16 || bf16_pair_rows <= 1)))
+    return false;
   for (int i : {0, 1})
-    if (graph.node(grouped_matmul.inputs[i].node).dtype != ir::DType::F32) return false;
+    if (graph.node(grouped_matmul.inputs[i].node).dtype != dtype) return false;
   // a [S, K] and b [G, K, N]
   return is_one(grouped_matmul.inputs[0].view.strides()[1]) && is_one(grouped_matmul.inputs[1].view.strides()[1]);
 }

@@ -35,9 +35,10 @@ bool is_bf16_pair_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t b
 bool is_gemv_for_few_rows(const ir::Graph& graph, const ir::Node& matmul, int64_t bf16_pair_rows = 1);
 
 // An f32 GroupedMatmul (MoE experts) whose operands both read K with unit stride (each expert's
-// weight is [N, K] row-major): the cpu runtime runs each expert's rows as the f32 GEMV kernel
+// weight is [N, K] row-major), or such a bf16 one where the CPU multiplies bf16 pairs
+// (bf16_pair_rows > 1): the cpu runtime runs each expert's rows as the GEMV kernel
 // (codegen::lower_expert_gemv) when they are few, as is_gemv_for_few_rows does for a Matmul.
-bool is_expert_gemv(const ir::Graph& graph, const ir::Node& grouped_matmul);
+bool is_expert_gemv(const ir::Graph& graph, const ir::Node& grouped_matmul, int64_t bf16_pair_rows = 1);
 
 // An f16/bf16 Matmul with M = 1 whose weight b is [K, N] with N contiguous (x @ W, GPT-2's
 // Conv1D): the GEMV pattern kernel's column form (codegen/kernel.h GemvSpec::columns).

@@ -43,9 +43,9 @@ struct RunStats {
   int64_t bytes_copied = 0;
   // Time the call spent blocked in collective waits: the communication no compute hid.
   int64_t collective_wait_ns = 0;
-  // Matmuls (a Gemm, or a grouped one's experts as a whole) the call handed to ATen's matmul: a
-  // half-precision product of more rows than the runtime's own kernels take, where ATen
-  // multiplies that dtype natively.
+  // Calls the run made to ATen's matmul (each expert of a grouped product one): half-precision
+  // products of more rows than the runtime's own kernels take, where ATen multiplies that dtype
+  // natively.
   int64_t aten_matmuls = 0;
 };
 

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "cpu_test_util.h"
 #include "runtime/aten_fallback.h"
+#include "runtime/cpu/jit.h"
 
 namespace luminal::testing {
 namespace {
@@ -181,27 +182,37 @@ TEST_F(HalfMatmul, StaysInItsDtypeWhereAtenComputesItNatively) {
 // the expert's weight in place (a Linear-style transposed view): empty groups, rows in no group,
 // ranges that do not ascend and ends outside [0, S] as in GroupedMatmulMatchesTheReference.
 TEST_F(HalfMatmul, GroupedMatmulRunsEachGroupWithRowsThroughAten) {
+  // Where the kernels multiply bf16 pairs (AVX512-BF16, no AMX), only groups of more than
+  // kBf16PairGemvRows rows: the others are the expert GEMV.
   HalfMatmulExecutor executor;
   runtime::set_aten_call_executor(&executor);
   std::mt19937 rng(11);
-  const std::vector<std::pair<std::vector<int64_t>, size_t>> routings = {
-      {{3, 3, 8, 10}, 3}, {{2, 5, 6, 6}, 3}, {{6, 2, 9, 10}, 3}, {{-3, 4, 20, 20}, 2}, {{0, 0, 0, 0}, 0}};
+  const bool pairs = runtime::cpu::kernels_have_bf16_pairs_without_amx(runtime::cpu::CpuIsa::Native);
+  struct Routing {
+    std::vector<int64_t> ends;
+    int64_t rows;
+    size_t groups_with_rows, groups_past_pair_rows;
+  };
+  const std::vector<Routing> routings = {{{3, 3, 8, 10}, 10, 3, 0},  {{2, 5, 6, 6}, 10, 3, 0}, {{6, 2, 9, 10}, 10, 3, 0},
+                                         {{-3, 4, 20, 20}, 10, 2, 0}, {{0, 0, 0, 0}, 10, 0, 0}, {{70, 70, 75, 80}, 80, 2, 1}};
   for (DType dtype : {DType::BF16, DType::F16}) {
     IrTestBuilder b;
     auto a = b.input("a", dtype, {Expr::symbol("s0"), 12});
     auto w_linear = b.input("w_linear", dtype, {4, 7, 12});
     auto offs = b.input("offs", DType::I64, {4});
     b.output(b.grouped_matmul(a, viewed(w_linear, w_linear.view.permute({0, 2, 1})), offs));
-    for (const auto& [ends, groups_with_rows] : routings) {
+    for (const Routing& routing : routings) {
       executor.seen_dtypes.clear();
+      const std::vector<int64_t>& ends = routing.ends;
       const std::string what = std::string(ir::dtype_name(dtype)) + " grouped matmul, offs " + std::to_string(ends[0]) +
                                 "," + std::to_string(ends[1]) + "," + std::to_string(ends[2]);
       expect_matches_reference(b.graph,
-                               {random_tensor(dtype, {10, 12}, rng), random_tensor(dtype, {4, 7, 12}, rng),
+                               {random_tensor(dtype, {routing.rows, 12}, rng), random_tensor(dtype, {4, 7, 12}, rng),
                                 HostTensor::of<int64_t>(DType::I64, {4}, ends)},
                                what);
       // f16, which this CPU lacks, widens to f32 for BLAS and never reaches the executor.
-      EXPECT_EQ(executor.seen_dtypes.size(), dtype == DType::BF16 ? groups_with_rows : 0) << what;
+      const size_t through_aten = pairs ? routing.groups_past_pair_rows : routing.groups_with_rows;
+      EXPECT_EQ(executor.seen_dtypes.size(), dtype == DType::BF16 ? through_aten : 0) << what;
     }
   }
 }

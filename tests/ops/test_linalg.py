@@ -144,33 +144,6 @@ def test_dynamic_bf16_prompt_linear_multiplies_bf16_pairs_for_a_few_rows(tmp_pat
     assert ("or the GEMV" in stats) == pairs, stats
 
 
-def test_bf16_prompt_linear_stays_with_atens_gemm_where_the_experts_run_there(tmp_path):
-    """Where bf16 experts (a grouped matmul) go to ATen's GEMM, a 32-row bf16 Linear does too: a
-    prefill that went back and forth between luminal's thread pool and oneDNN's paid for each
-    one's spinning (Qwen3-MoE 13.4 ms against 10.4). Without experts it takes the bf16 pairs."""
-    import transformers.integrations.moe  # noqa: F401 - registers torch.ops.transformers.grouped_mm_fallback
-
-    pairs = cpu_has_bf16_pairs_without_amx()
-    linear = torch.nn.Linear(64, 48, bias=False).to(torch.bfloat16)
-    experts = torch.randn(4, 48, 40, dtype=torch.bfloat16)
-    offsets = torch.tensor([8, 8, 20, 32], dtype=torch.int32)
-
-    def with_experts(x):
-        return torch.ops.transformers.grouped_mm_fallback(linear(x), experts, offs=offsets)
-
-    x = torch.randn(32, 64, dtype=torch.bfloat16)
-    for name, fn in (("alone", linear), ("experts", with_experts)):
-        debug_dir = tmp_path / name
-        with torch.no_grad():
-            expected = fn(x)
-            actual = torch.compile(fn, backend="luminal", options={"debug_dir": str(debug_dir)})(x)
-        torch.testing.assert_close(actual, expected, atol=5e-2, rtol=2e-2)
-        stats = (debug_dir / "cpu_stats.txt").read_text()
-        if pairs:
-            linear_on_pairs = any(line.startswith("kernel") and "gemv per row" in line for line in stats.splitlines())
-            assert linear_on_pairs == (name == "alone"), stats
-
-
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 def test_half_gemm_stays_half_where_the_cpu_has_half_dot_products(tmp_path, dtype):
     """On a CPU with bf16 (f16) dot products, ATen's oneDNN GEMM is several times faster than

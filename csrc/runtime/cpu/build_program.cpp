@@ -140,20 +140,13 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   // (oneDNN with bf16/f16 dot products streams the weight as well and keeps its own blocking).
   cx.half_gemv_rows = cx.native_half_matmuls.empty() ? codegen::kHalfGemvRows : 1;
   cx.f32_gemv_rows = codegen::kF32GemvRows;
-  // A prompt's bf16 Linears as bf16 pairs in the GEMV kernel (lm_gemv_bf16_strips) where its
-  // kernels have AVX512-BF16 and no AMX, up to kBf16PairGemvRows rows; up to kHalfGemvRows where
-  // bf16 experts go to ATen's GEMM (a GroupedMatmul with groups_through_aten): a prefill that
-  // went back and forth between our pool and oneDNN's threads paid for each one's spinning on
-  // the other's cores, and the 32-token Qwen3-MoE forward took 13.4 ms against 10.4 with its
-  // Linears in oneDNN too (docs/lessons.md, 2026-11-29 (late morning)).
-  const bool bf16_experts_through_aten =
-      std::find(cx.native_half_matmuls.begin(), cx.native_half_matmuls.end(), ir::DType::BF16) !=
-          cx.native_half_matmuls.end() &&
-      std::any_of(input_graph.nodes().begin(), input_graph.nodes().end(), [](const ir::Node& node) {
-        return node.op == ir::Op::GroupedMatmul && node.dtype == ir::DType::BF16;
-      });
+  // A prompt's bf16 Linears and experts as bf16 pairs in the GEMV kernel (lm_gemv_bf16_strips)
+  // where its kernels have AVX512-BF16 and no AMX, up to kBf16PairGemvRows rows. Experts too: a
+  // prefill that went back and forth between our pool and oneDNN's threads paid for each one's
+  // spinning on the other's cores (the 32-token Qwen3-MoE forward took 13.4 ms against 10.4 with
+  // its Linears in oneDNN too; docs/lessons.md, 2026-11-29 (late morning)).
   if (kernels_have_bf16_pairs_without_amx(parse_cpu_isa(options.cpu_isa)))
-    cx.bf16_pair_gemv_rows = bf16_experts_through_aten ? codegen::kHalfGemvRows : codegen::kBf16PairGemvRows;
+    cx.bf16_pair_gemv_rows = codegen::kBf16PairGemvRows;
   passes::KernelPlan plan = passes::plan_kernels(input_graph, cx);
   Program program;
   program.graph = std::move(plan.graph);
@@ -259,13 +252,16 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       step.what = step.groups_through_aten
                       ? std::string("grouped matmul (ATen per expert, ") + ir::dtype_name(node.dtype) + ") from " + node.origin
                       : "grouped matmul (BLAS per expert) from " + node.origin;
-      if (!step.groups_through_aten && passes::is_expert_gemv(graph, node)) {
+      if (passes::is_expert_gemv(graph, node, cx.bf16_pair_gemv_rows)) {
         const codegen::LoweredKernel gemv = codegen::lower_expert_gemv(graph, group.nodes[0]);
         auto kernel = std::make_shared<Step>();
         make_kernel_step(*kernel, gemv.kernel, node.origin);
         kernel->slots = {step.slots[0], step.slots[1], step.slots[3]};
-        step.what = "grouped matmul (the GEMV " + kernel->kernel_name + " for experts of 2 to " +
-                    std::to_string(codegen::kF32GemvRows) + " rows, BLAS for the others) from " + node.origin;
+        const bool bf16_pairs = node.dtype == ir::DType::BF16;
+        step.few_rows_limit = bf16_pairs ? cx.bf16_pair_gemv_rows : codegen::kF32GemvRows;
+        step.what = "grouped matmul (the GEMV " + kernel->kernel_name + " for experts of " + (bf16_pairs ? "1" : "2") +
+                    " to " + std::to_string(step.few_rows_limit) + " rows, " + (bf16_pairs ? "ATen" : "BLAS") +
+                    " for the others) from " + node.origin;
         step.few_rows = std::move(kernel);
       }
       program.steps.push_back(std::move(step));

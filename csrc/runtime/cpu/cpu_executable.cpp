@@ -420,60 +420,81 @@ void CpuExecutable::aten_matmul(const Step& step, const StepPlan& plan, const st
   run_aten_matmul(operand(step.slots[0], plan.a), operand(step.slots[1], plan.b), out, bindings);
 }
 
-void CpuExecutable::aten_grouped_matmul(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
-                                        const ir::SymbolBindings& bindings) const {
+void CpuExecutable::aten_group_product(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
+                                       const ir::SymbolBindings& bindings, int64_t g, int64_t begin,
+                                       int64_t end) const {
   const int64_t element = static_cast<int64_t>(ir::dtype_size(step.dtype));
   const StridedLayout& a = plan.a;
   const StridedLayout& b = plan.b;
-  const int64_t rows = a.shape[0], k = a.shape[1], n = b.shape[2];
+  const int64_t k = a.shape[1], n = b.shape[2];
   auto* a_data = static_cast<std::byte*>(ptr[step.slots[0]]);
   auto* b_data = static_cast<std::byte*>(ptr[step.slots[1]]);
   auto* out_data = static_cast<std::byte*>(ptr[step.slots[3]]);
-  // Rows in no group are zero; the groups overwrite theirs.
-  std::memset(out_data, 0, static_cast<size_t>(rows * n * element));
-  if (n == 0) return;
-  for_each_row_group(static_cast<const int64_t*>(ptr[step.slots[2]]), plan.offs, rows,
-                     [&](int64_t g, int64_t begin, int64_t end) {
-                       const BufferRef group_rows{a_data + (a.offset + begin * a.strides[0]) * element, step.dtype,
-                                                  {end - begin, k}, {a.strides[0], a.strides[1]}};
-                       const BufferRef expert{b_data + (b.offset + g * b.strides[0]) * element, step.dtype, {k, n},
-                                              {b.strides[1], b.strides[2]}};
-                       const BufferRef product{out_data + begin * n * element, step.dtype, {end - begin, n}, {n, 1}};
-                       run_aten_matmul(group_rows, expert, product, bindings);
-                     });
+  const BufferRef group_rows{a_data + (a.offset + begin * a.strides[0]) * element, step.dtype, {end - begin, k},
+                             {a.strides[0], a.strides[1]}};
+  const BufferRef expert{b_data + (b.offset + g * b.strides[0]) * element, step.dtype, {k, n},
+                         {b.strides[1], b.strides[2]}};
+  const BufferRef product{out_data + begin * n * element, step.dtype, {end - begin, n}, {n, 1}};
+  run_aten_matmul(group_rows, expert, product, bindings);
 }
 
-void CpuExecutable::expert_gemvs(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
-                                 Arena& arena) const {
+int64_t CpuExecutable::aten_grouped_matmul(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
+                                           const ir::SymbolBindings& bindings) const {
+  const int64_t rows = plan.a.shape[0], n = plan.b.shape[2];
+  // Rows in no group are zero; the groups overwrite theirs.
+  std::memset(ptr[step.slots[3]], 0, static_cast<size_t>(rows * n) * ir::dtype_size(step.dtype));
+  if (n == 0) return 0;
+  int64_t calls = 0;
+  for_each_row_group(static_cast<const int64_t*>(ptr[step.slots[2]]), plan.offs, rows,
+                     [&](int64_t g, int64_t begin, int64_t end) {
+                       aten_group_product(step, plan, ptr, bindings, g, begin, end);
+                       ++calls;
+                     });
+  return calls;
+}
+
+int64_t CpuExecutable::expert_gemvs(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
+                                    const ir::SymbolBindings& bindings, Arena& arena) const {
   const Step& gemv = *step.few_rows;
   const StridedLayout& a = plan.a;
   const StridedLayout& b = plan.b;
   const int64_t rows = a.shape[0], k = a.shape[1], n = b.shape[2];
-  const auto* a_data = static_cast<const float*>(ptr[step.slots[0]]);
-  const auto* b_data = static_cast<const float*>(ptr[step.slots[1]]);
-  auto* out = static_cast<float*>(ptr[step.slots[3]]);
+  const int64_t element = static_cast<int64_t>(ir::dtype_size(step.dtype));
+  auto* a_data = static_cast<std::byte*>(ptr[step.slots[0]]);
+  auto* b_data = static_cast<std::byte*>(ptr[step.slots[1]]);
+  auto* out = static_cast<std::byte*>(ptr[step.slots[3]]);
   // Rows in no group are zero; the groups overwrite theirs.
-  std::memset(out, 0, static_cast<size_t>(rows * n) * sizeof(float));
-  if (n == 0 || k == 0) return;
+  std::memset(out, 0, static_cast<size_t>(rows * n * element));
+  if (n == 0 || k == 0) return 0;
+  const bool bf16_pairs = step.dtype == ir::DType::BF16;
   std::vector<int64_t> symbols = plan.symbols;
   std::vector<void*>& params = arena.params;
+  int64_t aten_calls = 0;
   for_each_row_group(
       static_cast<const int64_t*>(ptr[step.slots[2]]), plan.offs, rows, [&](int64_t g, int64_t begin, int64_t end) {
         const int64_t count = end - begin;
-        // One row streams the weight through BLAS's GEMV at full rate, where the strips would
-        // compute 16 rows' worth of products for it.
-        if (count < 2 || count > codegen::kF32GemvRows) {
+        // One f32 row streams the weight through BLAS's GEMV at full rate, where the strips would
+        // compute 16 rows' worth of products for it; one bf16 row's pairs (8 rows' worth) still
+        // outrun the weight's bytes, and oneDNN would wake torch's threads for it.
+        if (count > step.few_rows_limit || (count < 2 && !bf16_pairs)) {
           pool_.rest();
-          blas_group_product(step.dtype, a_data, a, b_data, b, g, begin, end, out);
+          if (bf16_pairs) {
+            aten_group_product(step, plan, ptr, bindings, g, begin, end);
+            note_aten_threads_spinning();
+            ++aten_calls;
+          } else {
+            blas_group_product(step.dtype, a_data, a, b_data, b, g, begin, end, out);
+          }
           return;
         }
         // The kernel's indices are the views' within the expert: its rows and weight start here.
-        params = {const_cast<float*>(a_data) + begin * a.strides[0], const_cast<float*>(b_data) + g * b.strides[0],
-                  out + begin * n};
+        params = {a_data + begin * a.strides[0] * element, b_data + g * b.strides[0] * element,
+                  out + begin * n * element};
         symbols[plan.expert_rows_symbol] = count;
         launch(gemv, gemv.fn, params.data(), symbols.data(), plan.items,
                splits_across_threads(plan.items, plan.expert_work_per_row * count));
       });
+  return aten_calls;
 }
 
 void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& caller_outputs,
@@ -592,10 +613,7 @@ void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindin
     if (step.late) late_plan = plan_step(step, bindings);
     const StepPlan& sp = step.late ? late_plan : plan->steps[s];
     const auto start = std::chrono::steady_clock::now();
-    run_step(s, sp, ptr, bindings, arena, bytes_copied, in_flight);
-    if ((step.kind == Step::Kind::Gemm && sp.matmul_through_aten) ||
-        (step.kind == Step::Kind::GroupedGemm && !step.few_rows && step.groups_through_aten))
-      ++aten_matmuls;
+    run_step(s, sp, ptr, bindings, arena, bytes_copied, aten_matmuls, in_flight);
     if (step_us || step.kind == Step::Kind::CollectiveWait) {
       const auto elapsed = std::chrono::steady_clock::now() - start;
       if (step_us) (*step_us)[s] = std::chrono::duration<double, std::micro>(elapsed).count();
@@ -649,6 +667,7 @@ void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindin
 
 void CpuExecutable::run_step(size_t index, const StepPlan& plan, const std::vector<void*>& ptr,
                              const ir::SymbolBindings& bindings, Arena& arena, int64_t& bytes_copied,
+                             int64_t& aten_matmuls,
                              std::vector<std::unique_ptr<InFlightCollective>>& in_flight) const {
   const Step& step = program_.steps[index];
   if (step.kind == Step::Kind::Collective) {
@@ -670,16 +689,20 @@ void CpuExecutable::run_step(size_t index, const StepPlan& plan, const std::vect
     if (plan.matmul_through_aten) {
       aten_matmul(step, plan, ptr, bindings);
       note_aten_threads_spinning();
+      ++aten_matmuls;
     } else {
       blas_matmul(step.dtype, ptr[step.slots[0]], plan.a, ptr[step.slots[1]], plan.b, ptr[step.slots[2]]);
     }
     return;
   }
   if (step.kind == Step::Kind::GroupedGemm) {
-    if (step.few_rows) return expert_gemvs(step, plan, ptr, arena);
+    if (step.few_rows) {
+      aten_matmuls += expert_gemvs(step, plan, ptr, bindings, arena);
+      return;
+    }
     pool_.rest();
     if (step.groups_through_aten) {
-      aten_grouped_matmul(step, plan, ptr, bindings);
+      aten_matmuls += aten_grouped_matmul(step, plan, ptr, bindings);
       note_aten_threads_spinning();
       return;
     }

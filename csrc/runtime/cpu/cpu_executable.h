@@ -70,8 +70,9 @@ class CpuExecutable final : public Executable {
                const std::vector<BufferRef>& outputs, const LateOutputAllocator& allocate_late,
                std::vector<double>* step_us) const;
   // `in_flight` holds the call's issued collectives by step, until their wait steps.
+  // `aten_matmuls` counts the ATen matmul calls it makes.
   void run_step(size_t index, const StepPlan& plan, const std::vector<void*>& ptr, const ir::SymbolBindings& bindings,
-                Arena& arena, int64_t& bytes_copied,
+                Arena& arena, int64_t& bytes_copied, int64_t& aten_matmuls,
                 std::vector<std::unique_ptr<InFlightCollective>>& in_flight) const;
   // A Kernel step (or a Gemm's few_rows kernel) with the plan's symbols, items and split.
   void run_kernel(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr, Arena& arena) const;
@@ -79,15 +80,21 @@ class CpuExecutable final : public Executable {
   // kernel's status naming the step.
   void launch(const Step& step, KernelFn fn, void** params, const int64_t* symbols, int64_t items,
               bool parallel) const;
-  // A GroupedGemm step with an expert GEMV (Step::few_rows): that kernel for each expert of 2 to
-  // kF32GemvRows rows, BLAS for the others.
-  void expert_gemvs(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr, Arena& arena) const;
+  // A GroupedGemm step with an expert GEMV (Step::few_rows): that kernel for each expert of 2
+  // (bf16: 1) to Step::few_rows_limit rows, BLAS (bf16: ATen) for the others. Returns the ATen
+  // matmul calls it made.
+  int64_t expert_gemvs(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
+                       const ir::SymbolBindings& bindings, Arena& arena) const;
   // A Gemm step through ATen's matmul (the ATen fallback's executor), writing the step's output.
   void aten_matmul(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
                    const ir::SymbolBindings& bindings) const;
-  // A GroupedGemm step with groups_through_aten: one ATen matmul per group with rows.
-  void aten_grouped_matmul(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
-                           const ir::SymbolBindings& bindings) const;
+  // A GroupedGemm step with groups_through_aten: one ATen matmul per group with rows. Returns the
+  // calls it made.
+  int64_t aten_grouped_matmul(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
+                              const ir::SymbolBindings& bindings) const;
+  // Group g's rows [begin, end) of a GroupedGemm step times expert g through ATen's matmul.
+  void aten_group_product(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
+                          const ir::SymbolBindings& bindings, int64_t g, int64_t begin, int64_t end) const;
 
   Program program_;
   std::map<std::string, BufferRef> weights_;

@@ -50,12 +50,12 @@ struct Step {
   // Gemm with a symbolic M that passes::is_gemv_for_few_rows takes (a dynamic-shape prefill): the
   // GEMV as a Kernel step on the same slots, run instead of BLAS (f32) or ATen (bf16, as bf16
   // pairs) when a call's M is at most few_rows_limit, where it beats them as it does for a
-  // constant M. GroupedGemm that
-  // passes::is_expert_gemv takes: one expert's rows as that GEMV (codegen::lower_expert_gemv;
-  // slots a, b, out), run for each expert with 2 to kF32GemvRows rows (a prefill's few tokens per
-  // expert, for which sgemm would pack the expert's whole weight first).
+  // constant M. GroupedGemm that passes::is_expert_gemv takes: one expert's rows as that GEMV
+  // (codegen::lower_expert_gemv; slots a, b, out), run for each expert with 2 (bf16: 1) to
+  // few_rows_limit rows (a prefill's few tokens per expert, for which sgemm would pack the
+  // expert's whole weight first, and oneDNN would wake torch's threads).
   std::shared_ptr<Step> few_rows;
-  // A Gemm's most rows for few_rows: codegen::kF32GemvRows for f32, the program's
+  // The most rows few_rows takes: codegen::kF32GemvRows for f32, the program's
   // PassContext::bf16_pair_gemv_rows for bf16.
   int64_t few_rows_limit = 0;
   // GroupedGemm: each group's product runs through ATen's matmul, as f16/bf16 ones do where ATen
