@@ -370,11 +370,12 @@ TEST(CpuRuntime, MatmulAllPaths) {
 TEST(CpuRuntime, GroupedMatmulMatchesTheReference) {
   // Symbolic rows (a prefill), a Linear-style transposed weight and a plain one, a column view of
   // the rows, and offs with empty groups, rows past the last group, ranges that do not ascend
-  // and ends outside [0, S]; a consumer fused after it.
+  // and ends outside [0, S]; a consumer fused after it. The last routing's first expert has more
+  // rows than the expert GEMV takes (kF32GemvRows, kBf16PairGemvRows): BLAS, with no ATen here.
   std::mt19937 rng(21);
   const Expr s = Expr::symbol("s0");
   const std::vector<std::vector<int64_t>> routings = {
-      {3, 3, 8, 10}, {2, 5, 6, 6}, {6, 2, 9, 10}, {-3, 4, 20, 20}, {0, 0, 0, 0}, {10, 10, 10, 10}};
+      {3, 3, 8, 10}, {2, 5, 6, 6}, {6, 2, 9, 10}, {-3, 4, 20, 20}, {0, 0, 0, 0}, {10, 10, 10, 10}, {70, 70, 75, 80}};
   for (DType t : {DType::F32, DType::F64, DType::BF16, DType::F16}) {
     IrTestBuilder b;
     auto a = b.input("a", t, {s, 12});
@@ -385,10 +386,14 @@ TEST(CpuRuntime, GroupedMatmulMatchesTheReference) {
     b.output(b.unary(Op::Neg, b.grouped_matmul(a, w, offs)));
     b.output(b.grouped_matmul(viewed(a_columns, a_columns.view.permute({1, 0})),
                               viewed(w_linear, w_linear.view.permute({0, 2, 1})), offs));
+    // Both operands reading K with unit stride: the expert GEMV's form (f32; bf16 where the CPU
+    // multiplies bf16 pairs).
+    b.output(b.grouped_matmul(a, viewed(w_linear, w_linear.view.permute({0, 2, 1})), offs));
     for (const std::vector<int64_t>& ends : routings) {
+      const int64_t rows = ends.back() > 10 ? ends.back() : 10;
       expect_matches_reference(
           b.graph,
-          {random_tensor(t, {10, 12}, rng), random_tensor(t, {12, 10}, rng), random_tensor(t, {4, 12, 7}, rng),
+          {random_tensor(t, {rows, 12}, rng), random_tensor(t, {12, rows}, rng), random_tensor(t, {4, 12, 7}, rng),
            random_tensor(t, {4, 7, 12}, rng), HostTensor::of<int64_t>(DType::I64, {4}, ends)},
           std::string("grouped matmul ") + ir::dtype_name(t), t == DType::F32 ? 1e-5 : (t == DType::F16 ? 5e-3 : -1));
     }

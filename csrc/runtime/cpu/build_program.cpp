@@ -260,7 +260,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
         const bool bf16_pairs = node.dtype == ir::DType::BF16;
         step.few_rows_limit = bf16_pairs ? cx.bf16_pair_gemv_rows : codegen::kF32GemvRows;
         step.what = "grouped matmul (the GEMV " + kernel->kernel_name + " for experts of " + (bf16_pairs ? "1" : "2") +
-                    " to " + std::to_string(step.few_rows_limit) + " rows, " + (bf16_pairs ? "ATen" : "BLAS") +
+                    " to " + std::to_string(step.few_rows_limit) + " rows, " + (step.groups_through_aten ? "ATen" : "BLAS") +
                     " for the others) from " + node.origin;
         step.few_rows = std::move(kernel);
       }

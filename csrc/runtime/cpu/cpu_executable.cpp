@@ -478,7 +478,7 @@ int64_t CpuExecutable::expert_gemvs(const Step& step, const StepPlan& plan, cons
         // outrun the weight's bytes, and oneDNN would wake torch's threads for it.
         if (count > step.few_rows_limit || (count < 2 && !bf16_pairs)) {
           pool_.rest();
-          if (bf16_pairs) {
+          if (step.groups_through_aten) {
             aten_group_product(step, plan, ptr, bindings, g, begin, end);
             note_aten_threads_spinning();
             ++aten_calls;

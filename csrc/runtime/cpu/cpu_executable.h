@@ -81,8 +81,8 @@ class CpuExecutable final : public Executable {
   void launch(const Step& step, KernelFn fn, void** params, const int64_t* symbols, int64_t items,
               bool parallel) const;
   // A GroupedGemm step with an expert GEMV (Step::few_rows): that kernel for each expert of 2
-  // (bf16: 1) to Step::few_rows_limit rows, BLAS (bf16: ATen) for the others. Returns the ATen
-  // matmul calls it made.
+  // (bf16: 1) to Step::few_rows_limit rows, the others through ATen (groups_through_aten) or BLAS.
+  // Returns the ATen matmul calls it made.
   int64_t expert_gemvs(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
                        const ir::SymbolBindings& bindings, Arena& arena) const;
   // A Gemm step through ATen's matmul (the ATen fallback's executor), writing the step's output.
