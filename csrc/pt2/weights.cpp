@@ -84,8 +84,9 @@ int64_t required_storage_bytes(const StoredTensor& tensor, const std::string& ow
   int64_t element_size = scalar_type_size(tensor.dtype);
   USER_CHECK(element_size > 0) << owner << ": dtype " << scalar_type_name(tensor.dtype)
                                << " has no element size";
-  int64_t bytes = 0;
-  USER_CHECK(!__builtin_mul_overflow(last_element + 1, element_size, &bytes))
+  int64_t elements = 0, bytes = 0;
+  USER_CHECK(!__builtin_add_overflow(last_element, 1, &elements) &&
+             !__builtin_mul_overflow(elements, element_size, &bytes))
       << owner << ": storage size overflows int64";
   return bytes;
 }

@@ -211,6 +211,18 @@ TEST(Pt2Errors, StridedWeightNeedsItsLastReachableElement) {
   expect_read_error(zip_bytes(entries), {"'fc2.bias'", "holds 16 bytes", "needs 32"});
 }
 
+TEST(Pt2Errors, WeightEndingAtTheLastInt64IsAnErrorNotAnOverflow) {
+  // The fuzzer's find: a storage_offset of INT64_MAX made the element count (offset + 1)
+  // overflow before the byte count was checked.
+  Entries entries = fixture_entries("mlp.pt2");
+  nlohmann::json config =
+      nlohmann::json::parse(entry(entries, "mlp/data/weights/model_weights_config.json"));
+  config["config"]["fc2.bias"]["tensor_meta"]["sizes"][0]["as_int"] = 1;
+  config["config"]["fc2.bias"]["tensor_meta"]["storage_offset"]["as_int"] = INT64_MAX;
+  entry(entries, "mlp/data/weights/model_weights_config.json") = config.dump();
+  expect_read_error(zip_bytes(entries), {"'fc2.bias'", "storage size overflows int64"});
+}
+
 TEST(Pt2Errors, WeightConfigPointsAtMissingEntry) {
   Entries entries = fixture_entries("mlp.pt2");
   std::erase_if(entries, [](const auto& e) { return e.first == "mlp/data/weights/weight_1"; });
