@@ -168,6 +168,10 @@ inline constexpr int64_t kF32GemvRows = 64;
 // (hidden 1024, 8 layers) took 18.3 / 27.0 / 46.1 ms for 16 / 32 / 64-token forwards against
 // 26.7 / 38.1 / 62.2 through oneDNN (docs/lessons.md, 2026-11-29 (late morning)).
 inline constexpr int64_t kBf16PairGemvRows = 64;
+// The most rows of `a` a strip GEMV lowered for a symbolic M takes (a dynamic-shape prompt's
+// Linear, an expert's rows): its block of sums is sized for that many, and the cpu runtime calls
+// it only for calls within them (Step::few_rows_limit).
+inline constexpr int64_t symbolic_gemv_rows(bool bf16_pairs) { return bf16_pairs ? kBf16PairGemvRows : kF32GemvRows; }
 // Weight rows per block of such a GEMV by default (lm_tile_strips' six rows of accumulators).
 inline constexpr int64_t kGemvStripRows = 6;
 // The same for a prompt of at most 16 rows (one strip): six rows of AVX-512 accumulators are six

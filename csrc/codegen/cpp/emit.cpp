@@ -802,12 +802,12 @@ class Emitter {
       // f32 with a few rows of `a` (lm_gemv_strips): `a` packed into strips of 16 rows by the
       // first item of each batch index this call computes, the sums of a block [rows x strips *
       // 16] on the stack. Their count is a constant (passes::is_gemv), or symbolic and at most
-      // kF32GemvRows (kBf16PairGemvRows for bf16 pairs) when the runtime calls the kernel
-      // (passes::is_gemv_for_few_rows). bf16 activations are packed by lm_pack_bf16_strips, as
-      // bf16 pairs or widened to f32 strips. (+ 3: bf16 pairs pad the depth to a multiple of 4;
-      // + 1: an empty `a` is not an allocation failure.)
+      // symbolic_gemv_rows when the runtime calls the kernel (passes::is_gemv_for_few_rows). bf16
+      // activations are packed by lm_pack_bf16_strips, as bf16 pairs or widened to f32 strips.
+      // (+ 3: bf16 pairs pad the depth to a multiple of 4; + 1: an empty `a` is not an
+      // allocation failure.)
       const ir::Expr& m = k_.domain[m_axis];
-      const int64_t most_rows = m.is_constant() ? m.constant_value() : g.bf16_pairs ? kBf16PairGemvRows : kF32GemvRows;
+      const int64_t most_rows = m.is_constant() ? m.constant_value() : symbolic_gemv_rows(g.bf16_pairs);
       const int64_t most_strips = (most_rows + 15) / 16;
       out << "  const int64_t lm_strip_count = (" << m_count << " + 15) / 16;\n";
       if (!m.is_constant())

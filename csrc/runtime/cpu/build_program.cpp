@@ -230,7 +230,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
         auto kernel = std::make_shared<Step>();
         make_kernel_step(*kernel, gemv.kernel, node.origin);
         kernel->slots = step.slots;
-        step.few_rows_limit = bf16_pairs ? cx.bf16_pair_gemv_rows : codegen::kF32GemvRows;
+        step.few_rows_limit = codegen::symbolic_gemv_rows(bf16_pairs);
         step.what = std::string("matmul (") + (bf16_pairs ? "ATen" : "BLAS") + ", or the GEMV " + kernel->kernel_name +
                     " for up to " + std::to_string(step.few_rows_limit) + " rows) from " + node.origin;
         step.few_rows = std::move(kernel);
@@ -258,7 +258,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
         make_kernel_step(*kernel, gemv.kernel, node.origin);
         kernel->slots = {step.slots[0], step.slots[1], step.slots[3]};
         const bool bf16_pairs = node.dtype == ir::DType::BF16;
-        step.few_rows_limit = bf16_pairs ? cx.bf16_pair_gemv_rows : codegen::kF32GemvRows;
+        step.few_rows_limit = codegen::symbolic_gemv_rows(bf16_pairs);
         step.what = "grouped matmul (the GEMV " + kernel->kernel_name + " for experts of " + (bf16_pairs ? "1" : "2") +
                     " to " + std::to_string(step.few_rows_limit) + " rows, " + (step.groups_through_aten ? "ATen" : "BLAS") +
                     " for the others) from " + node.origin;

@@ -55,8 +55,8 @@ struct Step {
   // few_rows_limit rows (a prefill's few tokens per expert, for which sgemm would pack the
   // expert's whole weight first, and oneDNN would wake torch's threads).
   std::shared_ptr<Step> few_rows;
-  // The most rows few_rows takes: codegen::kF32GemvRows for f32, the program's
-  // PassContext::bf16_pair_gemv_rows for bf16.
+  // The most rows few_rows takes: the bound its kernel was emitted for
+  // (codegen::symbolic_gemv_rows).
   int64_t few_rows_limit = 0;
   // GroupedGemm: each group's product runs through ATen's matmul, as f16/bf16 ones do where ATen
   // multiplies that dtype natively (faster than widening the routed experts to f32 for BLAS).
