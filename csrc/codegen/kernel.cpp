@@ -73,7 +73,8 @@ ir::Expr Kernel::parallel_extent() const {
     return n;
   }
   if (kind == KernelKind::Gemv && gemv.columns) {
-    ir::Shape batch(domain.begin(), domain.end() - 1);
+    // The bf16-pair form's rows are all in each item.
+    ir::Shape batch(domain.begin(), domain.end() - (gemv.bf16_pairs ? 2 : 1));
     return ir::numel(batch) * floordiv(domain.back() + ir::Expr(column_run() - 1), ir::Expr(column_run()));
   }
   if (kind == KernelKind::Gemv) {  // every row of `a` in the item (the M dim is not split)
@@ -94,7 +95,8 @@ ir::Expr Kernel::parallel_extent() const {
 ir::Expr Kernel::inner_extent() const {
   if (domain.empty() || kind == KernelKind::Scatter) return ir::Expr(int64_t{1});
   if (kind == KernelKind::Gemv)
-    return gemv.columns ? gemv.depth * ir::Expr(column_run()) : gemv.depth * domain[domain.size() - 2];
+    return gemv.columns ? gemv.depth * ir::Expr(column_run()) * (gemv.bf16_pairs ? domain[0] : ir::Expr(int64_t{1}))
+                        : gemv.depth * domain[domain.size() - 2];
   if (kind == KernelKind::Attention)
     return attention.q_len * attention.kv_len * (attention.head_dim + attention.value_dim);
   if (kind == KernelKind::Scan) return domain[scan.axis];

@@ -93,6 +93,8 @@ enum class KernelKind {
 // `columns`: the f16/bf16 form whose weight is [K, N] with N contiguous (x @ W, GPT-2's Conv1D;
 // passes::is_column_gemv): out[b.., n] = sum_k a[k * a_depth_stride] * w[k * w_depth_stride],
 // a work item a run of `tile` columns (kGemvColumns when 0) of one batch index (lm_gemv_columns).
+// With bf16_pairs, the domain is [M, N] and a work item a run of columns (kBf16PairColumns when
+// 0) for every row of `a` (lm_gemm_bf16_columns; `a` reads K with unit stride).
 struct GemvSpec {
   ir::Expr depth;  // K
   Index a;         // over the domain; stride 0 along N
@@ -105,8 +107,9 @@ struct GemvSpec {
   bool columns = false;
   ir::Expr a_depth_stride, w_depth_stride;  // columns only
   // A bf16 prompt times a bf16 weight, packed into strips of bf16 pairs (lm_gemv_bf16_strips,
-  // vdpbf16ps): set by the cpu runtime where its kernels have AVX512-BF16
-  // (passes::is_bf16_pair_gemv).
+  // vdpbf16ps), or with `columns` its rows' pairs broadcast against a [K, N] weight's
+  // (lm_gemm_bf16_columns): set by the cpu runtime where its kernels have AVX512-BF16
+  // (passes::is_bf16_pair_gemv, passes::is_column_gemv).
   bool bf16_pairs = false;
 };
 
@@ -184,6 +187,13 @@ inline constexpr int64_t kGemvOneStripRows = 12;
 // at read bandwidth (a 1 KiB run per row reaches half of it), so the cpu runtime sets a
 // kernel's run (its `tile`) to N over its threads, up to this.
 inline constexpr int64_t kGemvColumns = 4096;
+// The bf16-pair column Gemv (a prompt's rows through a [K, N] bf16 weight, lm_gemm_bf16_columns)
+// multiplies blocks of this many columns, each weight row's run of them one 64-byte load...
+inline constexpr int64_t kBf16PairColumnBlock = 32;
+// ...and takes at most this many per work item, for all of its rows (at most kBf16PairGemvRows):
+// their f32 sums (16 KiB) on the stack, the block's weight panel re-read from L2 per block of
+// rows.
+inline constexpr int64_t kBf16PairColumns = 64;
 // Output columns a column row kernel (Kernel::lane_axis) reduces per work item, at most: their
 // accumulators (1 KiB of f32 per reduction) stay in L1 while each step along the reduce axis
 // reads a contiguous run of them.
@@ -235,7 +245,7 @@ struct Kernel {
   // Elements touched per work item, for deciding whether splitting across threads pays.
   ir::Expr inner_extent() const;
   // A column Gemv's columns per work item.
-  int64_t column_run() const { return tile > 0 ? tile : kGemvColumns; }
+  int64_t column_run() const { return tile > 0 ? tile : gemv.bf16_pairs ? kBf16PairColumns : kGemvColumns; }
   // A column row kernel's indices of lane_axis per work item.
   int64_t lane_run() const { return tile > 0 ? tile : kRowLanes; }
   // Whether this Gemv is an f32 one (its weight f32, int8 or group-quantized), or a rank-2 bf16

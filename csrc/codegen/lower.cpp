@@ -251,8 +251,10 @@ LoweredKernel lower_gemv(const ir::Graph& graph, NodeId id) {
   g.a = Index{a.offset(), zero_unit_dims(kernel.domain, a_strides)};
   g.w = Index{b.offset(), zero_unit_dims(kernel.domain, w_strides)};
   g.out = Index{Expr(int64_t{0}), zero_unit_dims(kernel.domain, contiguous_strides(node.shape))};
-  if (passes::is_column_gemv(graph, node) && !passes::is_gemv(graph, node)) {
-    kernel.label = "gemv (M = 1 matmul, weight [K, N] streamed a run of columns at a time)";
+  if (passes::is_column_gemv(graph, node, kBf16PairGemvRows) && !passes::is_gemv(graph, node)) {
+    kernel.label = is_one(node.shape[rank - 2])
+                       ? "gemv (M = 1 matmul, weight [K, N] streamed a run of columns at a time)"
+                       : "gemm of a few rows (weight [K, N], bf16 pairs, a run of columns at a time)";
     g.columns = true;
     g.a_depth_stride = a.strides()[rank - 1];
     g.w_depth_stride = b.strides()[rank - 2];

@@ -88,12 +88,17 @@ bool is_expert_gemv(const ir::Graph& graph, const ir::Node& grouped_matmul, int6
   return is_one(grouped_matmul.inputs[0].view.strides()[1]) && is_one(grouped_matmul.inputs[1].view.strides()[1]);
 }
 
-bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul) {
+bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t bf16_pair_rows) {
   if (matmul.op != ir::Op::Matmul || !ir::is_half(matmul.dtype)) return false;
   for (const ir::TensorRef& in : matmul.inputs)
     if (graph.node(in.node).dtype != matmul.dtype) return false;
   const size_t rank = matmul.shape.size();
-  return is_one(matmul.shape[rank - 2]) && is_one(matmul.inputs[1].view.strides()[rank - 1]);
+  if (!is_one(matmul.inputs[1].view.strides()[rank - 1])) return false;
+  if (is_one(matmul.shape[rank - 2])) return true;
+  // A prompt's few rows as bf16 pairs: each row of `a` read along K two values at a time.
+  const ir::Expr& m = matmul.shape[0];
+  return matmul.dtype == ir::DType::BF16 && rank == 2 && m.is_constant() && m.constant_value() <= bf16_pair_rows &&
+         is_one(matmul.inputs[0].view.strides()[1]);
 }
 
 ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half, int64_t half_gemv_rows,
@@ -105,7 +110,7 @@ ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_
     for (ir::TensorRef& in : node.inputs) in.node = renumber[in.node];
     const bool native = std::find(native_half.begin(), native_half.end(), node.dtype) != native_half.end();
     if (node.op != ir::Op::Matmul || !ir::is_half(node.dtype) ||
-        is_gemv(out, node, half_gemv_rows, f32_gemv_rows, bf16_pair_gemv_rows) || is_column_gemv(out, node) || native) {
+        is_gemv(out, node, half_gemv_rows, f32_gemv_rows, bf16_pair_gemv_rows) || is_column_gemv(out, node, bf16_pair_gemv_rows) || native) {
       renumber[i] = out.add(std::move(node));
       continue;
     }

@@ -5,7 +5,7 @@
 // do the dtypes in `native_half` (a runtime with a GEMM for them, which also rounds once).
 // Needs: a verified graph. Guarantees: every Matmul is f32, f64, an integer type, bool, of a
 // dtype in `native_half`, or an f16/bf16 one for which is_gemv (with `half_gemv_rows`) or
-// is_column_gemv holds.
+// is_column_gemv (with `bf16_pair_gemv_rows`) holds.
 #pragma once
 
 #include <vector>
@@ -40,9 +40,11 @@ bool is_gemv_for_few_rows(const ir::Graph& graph, const ir::Node& matmul, int64_
 // (codegen::lower_expert_gemv) when they are few, as is_gemv_for_few_rows does for a Matmul.
 bool is_expert_gemv(const ir::Graph& graph, const ir::Node& grouped_matmul, int64_t bf16_pair_rows = 1);
 
-// An f16/bf16 Matmul with M = 1 whose weight b is [K, N] with N contiguous (x @ W, GPT-2's
-// Conv1D): the GEMV pattern kernel's column form (codegen/kernel.h GemvSpec::columns).
-bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul);
+// An f16/bf16 Matmul whose weight b is [K, N] with N contiguous (x @ W, GPT-2's Conv1D), with
+// M = 1, or a rank-2 bf16 one with a constant M <= `bf16_pair_rows` whose `a` reads K with unit
+// stride (a prompt's rows, multiplied as bf16 pairs where the CPU has AVX512-BF16): the GEMV
+// pattern kernel's column form (codegen/kernel.h GemvSpec::columns).
+bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t bf16_pair_rows = 1);
 
 ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half, int64_t half_gemv_rows,
                           int64_t f32_gemv_rows, int64_t bf16_pair_gemv_rows = 1);

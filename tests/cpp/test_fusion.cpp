@@ -753,6 +753,49 @@ TEST(Fusion, Bf16PromptMultipliesBf16PairsWhereTheCpuHasThem) {
     }
 }
 
+TEST(Fusion, Bf16PromptThroughAKByNWeightMultipliesBf16PairsWhereTheCpuHasThem) {
+  // x @ W with a bf16 W [K, N] (GPT-2's Conv1D) and a prompt's rows, where the kernels have
+  // AVX512-BF16 (and no AMX): the column GEMV's bf16-pair form (lm_gemm_bf16_columns) up to
+  // kBf16PairGemvRows rows, oneDNN's GEMM (or sgemm) past it and elsewhere. Rows: tiles of 12, 8,
+  // 4 and 1 (2, 13, 33), 64 and one past; 45 columns (a block of 32 and a tail of 13 through the
+  // one-row column GEMV) and 96 (three blocks over two items of 64 and 32); an odd depth (37: the
+  // last weight row paired with zeros) and 302; W a column slice of a wider weight and x's rows
+  // a view further apart than the depth. Both ISAs against the reference.
+  std::mt19937 rng(23);
+  const bool pairs = runtime::cpu::kernels_have_bf16_pairs_without_amx(runtime::cpu::CpuIsa::Native);
+  for (int64_t depth : {int64_t{37}, int64_t{302}})
+    for (int64_t n : {int64_t{45}, int64_t{96}})
+      for (int64_t rows : {int64_t{2}, int64_t{13}, int64_t{33}, codegen::kBf16PairGemvRows,
+                           codegen::kBf16PairGemvRows + 1}) {
+        const std::string what =
+            "rows " + std::to_string(rows) + ", depth " + std::to_string(depth) + ", columns " + std::to_string(n);
+        const int64_t stride = depth + 6;
+        IrTestBuilder b;
+        auto x = b.input("x", DType::BF16, {rows, stride});
+        auto w = b.weight("w", DType::BF16, {depth, n + 7});
+        auto x_rows = viewed(x, x.view.slice(1, Expr(int64_t{2}), Expr(2 + depth), 1));
+        auto w_columns = viewed(w, w.view.slice(1, Expr(int64_t{3}), Expr(3 + n), 1));
+        const TensorRef product = b.matmul(x_rows, w_columns);
+        b.output(product);
+        const bool few = rows <= codegen::kBf16PairGemvRows;
+        EXPECT_EQ(passes::is_column_gemv(b.graph, b.graph.node(product.node), codegen::kBf16PairGemvRows), few) << what;
+        EXPECT_FALSE(passes::is_column_gemv(b.graph, b.graph.node(product.node))) << what;  // without the pairs
+        HostTensor weight = random_tensor(DType::BF16, {depth, n + 7}, rng);
+        std::map<std::string, runtime::BufferRef> weights{{"w", weight.ref()}};
+        auto exe = compile_cpu(b.graph, weights);
+        const auto& program = program_of(*exe);
+        if (pairs && few) {
+          ASSERT_EQ(program.steps.size(), 1u) << what;
+          EXPECT_NE(program.steps[0].what.find("bf16 pairs"), std::string::npos) << what << ": " << program.steps[0].what;
+        } else {
+          for (const auto& step : program.steps)
+            EXPECT_EQ(step.what.find("bf16 pairs"), std::string::npos) << what << ": " << step.what;
+        }
+        expect_both_isas_match_the_reference(b.graph, {random_tensor(DType::BF16, {rows, stride}, rng)},
+                                             "bf16 prompt x [K, N], " + what, 2e-2, weights, /*same_bits=*/false);
+      }
+}
+
 TEST(Fusion, F32GemvMultipliesAFewRowsPackedIntoStrips) {
   // A short f32 prompt through a Linear (M <= kF32GemvRows) is the GEMV kernel: x's rows packed
   // into strips of 16 that each block of six weight rows (twelve for one strip) multiplies in registers

@@ -119,6 +119,29 @@ def test_prompt_bf16_linear_multiplies_bf16_pairs_where_the_cpu_has_them(rows, t
         assert ("gemv per row" in stats and "ATen" not in stats) == (rows <= 64), stats
 
 
+@pytest.mark.parametrize("rows", [2, 13, 33, 64, 65])
+def test_prompt_bf16_conv1d_multiplies_bf16_pairs_where_the_cpu_has_them(rows, tmp_path):
+    """GPT-2's Conv1D (addmm of a [K, N] weight) in bf16 at a prompt's rows: on a CPU with
+    AVX512-BF16 and no AMX, up to 64 rows are luminal's bf16-pair kernel for that layout (no ATen
+    GEMM, whose OpenMP threads fought our pool's for the cores), past it oneDNN's GEMM. Eager's
+    values either way, from non-contiguous rows, with 70 columns (two blocks of 32 and a tail) and
+    an odd depth of 301."""
+    from transformers.pytorch_utils import Conv1D
+
+    pairs = cpu_has_bf16_pairs_without_amx()
+    conv = Conv1D(70, 301).to(torch.bfloat16)
+    x = torch.randn(1, rows, 310, dtype=torch.bfloat16)[:, :, 5:306]
+    compiled = torch.compile(conv, backend="luminal", options={"debug_dir": str(tmp_path)})
+    with torch.no_grad():
+        expected = conv(x)
+        actual = compiled(x)
+    torch.testing.assert_close(actual, expected, atol=2e-2, rtol=2e-2)
+    stats = (tmp_path / "cpu_stats.txt").read_text()
+    on_pairs = pairs and rows <= 64
+    assert ("bf16 pairs" in stats) == on_pairs, stats
+    assert ("(ATen, bf16)" in stats) == (not on_pairs and pairs), stats
+
+
 def test_dynamic_bf16_prompt_linear_multiplies_bf16_pairs_for_a_few_rows(tmp_path):
     """A dynamic-shape prefill's bf16 Linear (a symbolic prompt length: gemma3's sliding-window
     cache compiles with automatic dynamic shapes) takes the bf16 pairs for a call of at most 64

@@ -1494,6 +1494,80 @@ inline void lm_gemv_columns(const uint16_t* a, int64_t a_step, const uint16_t* w
       }
     }
 }
+// The column form for a prompt's rows of bf16 activations (GemvSpec::columns with bf16_pairs):
+// sums[m * ldc + c] = sum_k a[m * lda + k] * w[k * w_step + c] for m < rows and c < cols, `a`
+// read along K with unit stride. With AVX512-BF16, each block of 32 columns is a register tile
+// of MR rows x 32 columns: per pair of weight rows k, k + 1, their 32 columns' values are
+// interleaved into pairs (two unpacks, so a register holds columns 0-3, 8-11, 16-19, 24-27 and
+// the other 4-7, 12-15, ...) and each row's pair a[m][k], a[m][k + 1] is broadcast into
+// vdpbf16ps, as lm_gemv_bf16_strips multiplies a [N, K] weight's pairs. Two shuffles per 2 x MR
+// multiplies: a [K, N] weight needs no copy per call. Elsewhere (and for a last block of fewer
+// than 32 columns) each row is the column GEMV (lm_gemv_columns).
+#if defined(__AVX512BF16__)
+typedef unsigned short lm_u16x32 __attribute__((vector_size(64)));
+template <int MR>
+inline void lm_tile_bf16_columns(const uint16_t* a, int64_t lda, const uint16_t* w, int64_t w_step, int64_t depth,
+                                 float* c, int64_t ldc) {
+  lm_f32x16 acc[MR][2] = {};
+  auto step = [&](lm_u16x32 r0, lm_u16x32 r1, auto pair_of_row) {
+    const lm_f32x16 lo = (lm_f32x16)__builtin_shufflevector(r0, r1, 0, 32, 1, 33, 2, 34, 3, 35, 8, 40, 9, 41, 10, 42, 11,
+                                                            43, 16, 48, 17, 49, 18, 50, 19, 51, 24, 56, 25, 57, 26, 58,
+                                                            27, 59);
+    const lm_f32x16 hi = (lm_f32x16)__builtin_shufflevector(r0, r1, 4, 36, 5, 37, 6, 38, 7, 39, 12, 44, 13, 45, 14, 46,
+                                                            15, 47, 20, 52, 21, 53, 22, 54, 23, 55, 28, 60, 29, 61, 30,
+                                                            62, 31, 63);
+    for (int m = 0; m < MR; ++m) {
+      const lm_f32x16 x = pair_of_row(m);
+      acc[m][0] = lm_dot_bf16_pairs(acc[m][0], lo, x);
+      acc[m][1] = lm_dot_bf16_pairs(acc[m][1], hi, x);
+    }
+  };
+  int64_t k = 0;
+  for (; k + 2 <= depth; k += 2) {
+    lm_u16x32 r0, r1;
+    __builtin_memcpy(&r0, w + k * w_step, sizeof r0);
+    __builtin_memcpy(&r1, w + (k + 1) * w_step, sizeof r1);
+    step(r0, r1, [&](int m) { return lm_broadcast_bf16_pairs<1>(a + m * lda + k); });
+  }
+  if (k < depth) {  // an odd depth's last row, paired with zeros
+    lm_u16x32 r0;
+    __builtin_memcpy(&r0, w + k * w_step, sizeof r0);
+    step(r0, lm_u16x32{}, [&](int m) { return (lm_f32x16)(lm_u32x16{} + (uint32_t)a[m * lda + k]); });
+  }
+  for (int m = 0; m < MR; ++m) {
+    const lm_f32x16 first = __builtin_shufflevector(acc[m][0], acc[m][1], 0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20,
+                                                    21, 22, 23);
+    const lm_f32x16 second = __builtin_shufflevector(acc[m][0], acc[m][1], 8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14,
+                                                     15, 28, 29, 30, 31);
+    __builtin_memcpy(c + m * ldc, &first, sizeof first);
+    __builtin_memcpy(c + m * ldc + 16, &second, sizeof second);
+  }
+}
+inline void lm_gemm_bf16_columns(const uint16_t* a, int64_t lda, int64_t rows, const uint16_t* w, int64_t w_step,
+                                 int64_t depth, int64_t cols, float* sums, int64_t ldc) {
+  int64_t c = 0;
+  for (; c + 32 <= cols; c += 32) {
+    int64_t m = 0;
+    for (; m + 12 <= rows; m += 12) lm_tile_bf16_columns<12>(a + m * lda, lda, w + c, w_step, depth, sums + m * ldc + c, ldc);
+    if (m + 8 <= rows) {
+      lm_tile_bf16_columns<8>(a + m * lda, lda, w + c, w_step, depth, sums + m * ldc + c, ldc);
+      m += 8;
+    }
+    if (m + 4 <= rows) {
+      lm_tile_bf16_columns<4>(a + m * lda, lda, w + c, w_step, depth, sums + m * ldc + c, ldc);
+      m += 4;
+    }
+    for (; m < rows; ++m) lm_tile_bf16_columns<1>(a + m * lda, lda, w + c, w_step, depth, sums + m * ldc + c, ldc);
+  }
+  if (c < cols)
+    for (int64_t m = 0; m < rows; ++m) lm_gemv_columns<lm_bf16>(a + m * lda, 1, w + c, w_step, depth, cols - c, sums + m * ldc + c);
+}
+#else
+inline void lm_gemm_bf16_columns(const uint16_t* a, int64_t lda, int64_t rows, const uint16_t* w, int64_t w_step,
+                                 int64_t depth, int64_t cols, float* sums, int64_t ldc) {
+  for (int64_t m = 0; m < rows; ++m) lm_gemv_columns<lm_bf16>(a + m * lda, 1, w, w_step, depth, cols, sums + m * ldc);
+}
+#endif
 #if defined(__AVX512VNNI__)
 // vpdpbusd's operands and sums, for lm_gemv_rows_i8 and lm_gemv_prompt_i8: it adds four unsigned
 // x signed byte products into each of sixteen i32 lanes, 64 pairs per instruction. Signed `a`

@@ -29,12 +29,13 @@ using passes::GroupKind;
 // once at copy bandwidth beats sgemv, research/cpu-baselines.md). GEMVs whose operands both
 // read K with unit stride get the pattern kernel (passes::is_gemv), and so do f16/bf16 ones
 // whose weight reads N with unit stride (passes::is_column_gemv: BLAS would need the weight
-// widened to f32 first); the rest a row kernel.
+// widened to f32 first; a prompt's few rows as bf16 pairs, where oneDNN's GEMM would run on
+// torch's OpenMP threads between our pool's kernels); the rest a row kernel.
 bool matmul_as_loop(const ir::Graph& graph, NodeId id, const passes::PassContext& cx) {
   const ir::Node& node = graph.node(id);
   if (!ir::is_floating(node.dtype) ||
       passes::is_gemv(graph, node, cx.half_gemv_rows, cx.f32_gemv_rows, cx.bf16_pair_gemv_rows) ||
-      passes::is_column_gemv(graph, node))
+      passes::is_column_gemv(graph, node, cx.bf16_pair_gemv_rows))
     return true;
   const size_t rank = node.shape.size();
   const ir::View& b = node.inputs[1].view;
@@ -51,8 +52,17 @@ int64_t run_per_item(const ir::Expr& n, const ir::Expr& items, int threads, int6
   return std::clamp<int64_t>((per_thread + 15) / 16 * 16, 16, cap);
 }
 
-// A column GEMV's columns per work item (codegen::Kernel::column_run): its N over its batch.
+// A column GEMV's columns per work item (codegen::Kernel::column_run): its N over its batch. The
+// bf16-pair form (all of its rows in each item) takes whole blocks of
+// codegen::kBf16PairColumnBlock columns, up to codegen::kBf16PairColumns.
 int64_t column_run(const codegen::Kernel& kernel, int threads) {
+  if (kernel.gemv.bf16_pairs) {
+    constexpr int64_t block = codegen::kBf16PairColumnBlock;
+    const ir::Expr& n = kernel.domain.back();
+    if (!n.is_constant()) return codegen::kBf16PairColumns;
+    const int64_t per_thread = (n.constant_value() + threads - 1) / threads;
+    return std::clamp<int64_t>((per_thread + block - 1) / block * block, block, codegen::kBf16PairColumns);
+  }
   const ir::Expr batch = ir::numel(ir::Shape(kernel.domain.begin(), kernel.domain.end() - 1));
   return run_per_item(kernel.domain.back(), batch, threads, codegen::kGemvColumns);
 }
@@ -271,10 +281,13 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     if (group.kind == GroupKind::Matmul) {
       const ir::Node& matmul = graph.node(group.nodes[0]);
       lowered = passes::is_gemv(graph, matmul, cx.half_gemv_rows, cx.f32_gemv_rows, cx.bf16_pair_gemv_rows) ||
-                        passes::is_column_gemv(graph, matmul)
+                        passes::is_column_gemv(graph, matmul, cx.bf16_pair_gemv_rows)
                     ? codegen::lower_gemv(graph, group.nodes[0])
                     : codegen::lower_matmul_loop(graph, group.nodes[0]);
-      lowered.kernel.gemv.bf16_pairs = passes::is_bf16_pair_gemv(graph, matmul, cx.bf16_pair_gemv_rows);
+      // A column GEMV of more than one row is the bf16-pair form (passes::is_column_gemv).
+      lowered.kernel.gemv.bf16_pairs =
+          passes::is_bf16_pair_gemv(graph, matmul, cx.bf16_pair_gemv_rows) ||
+          (lowered.kernel.gemv.columns && !is_one(matmul.shape[matmul.shape.size() - 2]));
       if (lowered.kernel.gemv.columns) lowered.kernel.tile = column_run(lowered.kernel, program_threads(options));
     } else if (group.kind == GroupKind::Attention) {
       const std::optional<passes::AttentionPattern> pattern =
