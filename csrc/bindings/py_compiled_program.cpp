@@ -38,6 +38,8 @@ CompileOptions parse_options(const py::dict& options) {
       parsed.cache_dir = value.cast<std::string>();
     } else if (key == "cpu_isa") {
       parsed.cpu_isa = value.cast<std::string>();
+    } else if (key == "profile") {
+      parsed.profile = value.cast<bool>();
     } else {
       // luminal/options.py validates names first; reaching here means the two lists diverged.
       INTERNAL_ERROR() << "option '" << key << "' passed validation but is unknown to the C++ core";
@@ -173,7 +175,11 @@ class PyCompiledProgram {
     d["bytes_copied_last_run"] = compiled_->executable->last_run_stats().bytes_copied + last_copy_back_bytes_.load();
     d["bytes_copied_total"] = bytes_copied_total_.load();
     d["collective_wait_ms_last_run"] = static_cast<double>(compiled_->executable->last_run_stats().collective_wait_ns) / 1e6;
-    d["aten_matmuls_last_run"] = compiled_->executable->last_run_stats().aten_matmuls;
+    const runtime::RunStats last = compiled_->executable->last_run_stats();
+    d["aten_matmuls_last_run"] = last.aten_matmuls;
+    py::list steps;
+    for (const runtime::StepTime& step : last.steps) steps.append(py::make_tuple(step.what, step.ms));
+    d["step_ms_last_run"] = steps;
     d["run_count"] = run_count_.load();
     return d;
   }

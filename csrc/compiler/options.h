@@ -12,6 +12,7 @@ struct CompileOptions {
   std::string debug_dir;     // when set: IR text and stats are written here
   std::string cache_dir;     // kernel cache (used by generating runtimes)
   std::string cpu_isa = "native";  // the cpu runtime's kernels: every extension of this CPU, or "avx2"
+  bool profile = false;  // time each step of every call (stats' step_ms_last_run)
 };
 
 }  // namespace luminal

@@ -19,7 +19,9 @@ extern "C" {
 // 2: Executable::output_shapes may return nullopt and run() takes a LateOutputAllocator (outputs
 // whose shape depends on tensor data).
 // 3: BufferRef::device_index (buffers in GPU memory).
-#define LUMINAL_RUNTIME_FACTORY_ABI_VERSION 3u
+// 4: runtime.h's CompileOptions (cpu_isa, time_steps) and RunStats (collective_wait_ns,
+// aten_matmuls, steps) grew: a plugin built against version 3's headers has their old layouts.
+#define LUMINAL_RUNTIME_FACTORY_ABI_VERSION 4u
 
 struct LuminalRuntimeFactory {
   uint32_t abi_version;  // LUMINAL_RUNTIME_FACTORY_ABI_VERSION

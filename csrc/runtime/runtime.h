@@ -32,6 +32,13 @@ struct CompileOptions {
   std::string cache_dir;      // generated-kernel cache; empty: the runtime's default
   std::string debug_dir;      // when set: IR after each pass, kernel sources, stats
   std::string cpu_isa = "native";  // the cpu runtime's generated kernels: "native" or "avx2" (no AVX-512)
+  bool time_steps = false;         // time every step of each call (RunStats::steps); runtimes may ignore it
+};
+
+// One step of a run and its time (CompileOptions::time_steps).
+struct StepTime {
+  std::string what;  // what the step computes and the node it came from, as debug_dir's stats name it
+  double ms = 0.0;
 };
 
 // What the most recent run() did, for tests and benchmarks that must prove a property of a
@@ -47,6 +54,8 @@ struct RunStats {
   // products of more rows than the runtime's own kernels take, where ATen multiplies that dtype
   // natively.
   int64_t aten_matmuls = 0;
+  // Each step's time, in order, where the executable was compiled with time_steps; else empty.
+  std::vector<StepTime> steps;
 };
 
 // Each graph output's shape for one call, or nullopt for an output whose shape mentions a data

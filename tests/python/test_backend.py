@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 import torch
@@ -73,6 +74,34 @@ def test_cpu_isa_option_names_its_values():
         compiled(torch.randn(2, 16))
     assert isinstance(_inner(info.value), luminal.UserError)
     assert "'cpu_isa' must be one of ('native', 'avx2'), got 'avx512'" in str(info.value)
+
+
+def test_profile_option_times_each_step_of_the_last_call():
+    """options={"profile": True}: stats["step_ms_last_run"] lists every step of the last call in
+    order with its time, named as debug_dir's stats name them; without it the list is empty."""
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 8))
+    x = torch.randn(4, 64)
+    for profile in (True, False):
+        torch._dynamo.reset()
+        backend = CountingBackend({"profile": profile})
+        compiled = torch.compile(model, backend=backend)
+        with torch.no_grad():
+            compiled(x)
+            started = time.perf_counter()
+            assert_close(compiled(x), model(x))
+            call_ms = (time.perf_counter() - started) * 1e3
+        steps = backend.compiled[0].stats["step_ms_last_run"]
+        if not profile:
+            assert steps == []
+            continue
+        assert steps and all(isinstance(what, str) and what and ms >= 0 for what, ms in steps), steps
+        assert any("gemv" in what or "matmul" in what for what, _ in steps), steps
+        assert 0 < sum(ms for _, ms in steps) <= call_ms, (steps, call_ms)
+    torch._dynamo.reset()
+    with pytest.raises(Exception) as info:
+        torch.compile(model, backend="luminal", options={"profile": 1})(x)
+    assert isinstance(_inner(info.value), luminal.UserError)
+    assert "'profile' must be bool" in str(info.value)
 
 
 @pytest.mark.parametrize("grad_enabled", [False, True], ids=["inference", "training"])

@@ -258,9 +258,9 @@ struct CpuExecutable::CallPlan {
 };
 
 CpuExecutable::CpuExecutable(Program program, std::map<std::string, BufferRef> weights, int threads,
-                             SearchOptions search)
+                             SearchOptions search, bool time_steps)
     : program_(std::move(program)), weights_(std::move(weights)), search_(std::move(search)), pool_(threads),
-      threads_(threads) {
+      threads_(threads), time_steps_(time_steps) {
   for (const Slot& slot : program_.slots) {
     if (slot.kind != Slot::Kind::Weight) continue;
     const ir::Node& node = program_.graph.node(slot.node);
@@ -509,7 +509,22 @@ void CpuExecutable::run(const std::vector<BufferRef>& inputs, const std::vector<
   // issues collectives its peers must match.
   if (search_.calls > 0 && !plan->searched && program_.collectives == 0)
     plan = searched_plan(plan, bindings, inputs, caller_outputs);
-  execute(*plan, bindings, inputs, caller_outputs, allocate_late, nullptr);
+  if (!time_steps_) {
+    execute(*plan, bindings, inputs, caller_outputs, allocate_late, nullptr);
+    return;
+  }
+  std::vector<double> step_us(program_.steps.size(), 0.0);
+  execute(*plan, bindings, inputs, caller_outputs, allocate_late, &step_us);
+  std::lock_guard<std::mutex> lock(steps_mutex_);
+  last_step_us_ = std::move(step_us);
+}
+
+RunStats CpuExecutable::last_run_stats() const {
+  RunStats stats{last_bytes_copied_.load(), last_collective_wait_ns_.load(), last_aten_matmuls_.load(), {}};
+  std::lock_guard<std::mutex> lock(steps_mutex_);
+  for (size_t s = 0; s < last_step_us_.size(); ++s)
+    stats.steps.push_back(runtime::StepTime{program_.steps[s].what, last_step_us_[s] / 1e3});
+  return stats;
 }
 
 void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindings, const std::vector<BufferRef>& inputs,

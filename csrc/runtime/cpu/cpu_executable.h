@@ -40,16 +40,16 @@ struct SearchOptions {
 
 class CpuExecutable final : public Executable {
  public:
-  CpuExecutable(Program program, std::map<std::string, BufferRef> weights, int threads, SearchOptions search = {});
+  // `time_steps`: every call's steps are timed for last_run_stats (CompileOptions::time_steps).
+  CpuExecutable(Program program, std::map<std::string, BufferRef> weights, int threads, SearchOptions search = {},
+                bool time_steps = false);
   ~CpuExecutable() override;
 
   OutputShapes output_shapes(const std::vector<BufferRef>& inputs) const override;
   void run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs,
            const LateOutputAllocator& allocate_late) const override;
   void rebind_weight(const std::string& name, const BufferRef& buffer) override;
-  RunStats last_run_stats() const override {
-    return RunStats{last_bytes_copied_.load(), last_collective_wait_ns_.load(), last_aten_matmuls_.load()};
-  }
+  RunStats last_run_stats() const override;
 
   const Program& program() const { return program_; }
 
@@ -109,6 +109,9 @@ class CpuExecutable final : public Executable {
   mutable std::atomic<int64_t> last_bytes_copied_{0};
   mutable std::atomic<int64_t> last_collective_wait_ns_{0};
   mutable std::atomic<int64_t> last_aten_matmuls_{0};
+  bool time_steps_ = false;
+  mutable std::mutex steps_mutex_;  // guards last_step_us_
+  mutable std::vector<double> last_step_us_;
 };
 
 }  // namespace luminal::runtime::cpu

@@ -19,7 +19,7 @@ std::unique_ptr<Executable> CpuRuntime::compile(const ir::Graph& graph, const st
   openblas_set_num_threads(threads);
   SearchOptions search{options.search_iterations, options.cache_dir, options.debug_dir, parse_cpu_isa(options.cpu_isa)};
   if (options.search_iterations == 0 || program.attention_kernels == 0)
-    return std::make_unique<CpuExecutable>(std::move(program), weights, threads, std::move(search));
+    return std::make_unique<CpuExecutable>(std::move(program), weights, threads, std::move(search), options.time_steps);
   // The fusion choice that changes this program, built should the search need it: attention
   // as GEMMs around a softmax kernel. Its debug output goes to a directory of its own.
   const FusionChoice unfused{false};
@@ -31,10 +31,11 @@ std::unique_ptr<Executable> CpuRuntime::compile(const ir::Graph& graph, const st
                                                   const std::map<std::string, BufferRef>& bound) {
     SearchOptions search{alternative_options.search_iterations, alternative_options.cache_dir,
                          alternative_options.debug_dir, parse_cpu_isa(alternative_options.cpu_isa)};
-    return std::make_unique<CpuExecutable>(build_program(graph, alternative_options, fusion), bound, threads, search);
+    return std::make_unique<CpuExecutable>(build_program(graph, alternative_options, fusion), bound, threads, search,
+                                           alternative_options.time_steps);
   };
   return std::make_unique<FusionSearchExecutable>(
-      std::make_unique<CpuExecutable>(std::move(program), weights, threads, search),
+      std::make_unique<CpuExecutable>(std::move(program), weights, threads, search, options.time_steps),
       std::vector<FusionChoice>{FusionChoice{}, unfused}, build, weights, std::move(search), threads);
 }
 
