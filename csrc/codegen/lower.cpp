@@ -26,11 +26,13 @@ std::vector<Expr> zero_unit_dims(const ir::Shape& domain, std::vector<Expr> stri
 // An IotaAt's value (o / divisor) % extent ignores whole periods of divisor * extent in the
 // offset o, so strides and offset that are whole periods are dropped; an Iota over a result's
 // full shape, read along its own axis, then becomes that domain dim's index (which the emitters
-// write as the loop variable, not as a division).
+// write as the loop variable, not as a division). A symbolic stride counts where its form shows
+// the period (64 * S for rows of 64 and a symbolic sequence length: a dynamic-shape prefill's
+// rotate_half, whose cat then splits into loops without gathers as with static shapes).
 void drop_iota_periods(Value& v) {
   if (!v.divisor.is_constant() || !v.extent.is_constant()) return;
   const int64_t period = v.divisor.constant_value() * v.extent.constant_value();
-  const auto whole_periods = [&](const Expr& e) { return e.is_constant() && e.constant_value() % period == 0; };
+  const auto whole_periods = [&](const Expr& e) { return ir::is_multiple_of(e, period); };
   if (period <= 0) return;
   if (whole_periods(v.index.offset)) v.index.offset = Expr(int64_t{0});
   for (Expr& stride : v.index.strides)

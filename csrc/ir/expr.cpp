@@ -183,6 +183,13 @@ std::vector<int64_t> evaluate_shape(const Shape& shape, const SymbolBindings& bi
   return out;
 }
 
+bool is_multiple_of(const Expr& e, int64_t m) {
+  if (e.is_constant()) return e.constant_value() % m == 0;
+  if (e.kind() == Expr::Kind::Mul) return is_multiple_of(e.operands()[0], m) || is_multiple_of(e.operands()[1], m);
+  if (e.kind() == Expr::Kind::Add) return is_multiple_of(e.operands()[0], m) && is_multiple_of(e.operands()[1], m);
+  return false;
+}
+
 bool is_static(const Shape& shape) {
   return std::all_of(shape.begin(), shape.end(), [](const Expr& e) { return e.is_constant(); });
 }

@@ -65,5 +65,9 @@ std::vector<int64_t> evaluate_shape(const Shape& shape, const SymbolBindings& bi
 bool is_static(const Shape& shape);
 inline bool is_zero(const Expr& e) { return e.is_constant() && e.constant_value() == 0; }
 inline bool is_one(const Expr& e) { return e.is_constant() && e.constant_value() == 1; }
+// Whether `e` is a multiple of `m` (m > 0) for every value of its symbols, as its form shows: a
+// constant multiple of m, a product with such a factor, or a sum of such terms. False where that
+// is not evident (so a caller may only drop what this proves).
+bool is_multiple_of(const Expr& e, int64_t m);
 
 }  // namespace luminal::ir

@@ -20,6 +20,22 @@ std::string user_error_of(const ir::Graph& graph, const std::vector<std::vector<
   return "no error";
 }
 
+TEST(Expr, IsMultipleOfWhatItsFormShows) {
+  // A product with a factor that is a multiple, sums of multiples; a bare symbol, a sum with one
+  // term that is not, and a floor division are not shown to be (true for some values only).
+  EXPECT_TRUE(ir::is_multiple_of(ir::Expr(int64_t{128}), 64));
+  EXPECT_TRUE(ir::is_multiple_of(ir::Expr(int64_t{-64}), 64));
+  EXPECT_TRUE(ir::is_multiple_of(ir::Expr(int64_t{0}), 64));
+  EXPECT_TRUE(ir::is_multiple_of(ir::Expr(int64_t{64}) * s0, 64));
+  EXPECT_TRUE(ir::is_multiple_of(s1 * (ir::Expr(int64_t{128}) * s0), 64));
+  EXPECT_TRUE(ir::is_multiple_of(ir::Expr(int64_t{64}) * s0 + ir::Expr(int64_t{192}), 64));
+  EXPECT_FALSE(ir::is_multiple_of(ir::Expr(int64_t{96}), 64));
+  EXPECT_FALSE(ir::is_multiple_of(s0, 64));
+  EXPECT_FALSE(ir::is_multiple_of(ir::Expr(int64_t{32}) * s0, 64));
+  EXPECT_FALSE(ir::is_multiple_of(ir::Expr(int64_t{64}) * s0 + ir::Expr(int64_t{1}), 64));
+  EXPECT_FALSE(ir::is_multiple_of(floordiv(ir::Expr(int64_t{128}) * s0, ir::Expr(int64_t{2})), 64));
+}
+
 TEST(BindSymbols, BindsBareSymbolsInInputOrder) {
   IrTestBuilder b;
   b.input("x", DType::F32, {s0, 4});

@@ -117,6 +117,30 @@ def test_rotate_half_fuses_into_one_kernel(tmp_path, dtype):
     assert len(steps) == 1 and "Where" in steps[0] and "scatter" not in steps[0], steps
 
 
+def test_rotate_half_with_a_dynamic_length_splits_its_pieces_as_a_static_one(tmp_path):
+    """With a symbolic sequence length (a dynamic-shape prefill) rope's cat still selects its
+    pieces by comparing the loop index with the half: the arange behind that index is read with a
+    stride of 16 * S, a whole number of its periods, so the kernel loops over each piece without
+    a per-element division, as for static shapes (the division and both pieces' gathers per
+    element made gemma3's rope a scalar loop, 12% of its prefill). Eager's values at every length."""
+    from conftest import CountingBackend
+
+    backend = CountingBackend({"debug_dir": str(tmp_path), "fallback": "error"})
+    compiled = torch.compile(rope, backend=backend)
+    for length in (3, 7, 33):
+        x, cos, sin = torch.randn(2, 4, length, 16), torch.randn(length, 16), torch.randn(length, 16)
+        torch._dynamo.mark_dynamic(x, 2)
+        torch._dynamo.mark_dynamic(cos, 0)
+        torch._dynamo.mark_dynamic(sin, 0)
+        torch.testing.assert_close(compiled(x, cos, sin), rope(x, cos, sin))
+    assert len(backend.compiled) == 1
+    [source] = [path.read_text() for path in tmp_path.glob("kernels_*.cpp")]
+    kernel = source[source.index("// pointwise kernel"):]
+    assert "Where" in kernel.splitlines()[0] and "lm_symbols[0]" in kernel, kernel[:3000]
+    assert "for (int64_t i3 = INT64_C(8); i3 < INT64_C(16)" in kernel, kernel[:3000]
+    assert ") / INT64_C(1) % INT64_C(16))" not in kernel, kernel[:3000]
+
+
 SCATTER_VARIANTS = {"2d": (lambda m: m((3, 5)),)}
 
 
