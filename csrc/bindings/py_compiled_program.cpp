@@ -172,10 +172,10 @@ class PyCompiledProgram {
     d["collectives"] = s.collectives;
     d["runtime"] = s.runtime_name;
     // The runtime's copies plus ours into a caller tensor whose layout the runtime cannot write.
-    d["bytes_copied_last_run"] = compiled_->executable->last_run_stats().bytes_copied + last_copy_back_bytes_.load();
-    d["bytes_copied_total"] = bytes_copied_total_.load();
-    d["collective_wait_ms_last_run"] = static_cast<double>(compiled_->executable->last_run_stats().collective_wait_ns) / 1e6;
     const runtime::RunStats last = compiled_->executable->last_run_stats();
+    d["bytes_copied_last_run"] = last.bytes_copied + last_copy_back_bytes_.load();
+    d["bytes_copied_total"] = bytes_copied_total_.load();
+    d["collective_wait_ms_last_run"] = static_cast<double>(last.collective_wait_ns) / 1e6;
     d["aten_matmuls_last_run"] = last.aten_matmuls;
     py::list steps;
     for (const runtime::StepTime& step : last.steps) steps.append(py::make_tuple(step.what, step.ms));

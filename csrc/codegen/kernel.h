@@ -107,9 +107,10 @@ struct GemvSpec {
   bool columns = false;
   ir::Expr a_depth_stride, w_depth_stride;  // columns only
   // A bf16 prompt times a bf16 weight, packed into strips of bf16 pairs (lm_gemv_bf16_strips,
-  // vdpbf16ps), or with `columns` its rows' pairs broadcast against a [K, N] weight's
-  // (lm_gemm_bf16_columns): set by the cpu runtime where its kernels have AVX512-BF16
-  // (passes::is_bf16_pair_gemv, passes::is_column_gemv).
+  // vdpbf16ps): set by the cpu runtime where its kernels have AVX512-BF16
+  // (passes::is_bf16_pair_gemv). With `columns`, more than one row's pairs broadcast against a
+  // [K, N] weight's (lm_gemm_bf16_columns): set by lower_gemv, as only the cpu runtime's
+  // passes::is_column_gemv with its bf16-pair rows lets such a product reach it.
   bool bf16_pairs = false;
 };
 

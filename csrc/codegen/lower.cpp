@@ -258,6 +258,7 @@ LoweredKernel lower_gemv(const ir::Graph& graph, NodeId id) {
                        ? "gemv (M = 1 matmul, weight [K, N] streamed a run of columns at a time)"
                        : "gemm of a few rows (weight [K, N], bf16 pairs, a run of columns at a time)";
     g.columns = true;
+    g.bf16_pairs = !is_one(node.shape[rank - 2]);  // more than one row: the bf16-pair form (is_column_gemv)
     g.a_depth_stride = a.strides()[rank - 1];
     g.w_depth_stride = b.strides()[rank - 2];
   }

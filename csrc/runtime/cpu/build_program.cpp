@@ -43,26 +43,22 @@ bool matmul_as_loop(const ir::Graph& graph, NodeId id, const passes::PassContext
 }
 
 // A run of `n` indices per work item, at most `cap`: split evenly over the threads in whole
-// 16-index blocks, or all of n (up to the cap) when the `items` besides it already keep every
-// thread busy. Each thread then streams long runs of memory.
-int64_t run_per_item(const ir::Expr& n, const ir::Expr& items, int threads, int64_t cap) {
+// blocks of `block` indices, or all of n (up to the cap) when the `items` besides it already keep
+// every thread busy. Each thread then streams long runs of memory.
+int64_t run_per_item(const ir::Expr& n, const ir::Expr& items, int threads, int64_t cap, int64_t block = 16) {
   if (!n.is_constant()) return cap;
   const int64_t split = items.is_constant() && items.constant_value() >= threads ? 1 : threads;
   const int64_t per_thread = (n.constant_value() + split - 1) / split;
-  return std::clamp<int64_t>((per_thread + 15) / 16 * 16, 16, cap);
+  return std::clamp<int64_t>((per_thread + block - 1) / block * block, block, cap);
 }
 
 // A column GEMV's columns per work item (codegen::Kernel::column_run): its N over its batch. The
 // bf16-pair form (all of its rows in each item) takes whole blocks of
 // codegen::kBf16PairColumnBlock columns, up to codegen::kBf16PairColumns.
 int64_t column_run(const codegen::Kernel& kernel, int threads) {
-  if (kernel.gemv.bf16_pairs) {
-    constexpr int64_t block = codegen::kBf16PairColumnBlock;
-    const ir::Expr& n = kernel.domain.back();
-    if (!n.is_constant()) return codegen::kBf16PairColumns;
-    const int64_t per_thread = (n.constant_value() + threads - 1) / threads;
-    return std::clamp<int64_t>((per_thread + block - 1) / block * block, block, codegen::kBf16PairColumns);
-  }
+  if (kernel.gemv.bf16_pairs)
+    return run_per_item(kernel.domain.back(), ir::Expr(int64_t{1}), threads, codegen::kBf16PairColumns,
+                        codegen::kBf16PairColumnBlock);
   const ir::Expr batch = ir::numel(ir::Shape(kernel.domain.begin(), kernel.domain.end() - 1));
   return run_per_item(kernel.domain.back(), batch, threads, codegen::kGemvColumns);
 }
@@ -284,10 +280,9 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
                         passes::is_column_gemv(graph, matmul, cx.bf16_pair_gemv_rows)
                     ? codegen::lower_gemv(graph, group.nodes[0])
                     : codegen::lower_matmul_loop(graph, group.nodes[0]);
-      // A column GEMV of more than one row is the bf16-pair form (passes::is_column_gemv).
-      lowered.kernel.gemv.bf16_pairs =
-          passes::is_bf16_pair_gemv(graph, matmul, cx.bf16_pair_gemv_rows) ||
-          (lowered.kernel.gemv.columns && !is_one(matmul.shape[matmul.shape.size() - 2]));
+      // lower_gemv marks a column GEMV's form itself.
+      if (!lowered.kernel.gemv.columns)
+        lowered.kernel.gemv.bf16_pairs = passes::is_bf16_pair_gemv(graph, matmul, cx.bf16_pair_gemv_rows);
       if (lowered.kernel.gemv.columns) lowered.kernel.tile = column_run(lowered.kernel, program_threads(options));
     } else if (group.kind == GroupKind::Attention) {
       const std::optional<passes::AttentionPattern> pattern =
