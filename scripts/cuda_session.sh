@@ -2,7 +2,8 @@
 # One GPU session (docs/cuda.md): build luminal with the CUDA runtime on the GPU machine, run the
 # CUDA tests, optionally a per-kernel profile (LUMINAL_CUDA_PROFILE_CONFIG), then the GPU benchmark
 # (LUMINAL_CUDA_BENCH_CONFIGS, LUMINAL_CUDA_BENCH_ARGS such as "--paths eager luminal --iters 3";
-# LUMINAL_CUDA_BENCH_TIMEOUT=0 skips it); logs and results go to $1
+# LUMINAL_CUDA_BENCH_TIMEOUT=0 skips it; LUMINAL_CUDA_TESTS=0 skips the tests; LUMINAL_CUDA_PREBUILT
+# names an earlier call's _C.so.gz to use instead of building); logs and results go to $1
 # (default: $OUT, the device tool's output folder). Each stage has a time limit, so a hang still leaves the logs of what came before.
 # Libraries the machine's image lacks come from .gpu/debs (scripts/cuda_session_debs.sh), unpacked
 # under /tmp, not over /.
@@ -41,22 +42,33 @@ for wheel in .gpu/wheels/*.whl; do
   [ -e "$wheel" ] && python3 -m pip install -q --disable-pip-version-check --no-deps "$wheel" >> "$out/env.txt" 2>&1
 done
 
-stamp "build"
-# The image's CXX (/opt/gcc/bin/g++) links libstdc++ statically, and torch loads the shared one:
-# _C then crashes at its first stream output (cmake/check_shared_libstdcxx.cmake stops such a
-# build). Naming the shared library on the link line makes the linker take it first.
-export LDFLAGS="-Wl,--push-state,--no-as-needed $(g++ -print-file-name=libstdc++.so.6) -Wl,--pop-state"
-export CMAKE_BUILD_PARALLEL_LEVEL=$(nproc)
-if ! timeout 360 python3 -m pip install -v --disable-pip-version-check --no-build-isolation --no-deps -e . > "$out/build.log" 2>&1; then
-  stamp "build failed"; grep -E "error|Error|FAILED" "$out/build.log" | head -40; tail -30 "$out/build.log"; exit 1
+if [ -n "${LUMINAL_CUDA_PREBUILT:-}" ]; then
+  # An earlier call's $OUT/_C.so.gz, carried back (e.g. in .gpu/prebuilt): a second call of the
+  # same session skips the minute the build takes. It must be the build of this very tree.
+  stamp "prebuilt $LUMINAL_CUDA_PREBUILT"
+  suffix=$(python3 -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
+  gunzip -c "$LUMINAL_CUDA_PREBUILT" > "python/luminal/_C$suffix" || exit 1
+  export PYTHONPATH=$PWD/python:$PWD${PYTHONPATH:+:$PYTHONPATH}
+else
+  stamp "build"
+  # The image's CXX (/opt/gcc/bin/g++) links libstdc++ statically, and torch loads the shared one:
+  # _C then crashes at its first stream output (cmake/check_shared_libstdcxx.cmake stops such a
+  # build). Naming the shared library on the link line makes the linker take it first.
+  export LDFLAGS="-Wl,--push-state,--no-as-needed $(g++ -print-file-name=libstdc++.so.6) -Wl,--pop-state"
+  export CMAKE_BUILD_PARALLEL_LEVEL=$(nproc)
+  if ! timeout 360 python3 -m pip install -v --disable-pip-version-check --no-build-isolation --no-deps -e . > "$out/build.log" 2>&1; then
+    stamp "build failed"; grep -E "error|Error|FAILED" "$out/build.log" | head -40; tail -30 "$out/build.log"; exit 1
+  fi
+  # The extension, to inspect here (readelf -d, nm -D) when it misbehaves there.
+  find build -name '_C*.so' -newer pyproject.toml -exec sh -c 'strip -o /tmp/_C.so "$1" && gzip -c /tmp/_C.so > "$2/_C.so.gz"' _ {} "$out" \;
 fi
 python3 -c "from luminal import _C; print('has_cuda', _C.has_cuda)" || exit 1
-# The extension, to inspect here (readelf -d, nm -D) when it misbehaves there.
-find build -name '_C*.so' -newer pyproject.toml -exec sh -c 'strip -o /tmp/_C.so "$1" && gzip -c /tmp/_C.so > "$2/_C.so.gz"' _ {} "$out" \;
 
-stamp "tests/cuda"
-timeout 240 python3 -m pytest -q -rfE -p no:cacheprovider --timeout 120 tests/cuda/test_cuda_runtime.py tests/python/test_build_checks.py > "$out/tests.log" 2>&1
-stamp "tests exit $?"; tail -25 "$out/tests.log"
+if [ "${LUMINAL_CUDA_TESTS:-1}" != 0 ]; then  # 0: a later call of a session that ran them
+  stamp "tests/cuda"
+  timeout 240 python3 -m pytest -q -rfE -p no:cacheprovider --timeout 120 tests/cuda/test_cuda_runtime.py tests/python/test_build_checks.py > "$out/tests.log" 2>&1
+  stamp "tests exit $?"; tail -25 "$out/tests.log"
+fi
 
 if [ -n "${LUMINAL_CUDA_PROFILE_CONFIG:-}" ]; then  # per-kernel device time, luminal and inductor
   stamp "profile $LUMINAL_CUDA_PROFILE_CONFIG"
