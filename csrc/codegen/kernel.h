@@ -183,6 +183,13 @@ inline constexpr int64_t kGemvStripRows = 6;
 // (AVX2 runs them as two blocks of six; both sum each output in the same order). A 16-row int8
 // Linear of 1024 x 32000, weight in L3, 2 threads: 6.7-8.3 ms against 7.5-10.4 with six rows.
 inline constexpr int64_t kGemvOneStripRows = 12;
+// Weight rows a thread-pool chunk of such a GEMV takes at least (Kernel::min_chunk_items). Each
+// call of the kernel packs all of `a` again (M x K values at ~0.1 ns each on a Zen 4 core) before
+// multiplying its rows by it (2 M K flops a row at ~234 GFLOP/s a core), so a chunk of r rows
+// spends about 12 / r of its time packing: the pool's four chunks a thread gave a 32 x 768 x 768
+// bf16 product (96 rows a chunk) 0.104-0.112 ms against 0.092-0.101 with one chunk a thread, and
+// Llama's grouped K/V projections (256 rows) 32 rows a chunk.
+inline constexpr int64_t kGemvStripsChunkRows = 384;
 // Outputs a column Gemv accumulates per pass over the weight's rows, at most: their f32 sums
 // (16 KiB) stay in L1 while each row's run of them streams through. Long runs are what stream
 // at read bandwidth (a 1 KiB run per row reaches half of it), so the cpu runtime sets a
@@ -255,6 +262,9 @@ struct Kernel {
   // bf16 pairs where the CPU has AVX512-BF16, else f32), kGemvStripRows or kGemvOneStripRows
   // weight rows per block (tile_candidates offers no others).
   bool gemv_strips() const;
+  // The fewest work items a thread-pool chunk of this kernel takes: kGemvStripsChunkRows weight
+  // rows for gemv_strips() (each call packs `a`), else 1.
+  int64_t min_chunk_items() const { return gemv_strips() ? kGemvStripsChunkRows : 1; }
 };
 
 // Tiles worth timing besides the default (Kernel::tile), for the kinds that have one: they

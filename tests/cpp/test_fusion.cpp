@@ -731,9 +731,8 @@ TEST(Fusion, Bf16PromptMultipliesBf16PairsWhereTheCpuHasThem) {
       auto exe = compile_cpu(b.graph, weights);
       const auto& program = program_of(*exe);
       // The pairs, or on a CPU without them the row GEMV of at most kHalfGemvRows rows.
-      const bool gemv = runtime::cpu::kernels_have_bf16_pairs_without_amx(runtime::cpu::CpuIsa::Native)
-                            ? few
-                            : rows <= codegen::kHalfGemvRows;
+      const bool pairs = runtime::cpu::kernels_have_bf16_pairs_without_amx(runtime::cpu::CpuIsa::Native);
+      const bool gemv = pairs ? few : rows <= codegen::kHalfGemvRows;
       if (few) {
         codegen::Kernel kernel = codegen::lower_gemv(b.graph, product.node).kernel;
         kernel.gemv.bf16_pairs = true;
@@ -742,6 +741,9 @@ TEST(Fusion, Bf16PromptMultipliesBf16PairsWhereTheCpuHasThem) {
       if (gemv) {
         ASSERT_EQ(program.steps.size(), 1u) << rows;
         EXPECT_NE(program.steps[0].what.find("gemv per row"), std::string::npos) << rows << ": " << program.steps[0].what;
+        // Every call of the strips kernel packs x again: the pool gives it chunks of at least
+        // kGemvStripsChunkRows weight rows (here one chunk a thread), the row GEMV any chunk.
+        EXPECT_EQ(program.steps[0].min_chunk_items, pairs ? codegen::kGemvStripsChunkRows : int64_t{1}) << rows;
       } else {
         EXPECT_GT(program.steps.size(), 1u) << rows;  // widened to f32 for sgemm
       }

@@ -184,6 +184,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     step.symbols = kernel.symbols();
     step.items = kernel.parallel_extent();
     step.work_per_item = kernel.inner_extent();
+    step.min_chunk_items = kernel.min_chunk_items();
     step.what = kernel.label + " from " + origin;
   };
   for (int g : passes::topological_groups(partition)) {

@@ -760,7 +760,7 @@ void CpuExecutable::launch(const Step& step, KernelFn fn, void** params, const i
       pool_.rest();  // our workers would only contend with torch's
       aten_parallel_for(items, run_kernel_chunk, &task);
     } else {
-      pool_.parallel_for(items, run_kernel_chunk, &task);
+      pool_.parallel_for(items, run_kernel_chunk, &task, step.min_chunk_items);
     }
   }
   raise_kernel_status(step.what, task.status.load(), task.info[0], task.info[1]);

@@ -40,6 +40,7 @@ struct Step {
   std::vector<std::string> symbols;  // the kernel's symbol arguments, in order
   ir::Expr items;                    // parallel work items
   ir::Expr work_per_item;            // elements per item, to decide whether threads pay
+  int64_t min_chunk_items = 1;       // the fewest items per chunk (codegen::Kernel::min_chunk_items)
   std::vector<KernelVariant> variants;  // built only when the schedule search is on
   // A scatter kernel (params: out, data, index, src): the Scatter node it computes; else -1.
   ir::NodeId scatter = -1;

@@ -28,7 +28,10 @@ class ThreadPool {
   // Runs task over [0, items) in contiguous chunks (a few per thread) claimed by the caller and
   // whichever workers join in time; returns when all are done. Only one caller at a time uses
   // the workers: a concurrent caller runs its whole range itself. `task` must not throw.
-  void parallel_for(int64_t items, Task task, void* context);
+  // A task whose every call pays a fixed cost (packing its operand) asks for chunks of at least
+  // min_chunk items: it gets fewer chunks per thread, but never fewer than one per thread, and
+  // every thread the same number.
+  void parallel_for(int64_t items, Task task, void* context, int64_t min_chunk = 1);
   // Spinning workers go to sleep now, until the next parallel_for: the caller is about to run
   // something with threads of its own (a BLAS call), which need the cores.
   void rest();
