@@ -111,15 +111,16 @@ bool Kernel::gemv_strips() const {
       is_one(domain[domain.size() - 2]))
     return false;
   const ir::DType a = params[0].dtype, weight = params[1].dtype;
+  const size_t operands = gemv.has_bias ? 4 : 3;  // a, the weight, out (and the bias)
   // bf16 activations times an int8 or group-quantized weight: `a` packed once per call, as
   // bf16 pairs or widened to f32 (lm_pack_bf16_strips).
   if (a == ir::DType::BF16)
     return domain.size() == 2 &&
-           ((weight == ir::DType::I8 && (gemv.group > 0 ? params[3].dtype == ir::DType::BF16 : params.size() == 3)) ||
-            (weight == ir::DType::BF16 && gemv.bf16_pairs && params.size() == 3));
+           ((weight == ir::DType::I8 && (gemv.group > 0 ? params[3].dtype == ir::DType::BF16 : params.size() == operands)) ||
+            (weight == ir::DType::BF16 && gemv.bf16_pairs && params.size() == operands));
   if (a != ir::DType::F32) return false;
   return gemv.group > 0 ? params[3].dtype == ir::DType::F32
-                        : params.size() == 3 && (weight == ir::DType::F32 || weight == ir::DType::I8);
+                        : params.size() == operands && (weight == ir::DType::F32 || weight == ir::DType::I8);
 }
 
 std::vector<int64_t> tile_candidates(const Kernel& kernel) {

@@ -112,6 +112,11 @@ struct GemvSpec {
   // [K, N] weight's (lm_gemm_bf16_columns): set by lower_gemv, as only the cpu runtime's
   // passes::is_column_gemv with its bf16-pair rows lets such a product reach it.
   bool bf16_pairs = false;
+  // A Linear's bias added before the output is rounded and stored (passes::linear_bias; the cpu
+  // runtime sets it for gemv_strips() kernels only): the last param, read over the domain with
+  // stride 0 along M. The output param is then the Add's node.
+  bool has_bias = false;
+  Index bias;
 };
 
 // torch.scatter along `axis`: params are out (0), data (1), index (2), src (3).

@@ -265,6 +265,20 @@ LoweredKernel lower_gemv(const ir::Graph& graph, NodeId id) {
   return out;
 }
 
+void add_gemv_bias(const ir::Graph& graph, LoweredKernel& gemv, NodeId add, const ir::TensorRef& bias) {
+  Kernel& kernel = gemv.kernel;
+  INTERNAL_CHECK(kernel.kind == KernelKind::Gemv && !kernel.gemv.has_bias && kernel.params.size() == 3 &&
+                 gemv.param_nodes.size() == 3 && graph.node(add).shape == kernel.domain)
+      << "a bias for a GEMV that is not lower_gemv's single product";
+  const ir::View& view = bias.view;
+  kernel.gemv.has_bias = true;
+  kernel.gemv.bias = Index{view.offset(), zero_unit_dims(kernel.domain, view.strides())};
+  kernel.params.push_back(Param{graph.node(bias.node).dtype, false});
+  gemv.param_nodes[2] = add;
+  gemv.param_nodes.push_back(bias.node);
+  kernel.label += " + bias";
+}
+
 LoweredKernel lower_expert_gemv(const ir::Graph& graph, NodeId id) {
   const ir::Node& node = graph.node(id);
   const ir::View& a = node.inputs[0].view;  // [S, K]

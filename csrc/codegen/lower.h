@@ -32,6 +32,10 @@ LoweredKernel lower_matmul_loop(const ir::Graph& graph, ir::NodeId node);
 // A Matmul for which passes::is_gemv holds, as the GEMV pattern kernel.
 LoweredKernel lower_gemv(const ir::Graph& graph, ir::NodeId node);
 
+// `gemv` (lower_gemv's, with one row-major product) computing `add` = product + `bias`
+// (passes::linear_bias) instead: the bias becomes its last param and `add` its output.
+void add_gemv_bias(const ir::Graph& graph, LoweredKernel& gemv, ir::NodeId add, const ir::TensorRef& bias);
+
 // The symbol lower_expert_gemv's kernel reads one expert's row count from.
 inline constexpr const char* kExpertRowsSymbol = "lm_expert_rows";
 

@@ -755,6 +755,52 @@ TEST(Fusion, Bf16PromptMultipliesBf16PairsWhereTheCpuHasThem) {
     }
 }
 
+TEST(Fusion, ALinearsBiasJoinsTheStripGemvsStore) {
+  // x [rows, depth] x w^T + bias [37] broadcast over the rows (an addmm): where the product is a
+  // strips GEMV (f32 up to kF32GemvRows rows; bf16 as bf16 pairs where the CPU has them) the bias
+  // is added to each f32 sum before the store, so there is one step and no Add kernel. The bias
+  // read through a view with an offset; a product also read elsewhere keeps its Add. Both ISAs
+  // against the reference (bf16: one rounding of sum + bias where the reference rounds twice).
+  std::mt19937 rng(23);
+  const bool pairs = runtime::cpu::kernels_have_bf16_pairs_without_amx(runtime::cpu::CpuIsa::Native);
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (int64_t rows : {int64_t{2}, int64_t{9}, int64_t{33}})
+      for (bool product_also_an_output : {false, true}) {
+        const int64_t depth = 70;
+        IrTestBuilder b;
+        auto x = b.input("x", dtype, {rows, depth});
+        auto w = b.weight("w", dtype, {37, depth});
+        auto bias = b.weight("bias", dtype, {40});
+        const TensorRef product = b.matmul(x, viewed(w, w.view.permute({1, 0})));
+        const ir::View bias_row = bias.view.slice(0, Expr(int64_t{3}), Expr(int64_t{40}), 1).unsqueeze(0);
+        const TensorRef sum = b.binary(Op::Add, product, viewed(bias, bias_row.expand({rows, 37})));
+        b.output(sum);
+        if (product_also_an_output) b.output(product);
+        HostTensor weight = random_tensor(dtype, {37, depth}, rng), bias_values = random_tensor(dtype, {40}, rng);
+        std::map<std::string, runtime::BufferRef> weights{{"w", weight.ref()}, {"bias", bias_values.ref()}};
+        auto exe = compile_cpu(b.graph, weights);
+        const auto& program = program_of(*exe);
+        const bool strips = dtype == DType::F32 ? rows <= codegen::kF32GemvRows : pairs;
+        const std::string what = "rows " + std::to_string(rows) + " " + ir::dtype_name(dtype) +
+                                 (product_also_an_output ? ", product an output" : "");
+        size_t adds = 0, with_bias = 0;
+        for (const runtime::cpu::Step& step : program.steps) {
+          adds += step.what.find("pointwise kernel: Add") != std::string::npos;
+          with_bias += step.what.find(" + bias") != std::string::npos;
+        }
+        if (strips && !product_also_an_output) {
+          EXPECT_EQ(program.steps.size(), 1u) << what;
+          EXPECT_EQ(with_bias, 1u) << what;
+          EXPECT_EQ(adds, 0u) << what;
+        } else {
+          EXPECT_GT(program.steps.size(), 1u) << what;
+          EXPECT_EQ(with_bias, 0u) << what;
+        }
+        expect_both_isas_match_the_reference(b.graph, {random_tensor(dtype, {rows, depth}, rng)}, "linear + bias, " + what,
+                                             dtype == DType::F32 ? 1e-4 : 2e-2, weights, /*same_bits=*/false);
+      }
+}
+
 TEST(Fusion, Bf16PromptThroughAKByNWeightMultipliesBf16PairsWhereTheCpuHasThem) {
   // x @ W with a bf16 W [K, N] (GPT-2's Conv1D) and a prompt's rows, where the kernels have
   // AVX512-BF16 (and no AMX): the column GEMV's bf16-pair form (lm_gemm_bf16_columns) up to

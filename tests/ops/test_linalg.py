@@ -119,6 +119,27 @@ def test_prompt_bf16_linear_multiplies_bf16_pairs_where_the_cpu_has_them(rows, t
         assert ("gemv per row" in stats and "ATen" not in stats) == (rows <= 64), stats
 
 
+@pytest.mark.parametrize("dtype,rows", [(torch.float32, 5), (torch.float32, 40), (torch.bfloat16, 2),
+                                        (torch.bfloat16, 33)], ids=str)
+def test_a_prompt_linears_bias_is_added_by_its_strip_gemv(dtype, rows, tmp_path):
+    """A prompt's Linear with a bias (addmm) whose product is the strip GEMV adds the bias to each
+    f32 sum before its store: no Add kernel after it (BERT's 32-token forward ran 38 of them) and,
+    in bf16, one rounding of sum + bias, as eager's addmm. bf16 takes the strips only where the CPU
+    has bf16 pairs. Eager's values from non-contiguous rows; the product is not kept."""
+    strips = dtype == torch.float32 or cpu_has_bf16_pairs_without_amx()
+    linear = torch.nn.Linear(300, 70).to(dtype)
+    x = torch.randn(rows, 310, dtype=dtype)[:, 5:305]
+    with torch.no_grad():
+        expected = linear(x)
+        actual = torch.compile(linear, backend="luminal", options={"debug_dir": str(tmp_path)})(x)
+    tolerance = 1e-5 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(actual, expected, atol=tolerance, rtol=tolerance)
+    stats = (tmp_path / "cpu_stats.txt").read_text()
+    assert ("+ bias from aten::addmm" in stats) == strips, stats
+    if strips:
+        assert "pointwise kernel: Add" not in stats, stats
+
+
 @pytest.mark.parametrize("rows", [2, 13, 33, 64, 65])
 def test_prompt_bf16_conv1d_multiplies_bf16_pairs_where_the_cpu_has_them(rows, tmp_path):
     """GPT-2's Conv1D (addmm of a [K, N] weight) in bf16 at a prompt's rows: on a CPU with

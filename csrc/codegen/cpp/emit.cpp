@@ -686,6 +686,7 @@ class Emitter {
     const DType w = k_.params[1].dtype;
     const int n_axis = rank_ - 1;
     const bool strips = k_.gemv_strips();
+    INTERNAL_CHECK(!g.has_bias || strips) << "a bias epilogue on a GEMV that is not a strips one: " << k_.label;
     const ir::Expr& a_rows = k_.domain[rank_ - 2];
     // bf16 weights read in place as bf16 pairs take six rows for any prompt: twelve rows a 4 KiB
     // stride apart (a depth of 2048) share L1 sets, and a 16 x 2048 x 8192 product took 3.3 ms
@@ -813,6 +814,7 @@ class Emitter {
       if (!m.is_constant())
         out << "  if (lm_strip_count > " << most_strips << ") " << fail(static_cast<int64_t>(kKernelTooManyRows)) << "\n";
       out << "  float lm_block[" << rows << " * " << most_strips << " * 16];\n";
+      if (g.has_bias) out << "  float lm_bias[" << rows << "];\n";
       out << "  float* lm_strips = (float*)__builtin_malloc(sizeof(float) * (lm_strip_count * 16 * (lm_depth + 3) + 1));\n";
       out << "  if (lm_strips == nullptr) " << fail(static_cast<int64_t>(kKernelOutOfMemory)) << "\n";
       frees += "__builtin_free(lm_strips); ";
@@ -855,10 +857,19 @@ class Emitter {
       // Row by row of the output: the block's outputs of one row of `a` are adjacent there (a
       // weight row at a time wrote 64 rows a row stride apart per value: 1.9 of a 64-row int4
       // GEMV's 16.5 ms on one Zen 4 core).
+      // A Linear's bias joins each sum in f32 before its one rounding (GemvSpec::has_bias).
+      std::string sum = "lm_block[lm_u * lm_strip_count * 16 + lm_m]";
+      if (g.has_bias) {
+        out << "    for (int lm_u = 0; lm_u < lm_rows; ++lm_u) lm_bias[lm_u] = "
+            << table_.load(k_.params[3].dtype, "p3[" + index_text(g.bias, false) + " + lm_u * " +
+                                                   expr_text(g.bias.strides[n_axis]) + "]")
+            << ";\n";
+        sum = "(" + sum + " + lm_bias[lm_u])";
+      }
       out << "    for (int64_t lm_m = 0; lm_m < " << m_count << "; ++lm_m)\n";
       out << "      for (int lm_u = 0; lm_u < lm_rows; ++lm_u)\n";
       out << "        p2[lm_o + lm_m * " << expr_text(g.out.strides[m_axis])
-          << " + lm_u * lm_out_stride] = " << table_.store(t, "lm_block[lm_u * lm_strip_count * 16 + lm_m]") << ";\n";
+          << " + lm_u * lm_out_stride] = " << table_.store(t, sum) << ";\n";
       out << "    lm_p += lm_rows;\n  }\n";
       out << "  " << frees << "\n";
       return out.str();

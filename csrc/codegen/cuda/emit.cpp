@@ -307,6 +307,8 @@ class Emitter {
     const DType t = k_.params[2].dtype;
     const DType a_type = k_.params[0].dtype, w_type = k_.params[1].dtype;
     const bool int8_weight = w_type == DType::I8;
+    // The CUDA runtime adds biases in cuBLASLt's epilogue; only the cpu runtime's strips take one.
+    INTERNAL_CHECK(!g.has_bias) << "a bias epilogue on a CUDA GEMV: " << k_.label;
     INTERNAL_CHECK(t == DType::I32 ? (a_type == DType::I8 || a_type == DType::U8) && int8_weight
                                    : (t == DType::F32 || t == DType::BF16 || t == DType::F16) && a_type == t &&
                                          (w_type == t || (int8_weight && t != DType::F16)))

@@ -16,6 +16,7 @@ target_sources(luminal_core PRIVATE
   csrc/passes/fusion/score.cpp
   csrc/passes/group_quantized_gemv.cpp
   csrc/passes/legalize_matmul.cpp
+  csrc/passes/linear_bias.cpp
   csrc/passes/pipeline.cpp
   csrc/passes/quantized_weights.cpp
   csrc/runtime/cpu/arena_pool.cpp

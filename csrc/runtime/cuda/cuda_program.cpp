@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "passes/linear_bias.h"
 #include "runtime/collectives.h"
 #include "runtime/cpu/slot_table.h"
 
@@ -25,26 +26,6 @@ ProgramStep::Kind library_kind(const ir::Node& node, const std::string& what) {
     default: INTERNAL_ERROR() << "the CUDA runtime has no library call for " << what;
   }
   return ProgramStep::Kind::AtenCall;
-}
-
-// The bias operand of `add` if it is `product + bias` with product read whole and bias a
-// vector broadcast along every dim but the last (strides 0, then 1), in the product's dtype.
-std::optional<ir::TensorRef> bias_of(const ir::Graph& graph, const ir::Node& add, NodeId product) {
-  if (add.op != ir::Op::Add || add.dtype != graph.node(product).dtype) return std::nullopt;
-  for (size_t i = 0; i < 2; ++i) {
-    const ir::TensorRef& p = add.inputs[i];
-    const ir::TensorRef& bias = add.inputs[1 - i];
-    if (p.node != product || !(p.view == ir::View::contiguous(graph.node(product).shape))) continue;
-    // A weight or an input: its buffer exists before the GEMM runs, wherever the GEMM is.
-    const ir::Op source = graph.node(bias.node).op;
-    if (graph.node(bias.node).dtype != add.dtype || (source != ir::Op::Weight && source != ir::Op::Input)) continue;
-    const std::vector<Expr>& strides = bias.view.strides();
-    bool vector = !strides.empty() && is_one(strides.back());
-    for (size_t d = 0; d + 1 < strides.size() && vector; ++d)
-      vector = strides[d] == Expr(int64_t{0}) || is_one(bias.view.shape()[d]);
-    if (vector) return bias;
-  }
-  return std::nullopt;
 }
 
 // Readers of each node: node inputs and graph outputs.
@@ -98,7 +79,7 @@ CudaProgram build_cuda_program(const ir::Graph& input_graph, passes::PassContext
       const ir::Node& node = graph.node(add.nodes[0]);
       if (std::none_of(node.inputs.begin(), node.inputs.end(), [&](const ir::TensorRef& r) { return r.node == product; }))
         continue;
-      if (std::optional<ir::TensorRef> bias = bias_of(graph, node, product)) {
+      if (std::optional<ir::TensorRef> bias = passes::linear_bias(graph, node, product)) {
         epilogue[p] = {add.nodes[0], *bias};
         folded.insert(q);
       }
