@@ -854,9 +854,6 @@ class Emitter {
       strips_tail += group_args + "lm_block);\n";
       out << "    if (lm_rows == " << rows << ") " << strips_head << rows << strips_tail;
       out << "    else " << strips_head << "1" << strips_tail;
-      // Row by row of the output: the block's outputs of one row of `a` are adjacent there (a
-      // weight row at a time wrote 64 rows a row stride apart per value: 1.9 of a 64-row int4
-      // GEMV's 16.5 ms on one Zen 4 core).
       // A Linear's bias joins each sum in f32 before its one rounding (GemvSpec::has_bias).
       std::string sum = "lm_block[lm_u * lm_strip_count * 16 + lm_m]";
       if (g.has_bias) {
@@ -866,6 +863,9 @@ class Emitter {
             << ";\n";
         sum = "(" + sum + " + lm_bias[lm_u])";
       }
+      // Row by row of the output: the block's outputs of one row of `a` are adjacent there (a
+      // weight row at a time wrote 64 rows a row stride apart per value: 1.9 of a 64-row int4
+      // GEMV's 16.5 ms on one Zen 4 core).
       out << "    for (int64_t lm_m = 0; lm_m < " << m_count << "; ++lm_m)\n";
       out << "      for (int lm_u = 0; lm_u < lm_rows; ++lm_u)\n";
       out << "        p2[lm_o + lm_m * " << expr_text(g.out.strides[m_axis])

@@ -307,11 +307,11 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       if (!lowered.kernel.gemv.columns)
         lowered.kernel.gemv.bf16_pairs = passes::is_bf16_pair_gemv(graph, matmul, cx.bf16_pair_gemv_rows);
       if (lowered.kernel.gemv.columns) lowered.kernel.tile = column_run(lowered.kernel, program_threads(options));
-      if (const std::optional<BiasAdd> bias = bias_add_of(graph, partition, group.nodes[0]);
-          bias && lowered.kernel.gemv_strips()) {
-        codegen::add_gemv_bias(graph, lowered, bias->add, bias->bias);
-        bias_groups.insert(partition.group_of[bias->add]);
-      }
+      if (lowered.kernel.gemv_strips())
+        if (const std::optional<BiasAdd> bias = bias_add_of(graph, partition, group.nodes[0])) {
+          codegen::add_gemv_bias(graph, lowered, bias->add, bias->bias);
+          bias_groups.insert(partition.group_of[bias->add]);
+        }
     } else if (group.kind == GroupKind::Attention) {
       const std::optional<passes::AttentionPattern> pattern =
           passes::match_attention(graph, group.nodes.back(), partition.users, partition.read_by_runtime,
