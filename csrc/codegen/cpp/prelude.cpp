@@ -17,7 +17,6 @@ constexpr const char* kHelpers = R"LUMINAL(
 #define LM_FN inline
 #define LM_SIMD_FN _Pragma("omp declare simd notinbranch")
 extern "C" {
-LM_SIMD_FN float expf(float) noexcept;
 LM_SIMD_FN float logf(float) noexcept;
 LM_SIMD_FN float sinf(float) noexcept;
 LM_SIMD_FN float cosf(float) noexcept;
@@ -109,20 +108,32 @@ inline float lm_rbf(float f) {
 )LUMINAL";
 
 // After the shared scalar helpers (codegen/scalar_helpers.h): the vectorisable libm wrappers.
-constexpr const char* kMathHelpers = R"LUMINAL(// expf on libmvec's vector path for -inf: a lane below ln(FLT_MIN) ~ -87.34 sends the whole
-// vector to a scalar fallback 15x slower per element, and every masked score of a causal
-// softmax is -inf. Below -104 expf is exactly 0, so those lanes compute expf(0) and select 0.
-// The lanes' input goes through bit operations because GCC splits a select feeding the call
-// into two calls, one of them on the raw input.
+constexpr const char* kMathHelpers = R"LUMINAL(// exp(x) inline, for every float: within 1 ULP of expf (checked on all 2^32 inputs), +inf
+// above ~88.72, denormals down to ~-103.97 and 0 below, NaN for NaN. Cody-Waite reduction
+// x = n ln2 + r, |r| <= ln2 / 2, Cephes' degree-6 polynomial for e^r, and 2^n as two powers of
+// two from the exponent's bits (each a normal float, so that a denormal or infinite result
+// rounds once). libmvec's expf, called per vector, cost its call, spills and masking; its vector
+// path sent a whole vector to a 15x slower scalar fallback for a lane below ln(FLT_MIN), as
+// every masked score of a causal softmax is. Explicit fmaf: the kernels are built with
+// -ffp-contract=off, and both ISAs give the same bits.
 inline float lm_expf(float x) {
-  const bool vanish = x < -104.0f;
-  uint32_t bits;
-  __builtin_memcpy(&bits, &x, sizeof bits);
-  bits &= vanish ? 0u : ~0u;
-  float y;
-  __builtin_memcpy(&y, &bits, sizeof y);
-  const float e = expf(y);
-  return vanish ? 0.0f : e;
+  const float y = x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x;  // NaN stays NaN
+  const float n = __builtin_rintf(y * 1.44269504088896341f);
+  float r = __builtin_fmaf(n, -0.693359375f, y);  // ln 2 in two parts: n * the first is exact
+  r = __builtin_fmaf(n, 2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = __builtin_fmaf(p, r, 1.3981999507e-3f);
+  p = __builtin_fmaf(p, r, 8.3334519073e-3f);
+  p = __builtin_fmaf(p, r, 4.1665795894e-2f);
+  p = __builtin_fmaf(p, r, 1.6666665459e-1f);
+  p = __builtin_fmaf(p, r, 5.0000001201e-1f);
+  const float er = __builtin_fmaf(p * r, r, r) + 1.0f;
+  const int32_t whole = (int32_t)n, half = whole >> 1;
+  const int32_t low_bits = (half + 127) << 23, high_bits = (whole - half + 127) << 23;
+  float low, high;
+  __builtin_memcpy(&low, &low_bits, sizeof low);
+  __builtin_memcpy(&high, &high_bits, sizeof high);
+  return x < -104.0f ? 0.0f : er * low * high;
 }
 inline float lm_sigmoid(float x) { return 1.0f / (1.0f + lm_expf(-x)); }
 // exp(x) for attention's shifted scores (x <= 0, or NaN), inline: within 1 ULP of expf (its
