@@ -1141,29 +1141,37 @@ TEST(CpuIsa, Avx2BuildsKernelsWithoutAvx512AndCachesThemApart) {
   EXPECT_THROW(runtime::cpu::parse_cpu_isa("avx512"), UserError);
 }
 
-TEST(CpuIsa, AttentionsExpIsWithinOneUlpOfExpfOnBothIsas) {
-  // lm_softmax_expf (codegen/cpp/prelude.cpp), vectorised as attention's softmax runs it, on every
-  // 61st float from ln(FLT_MIN) up to 0 and the edges: 0 below ln(FLT_MIN), NaN stays NaN.
+// `function` of each of x, a prelude function run as a vectorised kernel runs it, built for both
+// ISAs: the native build's results, checked to be bit-identical to the AVX2 build's.
+std::vector<float> prelude_function_on_both_isas(const std::string& function, const std::vector<float>& x) {
   const std::string source =
-      "extern \"C\" int64_t lm_exp(void* const* p, const int64_t*, int64_t begin, int64_t end, int64_t*) {\n"
+      "extern \"C\" int64_t lm_apply(void* const* p, const int64_t*, int64_t begin, int64_t end, int64_t*) {\n"
       "  const float* x = (const float*)p[0];\n  float* y = (float*)p[1];\n"
-      "#pragma omp simd\n  for (int64_t i = begin; i < end; ++i) y[i] = lm_softmax_expf(x[i]);\n  return 0;\n}\n";
-  std::vector<float> x = {0.0f, -0.0f, -1e-30f, -87.3f, -87.34f, -88.0f, -1000.0f, -INFINITY, NAN};
-  for (float v = -87.33f; v < 0.0f; v = std::bit_cast<float>(std::bit_cast<uint32_t>(v) - 61)) x.push_back(v);
+      "#pragma omp simd\n  for (int64_t i = begin; i < end; ++i) y[i] = " +
+      function + "(x[i]);\n  return 0;\n}\n";
   std::vector<std::vector<float>> results;
   for (runtime::cpu::CpuIsa isa : {runtime::cpu::CpuIsa::Native, runtime::cpu::CpuIsa::Avx2}) {
     runtime::cpu::JitOptions options;
     options.cache_dir = test_cache_dir();
     options.isa = isa;
     runtime::cpu::JitStats stats;
-    const auto library = runtime::cpu::build_kernels({"lm_exp"}, {source}, options, stats);
+    const auto library = runtime::cpu::build_kernels({"lm_apply"}, {source}, options, stats);
     std::vector<float> y(x.size());
-    void* params[] = {x.data(), y.data()};
-    library->function("lm_exp")(params, nullptr, 0, static_cast<int64_t>(x.size()), nullptr);
+    void* params[] = {const_cast<float*>(x.data()), y.data()};
+    library->function("lm_apply")(params, nullptr, 0, static_cast<int64_t>(x.size()), nullptr);
     results.push_back(y);
   }
-  EXPECT_EQ(std::memcmp(results[0].data(), results[1].data(), x.size() * sizeof(float)), 0) << "the ISAs differ";
-  const std::vector<float>& y = results[0];
+  EXPECT_EQ(std::memcmp(results[0].data(), results[1].data(), x.size() * sizeof(float)), 0)
+      << function << ": the ISAs differ";
+  return results[0];
+}
+
+TEST(CpuIsa, AttentionsExpIsWithinOneUlpOfExpfOnBothIsas) {
+  // lm_softmax_expf (codegen/cpp/prelude.cpp), vectorised as attention's softmax runs it, on every
+  // 61st float from ln(FLT_MIN) up to 0 and the edges: 0 below ln(FLT_MIN), NaN stays NaN.
+  std::vector<float> x = {0.0f, -0.0f, -1e-30f, -87.3f, -87.34f, -88.0f, -1000.0f, -INFINITY, NAN};
+  for (float v = -87.33f; v < 0.0f; v = std::bit_cast<float>(std::bit_cast<uint32_t>(v) - 61)) x.push_back(v);
+  const std::vector<float> y = prelude_function_on_both_isas("lm_softmax_expf", x);
   for (size_t i = 0; i < x.size(); ++i) {
     if (std::isnan(x[i])) {
       EXPECT_TRUE(std::isnan(y[i]));
@@ -1181,27 +1189,10 @@ TEST(CpuIsa, ExpIsWithinOneUlpOfExpOnBothIsas) {
   // lm_expf (codegen/cpp/prelude.cpp), vectorised as an Exp kernel runs it, on every 4,099th bit
   // pattern of all floats (both signs, denormals, infinities, NaNs) and the edges: +inf above
   // ~88.72, denormals down to ~-103.97, 0 below, NaN stays NaN.
-  const std::string source =
-      "extern \"C\" int64_t lm_exp(void* const* p, const int64_t*, int64_t begin, int64_t end, int64_t*) {\n"
-      "  const float* x = (const float*)p[0];\n  float* y = (float*)p[1];\n"
-      "#pragma omp simd\n  for (int64_t i = begin; i < end; ++i) y[i] = lm_expf(x[i]);\n  return 0;\n}\n";
   std::vector<float> x = {0.0f, -0.0f, 88.72f, 88.73f, 89.0f, 1e30f, -87.34f, -100.0f, -103.9f, -103.98f, -104.0f,
                           -1e30f, INFINITY, -INFINITY, NAN, 1e-40f, -1e-40f};
   for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 4099) x.push_back(std::bit_cast<float>(uint32_t(bits)));
-  std::vector<std::vector<float>> results;
-  for (runtime::cpu::CpuIsa isa : {runtime::cpu::CpuIsa::Native, runtime::cpu::CpuIsa::Avx2}) {
-    runtime::cpu::JitOptions options;
-    options.cache_dir = test_cache_dir();
-    options.isa = isa;
-    runtime::cpu::JitStats stats;
-    const auto library = runtime::cpu::build_kernels({"lm_exp"}, {source}, options, stats);
-    std::vector<float> y(x.size());
-    void* params[] = {x.data(), y.data()};
-    library->function("lm_exp")(params, nullptr, 0, static_cast<int64_t>(x.size()), nullptr);
-    results.push_back(y);
-  }
-  EXPECT_EQ(std::memcmp(results[0].data(), results[1].data(), x.size() * sizeof(float)), 0) << "the ISAs differ";
-  const std::vector<float>& y = results[0];
+  const std::vector<float> y = prelude_function_on_both_isas("lm_expf", x);
   for (size_t i = 0; i < x.size(); ++i) {
     if (std::isnan(x[i])) {
       EXPECT_TRUE(std::isnan(y[i])) << x[i];

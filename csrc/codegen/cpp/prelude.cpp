@@ -108,17 +108,12 @@ inline float lm_rbf(float f) {
 )LUMINAL";
 
 // After the shared scalar helpers (codegen/scalar_helpers.h): the vectorisable libm wrappers.
-constexpr const char* kMathHelpers = R"LUMINAL(// exp(x) inline, for every float: within 1 ULP of expf (checked on all 2^32 inputs), +inf
-// above ~88.72, denormals down to ~-103.97 and 0 below, NaN for NaN. Cody-Waite reduction
-// x = n ln2 + r, |r| <= ln2 / 2, Cephes' degree-6 polynomial for e^r, and 2^n as two powers of
-// two from the exponent's bits (each a normal float, so that a denormal or infinite result
-// rounds once). libmvec's expf, called per vector, cost its call, spills and masking; its vector
-// path sent a whole vector to a 15x slower scalar fallback for a lane below ln(FLT_MIN), as
-// every masked score of a causal softmax is. Explicit fmaf: the kernels are built with
-// -ffp-contract=off, and both ISAs give the same bits.
-inline float lm_expf(float x) {
-  const float y = x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x;  // NaN stays NaN
-  const float n = __builtin_rintf(y * 1.44269504088896341f);
+constexpr const char* kMathHelpers = R"LUMINAL(// e^r for x = n ln2 + r, |r| <= ln2 / 2, with n = rint(y / ln2) (y finite, or NaN): Cody-Waite
+// reduction, then Cephes' degree-6 polynomial for e^r. The exps below scale it by 2^n their own
+// way. Explicit fmaf: the kernels are built with -ffp-contract=off, and both ISAs give the same
+// bits.
+inline float lm_exp_reduced(float y, float& n) {
+  n = __builtin_rintf(y * 1.44269504088896341f);
   float r = __builtin_fmaf(n, -0.693359375f, y);  // ln 2 in two parts: n * the first is exact
   r = __builtin_fmaf(n, 2.12194440e-4f, r);
   float p = 1.9875691500e-4f;
@@ -127,7 +122,17 @@ inline float lm_expf(float x) {
   p = __builtin_fmaf(p, r, 4.1665795894e-2f);
   p = __builtin_fmaf(p, r, 1.6666665459e-1f);
   p = __builtin_fmaf(p, r, 5.0000001201e-1f);
-  const float er = __builtin_fmaf(p * r, r, r) + 1.0f;
+  return __builtin_fmaf(p * r, r, r) + 1.0f;
+}
+// exp(x) inline, for every float: within 1 ULP of expf (checked on all 2^32 inputs), +inf above
+// ~88.72, denormals down to ~-103.97 and 0 below, NaN for NaN. 2^n is two powers of two from
+// the exponent's bits (each a normal float, so that a denormal or infinite result rounds once).
+// libmvec's expf, called per vector, cost its call, spills and masking; its vector path sent a
+// whole vector to a 15x slower scalar fallback for a lane below ln(FLT_MIN), as every masked
+// score of a causal softmax is.
+inline float lm_expf(float x) {
+  float n;
+  const float er = lm_exp_reduced(x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x, n);  // NaN stays NaN
   const int32_t whole = (int32_t)n, half = whole >> 1;
   const int32_t low_bits = (half + 127) << 23, high_bits = (whole - half + 127) << 23;
   float low, high;
@@ -136,26 +141,14 @@ inline float lm_expf(float x) {
   return x < -104.0f ? 0.0f : er * low * high;
 }
 inline float lm_sigmoid(float x) { return 1.0f / (1.0f + lm_expf(-x)); }
-// exp(x) for attention's shifted scores (x <= 0, or NaN), inline: within 1 ULP of expf (its
-// error is under 9e-8 relative), 0 below ln(FLT_MIN) where expf is a denormal (an attention
-// row's sum is at least 1, so those terms vanish in it anyway), NaN for NaN. Calling libmvec's
-// expf cost its call, spills and masking per eight scores: 7% of a 1,024-key attention, this
-// a third of it (2026-11-28). Cody-Waite reduction x = n ln2 + r, |r| <= ln2 / 2, then Cephes'
-// degree-6 polynomial for e^r and 2^n from the exponent's bits. Explicit fmaf: the kernels are
-// built with -ffp-contract=off, and both ISAs give the same bits.
+// exp(x) for attention's shifted scores (x <= 0, or NaN): within 1 ULP of expf, 0 below
+// ln(FLT_MIN) where expf is a denormal (an attention row's sum is at least 1, so those terms
+// vanish in it anyway), NaN for NaN; one power of two, one multiply fewer than lm_expf. Inline
+// instead of libmvec's expf: 7% of a 1,024-key attention, this a third of it (2026-11-28).
 inline float lm_softmax_expf(float x) {
   const float kLowest = -87.33654f;  // ln(FLT_MIN): 2^n stays a normal float above it
-  const float y = x < kLowest ? kLowest : x;
-  const float n = __builtin_rintf(y * 1.44269504088896341f);
-  float r = __builtin_fmaf(n, -0.693359375f, y);  // ln 2 in two parts: n * the first is exact
-  r = __builtin_fmaf(n, 2.12194440e-4f, r);
-  float p = 1.9875691500e-4f;
-  p = __builtin_fmaf(p, r, 1.3981999507e-3f);
-  p = __builtin_fmaf(p, r, 8.3334519073e-3f);
-  p = __builtin_fmaf(p, r, 4.1665795894e-2f);
-  p = __builtin_fmaf(p, r, 1.6666665459e-1f);
-  p = __builtin_fmaf(p, r, 5.0000001201e-1f);
-  const float er = __builtin_fmaf(p * r, r, r) + 1.0f;
+  float n;
+  const float er = lm_exp_reduced(x < kLowest ? kLowest : x, n);
   const int32_t bits = ((int32_t)n + 127) << 23;
   float two_n;
   __builtin_memcpy(&two_n, &bits, sizeof two_n);
