@@ -112,6 +112,9 @@ struct GemvSpec {
   // [K, N] weight's (lm_gemm_bf16_columns): set by lower_gemv, as only the cpu runtime's
   // passes::is_column_gemv with its bf16-pair rows lets such a product reach it.
   bool bf16_pairs = false;
+  // With bf16_pairs (not columns): the pairs multiplied on AMX tiles, kAmxGemvRows weight rows a
+  // block (lm_gemv_bf16_amx), where the cpu runtime's kernels have AMX-BF16.
+  bool amx_tiles = false;
   // A Linear's bias added before the output is rounded and stored (passes::linear_bias; the cpu
   // runtime sets it for gemv_strips() kernels only): the last param, read over the domain with
   // stride 0 along M. The output param is then the Add's node.
@@ -177,6 +180,9 @@ inline constexpr int64_t kF32GemvRows = 64;
 // (hidden 1024, 8 layers) took 18.3 / 27.0 / 46.1 ms for 16 / 32 / 64-token forwards against
 // 26.7 / 38.1 / 62.2 through oneDNN (docs/lessons.md, 2026-11-29 (late morning)).
 inline constexpr int64_t kBf16PairGemvRows = 64;
+// Weight rows per block of a bf16-pair GEMV on AMX tiles (GemvSpec::amx_tiles): two A tiles of
+// 16 rows, each multiplied by two strips of `a` into four sums tiles (the eight tiles AMX has).
+inline constexpr int64_t kAmxGemvRows = 32;
 // The most rows of `a` a strip GEMV lowered for a symbolic M takes (a dynamic-shape prompt's
 // Linear, an expert's rows): its block of sums is sized for that many, and the cpu runtime calls
 // it only for calls within them (Step::few_rows_limit).
@@ -195,6 +201,9 @@ inline constexpr int64_t kGemvOneStripRows = 12;
 // bf16 product (96 rows a chunk) 0.104-0.112 ms against 0.092-0.101 with one chunk a thread, and
 // Llama's grouped K/V projections (256 rows) 32 rows a chunk.
 inline constexpr int64_t kGemvStripsChunkRows = 384;
+// The same on AMX tiles (GemvSpec::amx_tiles), whose packing is as cheap but whose multiplying is
+// several times faster: ...
+inline constexpr int64_t kAmxGemvChunkRows = 128;
 // Outputs a column Gemv accumulates per pass over the weight's rows, at most: their f32 sums
 // (16 KiB) stay in L1 while each row's run of them streams through. Long runs are what stream
 // at read bandwidth (a 1 KiB run per row reaches half of it), so the cpu runtime sets a
@@ -269,7 +278,7 @@ struct Kernel {
   bool gemv_strips() const;
   // The fewest work items a thread-pool chunk of this kernel takes: kGemvStripsChunkRows weight
   // rows for gemv_strips() (each call packs `a`), else 1.
-  int64_t min_chunk_items() const { return gemv_strips() ? kGemvStripsChunkRows : 1; }
+  int64_t min_chunk_items() const { return gemv.amx_tiles ? kAmxGemvChunkRows : gemv_strips() ? kGemvStripsChunkRows : 1; }
 };
 
 // Tiles worth timing besides the default (Kernel::tile), for the kinds that have one: they

@@ -30,9 +30,13 @@ struct PassContext {
   int64_t f32_gemv_rows = 1;
   // bf16 Matmuls of a bf16 weight with at most this many rows (a prompt's Linears) that the
   // runtime's GEMV kernel multiplies as bf16 pairs (passes::is_bf16_pair_gemv; the cpu runtime
-  // where its kernels have AVX512-BF16 and no AMX: kBf16PairGemvRows), ahead of the rows above
-  // and a native bf16 GEMM.
+  // where its kernels have AVX512-BF16: kBf16PairGemvRows, on AMX tiles where they have AMX-BF16,
+  // codegen::GemvSpec::amx_tiles), ahead of the rows above and a native bf16 GEMM.
   int64_t bf16_pair_gemv_rows = 1;
+  // The same for the column form (a [K, N] weight, GPT-2's Conv1D: passes::is_column_gemv), which
+  // the cpu runtime takes where it multiplies bf16 pairs without AMX; with AMX, oneDNN's GEMM
+  // keeps such prompts.
+  int64_t bf16_pair_column_rows = 1;
   // GEMVs read int8 weights themselves (passes/quantized_weights.h): the runtime's GEMV kernel
   // widens them in registers.
   bool quantized_gemv_weights = false;

@@ -182,12 +182,12 @@ TEST_F(HalfMatmul, StaysInItsDtypeWhereAtenComputesItNatively) {
 // the expert's weight in place (a Linear-style transposed view): empty groups, rows in no group,
 // ranges that do not ascend and ends outside [0, S] as in GroupedMatmulMatchesTheReference.
 TEST_F(HalfMatmul, GroupedMatmulRunsEachGroupWithRowsThroughAten) {
-  // Where the kernels multiply bf16 pairs (AVX512-BF16, no AMX), only groups of more than
+  // Where the kernels multiply bf16 pairs (AVX512-BF16, or AMX tiles), only groups of more than
   // kBf16PairGemvRows rows: the others are the expert GEMV.
   HalfMatmulExecutor executor;
   runtime::set_aten_call_executor(&executor);
   std::mt19937 rng(11);
-  const bool pairs = runtime::cpu::kernels_have_bf16_pairs_without_amx(runtime::cpu::CpuIsa::Native);
+  const bool pairs = runtime::cpu::kernels_multiply_bf16_pairs(runtime::cpu::CpuIsa::Native);
   struct Routing {
     std::vector<int64_t> ends;
     int64_t rows;

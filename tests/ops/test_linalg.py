@@ -94,20 +94,35 @@ def test_dynamic_rows_f32_linear_runs_the_strip_gemv_for_few_rows(tmp_path):
 
 
 def cpu_has_bf16_pairs_without_amx() -> bool:
-    """Whether luminal's kernels multiply bf16 x bf16 prompts as bf16 pairs here (AVX512-BF16, no
-    AMX: the cpu runtime's kernels_have_bf16_pairs_without_amx)."""
+    """Whether luminal's kernels multiply bf16 x bf16 prompts as bf16 pairs here with vdpbf16ps
+    (AVX512-BF16, no AMX: the cpu runtime's kernels_have_bf16_pairs_without_amx)."""
     cpu = torch._C._cpu._get_cpu_capability()
     return bool(cpu.get("avx512_bf16")) and not cpu.get("amx_bf16")
 
 
+def cpu_has_amx_bf16() -> bool:
+    """Whether luminal's kernels multiply a prompt's bf16 Linears on AMX tiles here (the cpu
+    runtime's kernels_have_amx_bf16)."""
+    cpu = torch._C._cpu._get_cpu_capability()
+    return bool(cpu.get("avx512_bf16")) and bool(cpu.get("amx_bf16"))
+
+
+def cpu_multiplies_bf16_pairs() -> bool:
+    """Whether luminal's kernels multiply a prompt's bf16 Linears ([N, K] weights) as bf16 pairs
+    here, with vdpbf16ps or on AMX tiles (kernels_multiply_bf16_pairs)."""
+    return cpu_has_bf16_pairs_without_amx() or cpu_has_amx_bf16()
+
+
 @pytest.mark.parametrize("rows", [2, 5, 8, 12, 16, 17, 33, 40, 64, 65])
 def test_prompt_bf16_linear_multiplies_bf16_pairs_where_the_cpu_has_them(rows, tmp_path):
-    """A prompt's bf16 Linear of at most 64 rows on a CPU with AVX512-BF16 and no AMX is the strip
-    GEMV of bf16 pairs (vdpbf16ps), ahead of oneDNN's GEMM, which keeps more rows; elsewhere the
-    row GEMV or a GEMM. Either way eager's values, from non-contiguous rows: whole strips of 16,
-    a partial one, a last one of at most 8 (two pairs a lane), and a depth of 300 (nine runs of
-    32 transposed in registers and a tail)."""
-    pairs = cpu_has_bf16_pairs_without_amx()
+    """A prompt's bf16 Linear of at most 64 rows on a CPU with AVX512-BF16 is the strip GEMV of
+    bf16 pairs (vdpbf16ps, or AMX tiles where the CPU has them), ahead of oneDNN's GEMM, which
+    keeps more rows; elsewhere the row GEMV or a GEMM. Either way eager's values, from
+    non-contiguous rows: whole strips of 16, a partial one, a last one of at most 8 (two pairs a
+    lane without AMX), and a depth of 300 (nine runs of 32 transposed in registers and a tail; on
+    AMX, nine whole tiles of depth and a zero-padded one); 70 weight rows (on AMX two blocks of 32,
+    six rows one at a time)."""
+    pairs = cpu_multiplies_bf16_pairs()
     linear = torch.nn.Linear(300, 70).to(torch.bfloat16)
     x = torch.randn(rows, 310, dtype=torch.bfloat16)[:, 5:305]
     with torch.no_grad():
@@ -117,6 +132,29 @@ def test_prompt_bf16_linear_multiplies_bf16_pairs_where_the_cpu_has_them(rows, t
     stats = (tmp_path / "cpu_stats.txt").read_text()
     if pairs:
         assert ("gemv per row" in stats and "ATen" not in stats) == (rows <= 64), stats
+        assert ("on AMX tiles" in stats) == (cpu_has_amx_bf16() and rows <= 64), stats
+
+
+@pytest.mark.parametrize("rows,depth,out_features", [(2, 31, 33), (16, 32, 32), (17, 64, 95), (33, 1000, 64),
+                                                     (48, 33, 100), (64, 4096, 40)], ids=str)
+def test_prompt_bf16_linear_on_amx_tiles(rows, depth, out_features, tmp_path):
+    """On a CPU with AMX-BF16, a prompt's bf16 Linear multiplies on AMX tiles with the weight read
+    in place: depths below, at and past a tile's 32 (a zero-padded copy of the rows' tails, never
+    a read past the weight's end: the weight is a view ending where its storage does), one to
+    four strips of `a` (an odd count: a last strip alone), blocks of 32 weight rows and the rest
+    one at a time. Eager's values; an inf in the weight gives eager's inf and NaN in its column
+    only."""
+    if not cpu_has_amx_bf16():
+        pytest.skip("the CPU has no AMX-BF16")
+    linear = torch.nn.Linear(depth, out_features, bias=False).to(torch.bfloat16)
+    with torch.no_grad():
+        linear.weight[out_features // 2, depth - 1] = float("inf")
+    x = torch.randn(rows, depth + 3, dtype=torch.bfloat16)[:, 3:]
+    with torch.no_grad():
+        expected = linear(x)
+        actual = torch.compile(linear, backend="luminal", options={"debug_dir": str(tmp_path)})(x)
+    torch.testing.assert_close(actual, expected, atol=2e-2, rtol=2e-2, equal_nan=True)
+    assert "on AMX tiles" in (tmp_path / "cpu_stats.txt").read_text()
 
 
 @pytest.mark.parametrize("dtype,rows", [(torch.float32, 5), (torch.float32, 40), (torch.bfloat16, 2),
@@ -126,7 +164,7 @@ def test_a_prompt_linears_bias_is_added_by_its_strip_gemv(dtype, rows, tmp_path)
     f32 sum before its store: no Add kernel after it (BERT's 32-token forward ran 38 of them) and,
     in bf16, one rounding of sum + bias, as eager's addmm. bf16 takes the strips only where the CPU
     has bf16 pairs. Eager's values from non-contiguous rows; the product is not kept."""
-    strips = dtype == torch.float32 or cpu_has_bf16_pairs_without_amx()
+    strips = dtype == torch.float32 or cpu_multiplies_bf16_pairs()
     linear = torch.nn.Linear(300, 70).to(dtype)
     x = torch.randn(rows, 310, dtype=dtype)[:, 5:305]
     with torch.no_grad():
@@ -160,7 +198,11 @@ def test_prompt_bf16_conv1d_multiplies_bf16_pairs_where_the_cpu_has_them(rows, t
     stats = (tmp_path / "cpu_stats.txt").read_text()
     on_pairs = pairs and rows <= 64
     assert ("bf16 pairs" in stats) == on_pairs, stats
-    assert ("(ATen, bf16)" in stats) == (not on_pairs and pairs), stats
+    # The rest in oneDNN's GEMM where ATen multiplies bf16 natively (AVX512-BF16 or AMX; with AMX,
+    # every row count), else widened to f32 for BLAS.
+    cpu = torch._C._cpu._get_cpu_capability()
+    native = bool(cpu.get("avx512_bf16") or cpu.get("amx_bf16"))
+    assert ("(ATen, bf16)" in stats) == (not on_pairs and native), stats
 
 
 def test_dynamic_bf16_prompt_linear_multiplies_bf16_pairs_for_a_few_rows(tmp_path):
@@ -171,7 +213,7 @@ def test_dynamic_bf16_prompt_linear_multiplies_bf16_pairs_for_a_few_rows(tmp_pat
     from non-contiguous rows."""
     from conftest import CountingBackend
 
-    pairs = cpu_has_bf16_pairs_without_amx()
+    pairs = cpu_multiplies_bf16_pairs()
     linear = torch.nn.Linear(300, 70).to(torch.bfloat16)
     backend = CountingBackend({"debug_dir": str(tmp_path)})
     compiled = torch.compile(linear, backend=backend, dynamic=True)

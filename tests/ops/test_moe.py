@@ -199,14 +199,14 @@ def test_few_rows_per_expert_run_the_expert_gemv(tmp_path):
 
 
 def test_bf16_experts_multiply_bf16_pairs_where_the_cpu_has_them():
-    """On a CPU with AVX512-BF16 and no AMX, each bf16 expert of 1 to 64 rows is the bf16-pair
-    GEMV, as the prompt's bf16 Linears are; an expert of more rows goes to ATen's GEMM. A prefill
+    """On a CPU with AVX512-BF16 (vdpbf16ps, or AMX tiles where it has them), each bf16 expert of
+    1 to 64 rows is the bf16-pair GEMV, as the prompt's bf16 Linears are; an expert of more rows goes to ATen's GEMM. A prefill
     that went back and forth between luminal's pool and oneDNN's threads paid for each one's
     spinning on the other's cores (Qwen3-MoE's 32-token forward 13.4 ms against 10.4). Eager's
     values either way (the expert GEMV's correctness in every dtype: test_grouped_mm_fallback_expert_gemv)."""
-    from test_linalg import cpu_has_bf16_pairs_without_amx
+    from test_linalg import cpu_multiplies_bf16_pairs
 
-    pairs = cpu_has_bf16_pairs_without_amx()
+    pairs = cpu_multiplies_bf16_pairs()
     linear = torch.nn.Linear(64, 48, bias=False).to(torch.bfloat16)
     experts = torch.randn(4, 40, 48, dtype=torch.bfloat16)
 

@@ -687,14 +687,17 @@ class Emitter {
     const int n_axis = rank_ - 1;
     const bool strips = k_.gemv_strips();
     INTERNAL_CHECK(!g.has_bias || strips) << "a bias epilogue on a GEMV that is not a strips one: " << k_.label;
+    INTERNAL_CHECK(!g.amx_tiles || (strips && g.bf16_pairs && w == DType::BF16 && k_.tile == 0))
+        << "AMX tiles on a GEMV that is not a bf16-pair strips one of 32-row blocks: " << k_.label;
     const ir::Expr& a_rows = k_.domain[rank_ - 2];
     // bf16 weights read in place as bf16 pairs take six rows for any prompt: twelve rows a 4 KiB
     // stride apart (a depth of 2048) share L1 sets, and a 16 x 2048 x 8192 product took 3.3 ms
     // against 2.1 with six on two Zen 4 cores.
     const bool one_strip = a_rows.is_constant() && a_rows.constant_value() <= 16 && w != DType::BF16;
-    const std::string rows = std::to_string(k_.tile > 0 ? k_.tile
-                                            : strips   ? (one_strip ? kGemvOneStripRows : kGemvStripRows)
-                                                       : kGemvRows);
+    const std::string rows = std::to_string(k_.tile > 0      ? k_.tile
+                                            : g.amx_tiles ? kAmxGemvRows
+                                            : strips      ? (one_strip ? kGemvOneStripRows : kGemvStripRows)
+                                                          : kGemvRows);
     std::ostringstream out, pointers;
     // The row function's call is call_head + R + call_tail; with strips, the strip function's is
     // strips_head + R + strips_tail.
@@ -773,7 +776,7 @@ class Emitter {
       }
     } else {
       const bool int8 = w == DType::I8;
-      if (t == DType::BF16) strips_head = "lm_gemv_bf16_strips<";
+      if (t == DType::BF16) strips_head = g.amx_tiles ? "lm_gemv_bf16_amx<" : "lm_gemv_bf16_strips<";
       INTERNAL_CHECK((t == DType::F32 || t == DType::BF16 || t == DType::F16) && (w == t || (int8 && t != DType::F16)))
           << "gemv of " << ir::dtype_name(t) << " by a " << ir::dtype_name(w) << " weight";
       const char* element = !int8 ? prelude_element(t) : t == DType::F32 ? "lm_f32_i8" : "lm_bf16_i8";
@@ -805,8 +808,8 @@ class Emitter {
       // 16] on the stack. Their count is a constant (passes::is_gemv), or symbolic and at most
       // symbolic_gemv_rows when the runtime calls the kernel (passes::is_gemv_for_few_rows). bf16
       // activations are packed by lm_pack_bf16_strips, as bf16 pairs or widened to f32 strips.
-      // (+ 3: bf16 pairs pad the depth to a multiple of 4; + 1: an empty `a` is not an
-      // allocation failure.)
+      // (+ 31: bf16 pairs pad the depth to a multiple of 4, or of 32 where the CPU has AMX; + 1:
+      // an empty `a` is not an allocation failure.)
       const ir::Expr& m = k_.domain[m_axis];
       const int64_t most_rows = m.is_constant() ? m.constant_value() : symbolic_gemv_rows(g.bf16_pairs);
       const int64_t most_strips = (most_rows + 15) / 16;
@@ -815,7 +818,7 @@ class Emitter {
         out << "  if (lm_strip_count > " << most_strips << ") " << fail(static_cast<int64_t>(kKernelTooManyRows)) << "\n";
       out << "  float lm_block[" << rows << " * " << most_strips << " * 16] = {};\n";
       if (g.has_bias) out << "  float lm_bias[" << rows << "];\n";
-      out << "  float* lm_strips = (float*)__builtin_malloc(sizeof(float) * (lm_strip_count * 16 * (lm_depth + 3) + 1));\n";
+      out << "  float* lm_strips = (float*)__builtin_malloc(sizeof(float) * (lm_strip_count * 16 * (lm_depth + 31) + 1));\n";
       out << "  if (lm_strips == nullptr) " << fail(static_cast<int64_t>(kKernelOutOfMemory)) << "\n";
       frees += "__builtin_free(lm_strips); ";
       out << "  const void* lm_packed = nullptr;  // the `a` lm_strips holds\n";
@@ -853,7 +856,8 @@ class Emitter {
       out << "      lm_packed = lm_a;\n    }\n";
       strips_tail += group_args + "lm_block);\n";
       out << "    if (lm_rows == " << rows << ") " << strips_head << rows << strips_tail;
-      out << "    else " << strips_head << "1" << strips_tail;
+      // The rows past the last whole block one at a time (on AMX: as bf16 pairs, from the same strips).
+      out << "    else " << (g.amx_tiles ? std::string("lm_gemv_bf16_strips<") : strips_head) << "1" << strips_tail;
       // A Linear's bias joins each sum in f32 before its one rounding (GemvSpec::has_bias).
       std::string sum = "lm_block[lm_u * lm_strip_count * 16 + lm_s + lm_i]";
       if (g.has_bias) {

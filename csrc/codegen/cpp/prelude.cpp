@@ -1142,9 +1142,18 @@ inline bool lm_group_table8(const uint16_t* scales, const signed char* zeros, in
 // a strip of more than 8 rows holds 16 rows of one pair per step, register j's 32-bit lane t
 // (a[t][2j], a[t][2j + 1]); a last strip of at most 8 rows holds 8 rows of two pairs per step,
 // lanes 2t and 2t + 1 holding a[t][4j .. 4j + 3], so that 8 rows fill a register as 16 do. The
-// depth is padded with zeros to a multiple of 4, as is each weight chunk (the buffer holds
-// count * 16 * (depth + 3) floats or more).
+// depth is padded with zeros to a multiple of 4 (lm_bf16_step_depth), as is each weight chunk.
+// Where the CPU has AMX-BF16 every strip holds 16 rows of pairs, its depth padded with zeros to a
+// multiple of 32: a strip is then AMX's B operand as it is, a tile of 16 pairs of depth (1 KiB)
+// at a time (lm_gemv_bf16_amx). The buffer holds count * 16 * (depth + 31) floats or more.
+#if defined(__AMX_BF16__)
+constexpr bool lm_bf16_quad_strips = false;
+inline int64_t lm_bf16_strip_depth(int64_t depth) { return (depth + 31) / 32 * 32; }
+#else
+constexpr bool lm_bf16_quad_strips = true;
 inline int64_t lm_bf16_strip_depth(int64_t depth) { return (depth + 3) / 4 * 4; }
+#endif
+inline int64_t lm_bf16_step_depth(int64_t depth) { return (depth + 3) / 4 * 4; }
 typedef uint32_t lm_u32x16 __attribute__((vector_size(64)));
 typedef unsigned long long lm_u64x8 __attribute__((vector_size(64)));
 // r[i][e] -> r[e][i] for 16 x 16 32-bit values in registers: each stage exchanges bit b of the
@@ -1203,7 +1212,7 @@ inline void lm_pack_bf16_strips(const uint16_t* a, int64_t a_stride, int64_t row
   const int64_t padded = lm_bf16_strip_depth(depth);
   for (int64_t s = 0; s < (rows + 15) / 16; ++s) {
     const int64_t first = s * 16, count = rows - first < 16 ? rows - first : 16;
-    const int64_t width = count > 8 ? 2 : 4, lanes = 32 / width;  // a row's values per step; rows per register
+    const int64_t width = count > 8 || !lm_bf16_quad_strips ? 2 : 4, lanes = 32 / width;  // a row's values per step; rows per register
     uint16_t* strip = strips + s * 16 * padded;
     int64_t run = 0;
     for (; run + 32 <= depth; run += 32) {
@@ -1298,10 +1307,10 @@ inline void lm_gemv_bf16_strips_chunks(const float* packed, int64_t rows, int64_
   alignas(64) uint16_t wide[R * lm_bf16_chunk];
   const uint16_t* strips = (const uint16_t*)packed;
   const int64_t strip_stride = 16 * lm_bf16_strip_depth(depth), count = (rows + 15) / 16, ldc = count * 16;
-  // Strips of 16 rows of one pair; a last one of at most 8 rows has two.
-  const int64_t full = rows % 16 != 0 && rows % 16 <= 8 ? count - 1 : count;
+  // Strips of 16 rows of one pair; a last one of at most 8 rows has two (lm_bf16_quad_strips).
+  const int64_t full = lm_bf16_quad_strips && rows % 16 != 0 && rows % 16 <= 8 ? count - 1 : count;
   for (int64_t d = 0; d < depth || d == 0; d += lm_bf16_chunk) {  // depth 0: the sums are zeros
-    const int64_t chunk = depth - d < lm_bf16_chunk ? depth - d : lm_bf16_chunk, padded = lm_bf16_strip_depth(chunk);
+    const int64_t chunk = depth - d < lm_bf16_chunk ? depth - d : lm_bf16_chunk, padded = lm_bf16_step_depth(chunk);
     int64_t ldw = lm_bf16_chunk;
     const uint16_t* next = nullptr;
     const uint16_t* w = weights(d, chunk, wide, ldw, next);
@@ -1324,7 +1333,7 @@ template <int R, class Fill>
 inline const uint16_t* lm_fill_bf16_chunk(int64_t d, int64_t n, uint16_t* wide, Fill fill) {
   for (int r = 0; r < R; ++r) {
     fill(r, d, n, wide + r * lm_bf16_chunk);
-    for (int64_t k = n; k < lm_bf16_strip_depth(n); ++k) wide[r * lm_bf16_chunk + k] = 0;
+    for (int64_t k = n; k < lm_bf16_step_depth(n); ++k) wide[r * lm_bf16_chunk + k] = 0;
   }
   return wide;
 }
@@ -1373,6 +1382,97 @@ inline void lm_gemv_bf16_strips(const float* packed, int64_t rows, const uint16_
     });
   });
 }
+#if defined(__AMX_BF16__)
+// A prompt's bf16 Linear on AMX tiles (GemvSpec::amx_tiles): 32 weight rows of the [N, K] weight
+// at a time are two A tiles read in place (16 rows of 32 values, a row stride apart), each strip
+// of `a` (16 rows, lm_pack_bf16_strips) is a B tile as packed, and the four 16 x 16 f32 sums
+// tiles are C^T: weight row by prompt row, the layout lm_gemv_strips gives `sums`, stored as they
+// are. The products are exact and summed in f32, denormal inputs and results taken as zero, as
+// vdpbf16ps (and oneDNN's AMX GEMM, eager's here) do. A last depth of less than 32 comes from a
+// zero-padded copy of the rows' tails (the strips are zero there). The tile instructions as
+// inline assembly, as the bf16 pairs' (<immintrin.h> would slow every kernel build).
+struct alignas(64) lm_amx_config {
+  unsigned char palette, start_row, reserved[14];
+  unsigned short bytes_per_row[16];
+  unsigned char rows[16];
+};
+// Eight tiles of 16 rows of 64 bytes: tmm0-1 the weight's, tmm2-3 the strips', tmm4-7 the sums
+// (tmm4 + 2i + j: weight tile i by strip j). The configuration is the thread's, and oneDNN may
+// load its own on the same thread between two calls: each call loads this one and releases the
+// tiles when it is done.
+inline void lm_amx_begin() {
+  lm_amx_config config = {};
+  config.palette = 1;
+  for (int t = 0; t < 8; ++t) {
+    config.bytes_per_row[t] = 64;
+    config.rows[t] = 16;
+  }
+  asm volatile("ldtilecfg %0" : : "m"(config));
+}
+inline void lm_amx_end() { asm volatile("tilerelease" ::: "memory"); }
+#define LM_TILE_LOAD(tile, base, stride) \
+  asm volatile("tileloadd (%0,%1,1), %%tmm" #tile : : "r"((const void*)(base)), "r"((int64_t)(stride)) : "memory")
+#define LM_TILE_STORE(tile, base, stride) \
+  asm volatile("tilestored %%tmm" #tile ", (%0,%1,1)" : : "r"((void*)(base)), "r"((int64_t)(stride)) : "memory")
+#define LM_TILE_ZERO(tile) asm volatile("tilezero %%tmm" #tile ::)
+// C += A B for A 16 rows x 32 bf16 (16 pairs), B 16 pairs x 16 columns: tdpbf16ps dst, a, b.
+#define LM_TILE_DOT(c, a, b) asm volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
+// The sums of 32 weight rows (w, stride ldw values; `tail` holds their last depth % 32 values,
+// padded, 32 a row) with strip s and, if Two, strip s + 1.
+template <bool Two>
+inline void lm_amx_block(const uint16_t* w, int64_t ldw, const uint16_t* tail, const uint16_t* strip,
+                         int64_t strip_stride, int64_t depth, float* sums, int64_t ldc) {
+  LM_TILE_ZERO(4);
+  LM_TILE_ZERO(6);
+  if constexpr (Two) {
+    LM_TILE_ZERO(5);
+    LM_TILE_ZERO(7);
+  }
+  const int64_t whole = depth / 32 * 32;
+  auto step = [&](const uint16_t* rows, int64_t stride_bytes, int64_t k) {
+    LM_TILE_LOAD(0, rows, stride_bytes);
+    LM_TILE_LOAD(1, rows + 16 * (stride_bytes / 2), stride_bytes);
+    LM_TILE_LOAD(2, strip + k * 16, 64);
+    LM_TILE_DOT(4, 0, 2);
+    LM_TILE_DOT(6, 1, 2);
+    if constexpr (Two) {
+      LM_TILE_LOAD(3, strip + strip_stride + k * 16, 64);
+      LM_TILE_DOT(5, 0, 3);
+      LM_TILE_DOT(7, 1, 3);
+    }
+  };
+  for (int64_t k = 0; k < whole; k += 32) step(w + k, ldw * 2, k);
+  if (whole < depth) step(tail, 64, whole);
+  LM_TILE_STORE(4, sums, ldc * 4);
+  LM_TILE_STORE(6, sums + 16 * ldc, ldc * 4);
+  if constexpr (Two) {
+    LM_TILE_STORE(5, sums + 16, ldc * 4);
+    LM_TILE_STORE(7, sums + 16 * ldc + 16, ldc * 4);
+  }
+}
+template <int R>
+inline void lm_gemv_bf16_amx(const float* packed, int64_t rows, const uint16_t* w, int64_t row_stride,
+                             int64_t depth, float* sums) {
+  static_assert(R == 32, "AMX blocks are two tiles of 16 weight rows");
+  const uint16_t* strips = (const uint16_t*)packed;
+  const int64_t strip_stride = 16 * lm_bf16_strip_depth(depth), count = (rows + 15) / 16, ldc = count * 16;
+  const int64_t whole = depth / 32 * 32;
+  alignas(64) uint16_t tail[32 * 32];
+  if (whole < depth)
+    for (int r = 0; r < 32; ++r)
+      for (int64_t k = 0; k < 32; ++k) tail[r * 32 + k] = whole + k < depth ? w[r * row_stride + whole + k] : 0;
+  lm_amx_begin();
+  int64_t s = 0;
+  for (; s + 2 <= count; s += 2)
+    lm_amx_block<true>(w, row_stride, tail, strips + s * strip_stride, strip_stride, depth, sums + s * 16, ldc);
+  if (s < count) lm_amx_block<false>(w, row_stride, tail, strips + s * strip_stride, strip_stride, depth, sums + s * 16, ldc);
+  lm_amx_end();
+}
+#undef LM_TILE_LOAD
+#undef LM_TILE_STORE
+#undef LM_TILE_ZERO
+#undef LM_TILE_DOT
+#endif
 // Groups of a multiple of 32 weights (the depth a multiple of the group, as torchao's are) take a
 // table per chunk of each run of 32 weights' scale and -(zero * scale), made eight at a time
 // where groups of 32 have adjacent scales (torchao's [N, groups] layout), and dequantize 32

@@ -56,7 +56,7 @@ bool matmul_as_loop(const ir::Graph& graph, NodeId id, const passes::PassContext
   const ir::Node& node = graph.node(id);
   if (!ir::is_floating(node.dtype) ||
       passes::is_gemv(graph, node, cx.half_gemv_rows, cx.f32_gemv_rows, cx.bf16_pair_gemv_rows) ||
-      passes::is_column_gemv(graph, node, cx.bf16_pair_gemv_rows))
+      passes::is_column_gemv(graph, node, cx.bf16_pair_column_rows))
     return true;
   const size_t rank = node.shape.size();
   const ir::View& b = node.inputs[1].view;
@@ -172,8 +172,21 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   // prefill that went back and forth between our pool and oneDNN's threads paid for each one's
   // spinning on the other's cores (the 32-token Qwen3-MoE forward took 13.4 ms against 10.4 with
   // its Linears in oneDNN too; docs/lessons.md, 2026-11-29 (late morning)).
-  if (kernels_have_bf16_pairs_without_amx(parse_cpu_isa(options.cpu_isa)))
-    cx.bf16_pair_gemv_rows = codegen::kBf16PairGemvRows;
+  // Where they have AMX-BF16 too, the pairs go on AMX tiles, a [N, K] weight read in place as the
+  // tiles' A operand: the memory-bound Llama in bf16 (hidden 1024, 8 layers) spent 19-31 ms of a
+  // 32-token forward in oneDNN's GEMMs on two Emerald Rapids cores, and 64-68 in the vdpbf16ps
+  // strips (docs/lessons.md, 2026-11-30). A [K, N] weight stays with oneDNN there.
+  const CpuIsa isa = parse_cpu_isa(options.cpu_isa);
+  const bool amx_tiles = kernels_have_amx_bf16(isa);
+  if (kernels_multiply_bf16_pairs(isa)) cx.bf16_pair_gemv_rows = codegen::kBf16PairGemvRows;
+  if (kernels_have_bf16_pairs_without_amx(isa)) cx.bf16_pair_column_rows = codegen::kBf16PairGemvRows;
+  // A bf16-pair GEMV of a bf16 weight on AMX tiles, where the kernels have them.
+  const auto use_amx_tiles = [&](codegen::Kernel& kernel) {
+    if (amx_tiles && kernel.gemv_strips() && kernel.gemv.bf16_pairs && kernel.params[1].dtype == ir::DType::BF16) {
+      kernel.gemv.amx_tiles = true;
+      kernel.label += " on AMX tiles";
+    }
+  };
   passes::KernelPlan plan = passes::plan_kernels(input_graph, cx);
   Program program;
   program.graph = std::move(plan.graph);
@@ -256,6 +269,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
             << "the GEMV's params are not the Gemm's operands";
         const bool bf16_pairs = node.dtype == ir::DType::BF16;
         gemv.kernel.gemv.bf16_pairs = bf16_pairs;
+        use_amx_tiles(gemv.kernel);
         auto kernel = std::make_shared<Step>();
         make_kernel_step(*kernel, gemv.kernel, node.origin);
         kernel->slots = step.slots;
@@ -282,7 +296,8 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
                       ? std::string("grouped matmul (ATen per expert, ") + ir::dtype_name(node.dtype) + ") from " + node.origin
                       : "grouped matmul (BLAS per expert) from " + node.origin;
       if (passes::is_expert_gemv(graph, node, cx.bf16_pair_gemv_rows)) {
-        const codegen::LoweredKernel gemv = codegen::lower_expert_gemv(graph, group.nodes[0]);
+        codegen::LoweredKernel gemv = codegen::lower_expert_gemv(graph, group.nodes[0]);
+        use_amx_tiles(gemv.kernel);
         auto kernel = std::make_shared<Step>();
         make_kernel_step(*kernel, gemv.kernel, node.origin);
         kernel->slots = {step.slots[0], step.slots[1], step.slots[3]};
@@ -300,12 +315,13 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     if (group.kind == GroupKind::Matmul) {
       const ir::Node& matmul = graph.node(group.nodes[0]);
       lowered = passes::is_gemv(graph, matmul, cx.half_gemv_rows, cx.f32_gemv_rows, cx.bf16_pair_gemv_rows) ||
-                        passes::is_column_gemv(graph, matmul, cx.bf16_pair_gemv_rows)
+                        passes::is_column_gemv(graph, matmul, cx.bf16_pair_column_rows)
                     ? codegen::lower_gemv(graph, group.nodes[0])
                     : codegen::lower_matmul_loop(graph, group.nodes[0]);
       // lower_gemv marks a column GEMV's form itself.
       if (!lowered.kernel.gemv.columns)
         lowered.kernel.gemv.bf16_pairs = passes::is_bf16_pair_gemv(graph, matmul, cx.bf16_pair_gemv_rows);
+      use_amx_tiles(lowered.kernel);
       if (lowered.kernel.gemv.columns) lowered.kernel.tile = column_run(lowered.kernel, program_threads(options));
       if (lowered.kernel.gemv_strips())
         if (const std::optional<BiasAdd> bias = bias_add_of(graph, partition, group.nodes[0])) {

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -202,6 +203,20 @@ CpuIsa parse_cpu_isa(const std::string& name) {
 bool kernels_have_bf16_pairs_without_amx(CpuIsa isa) {
   // -march=native gives the kernels every extension the CPU reports.
   return isa == CpuIsa::Native && __builtin_cpu_supports("avx512bf16") && !cpu_has_amx_bf16();
+}
+
+bool kernels_have_amx_bf16(CpuIsa isa) {
+  // ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA (arch/x86/include/uapi/asm/prctl.h): the process's
+  // threads may then use the tiles. Granted once per process; asking again is harmless.
+  static const bool permitted = [] {
+    constexpr int kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return cpu_has_amx_bf16() && syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return isa == CpuIsa::Native && __builtin_cpu_supports("avx512bf16") && permitted;
+}
+
+bool kernels_multiply_bf16_pairs(CpuIsa isa) {
+  return kernels_have_bf16_pairs_without_amx(isa) || kernels_have_amx_bf16(isa);
 }
 
 // A kernel built with -march=native on another machine must not be loaded here.

@@ -27,6 +27,15 @@ CpuIsa parse_cpu_isa(const std::string& name);
 // CPU has no AMX-BF16 tiles, which ATen's oneDNN GEMMs use instead.
 bool kernels_have_bf16_pairs_without_amx(CpuIsa isa);
 
+// Whether kernels built for `isa` here multiply bf16 pairs on AMX tiles (lm_gemv_bf16_amx): the
+// CPU has AMX-BF16 and Linux let this process use the tiles' state (asked for once, here: without
+// that permission the first tile instruction kills the process).
+bool kernels_have_amx_bf16(CpuIsa isa);
+
+// Whether kernels built for `isa` here multiply a prompt's bf16 Linears as bf16 pairs, with
+// vdpbf16ps or on AMX tiles: one of the two above.
+bool kernels_multiply_bf16_pairs(CpuIsa isa);
+
 struct JitOptions {
   std::string cache_dir;  // empty: $LUMINAL_CACHE_DIR, $XDG_CACHE_HOME/luminal or ~/.cache/luminal
   int jobs = 0;           // parallel compiler processes; 0: hardware threads
