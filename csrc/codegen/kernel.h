@@ -112,8 +112,10 @@ struct GemvSpec {
   // [K, N] weight's (lm_gemm_bf16_columns): set by lower_gemv, as only the cpu runtime's
   // passes::is_column_gemv with its bf16-pair rows lets such a product reach it.
   bool bf16_pairs = false;
-  // With bf16_pairs (not columns): the pairs multiplied on AMX tiles, kAmxGemvRows weight rows a
-  // block (lm_gemv_bf16_amx), where the cpu runtime's kernels have AMX-BF16.
+  // A bf16 prompt's strips GEMV (gemv_strips()) of a bf16 weight (with bf16_pairs) or an int8 or
+  // group-quantized one, multiplied on AMX tiles kAmxGemvRows weight rows a block
+  // (lm_gemv_bf16_amx; lm_amx_chunks for a dequantized weight), where the cpu runtime's kernels
+  // have AMX-BF16.
   bool amx_tiles = false;
   // A Linear's bias added before the output is rounded and stored (passes::linear_bias; the cpu
   // runtime sets it for gemv_strips() kernels only): the last param, read over the domain with

@@ -687,8 +687,9 @@ class Emitter {
     const int n_axis = rank_ - 1;
     const bool strips = k_.gemv_strips();
     INTERNAL_CHECK(!g.has_bias || strips) << "a bias epilogue on a GEMV that is not a strips one: " << k_.label;
-    INTERNAL_CHECK(!g.amx_tiles || (strips && g.bf16_pairs && w == DType::BF16 && k_.tile == 0))
-        << "AMX tiles on a GEMV that is not a bf16-pair strips one of 32-row blocks: " << k_.label;
+    INTERNAL_CHECK(!g.amx_tiles ||
+                   (strips && t == DType::BF16 && (w == DType::BF16 ? g.bf16_pairs : w == DType::I8) && k_.tile == 0))
+        << "AMX tiles on a GEMV that is not a bf16 prompt's strips one of 32-row blocks: " << k_.label;
     const ir::Expr& a_rows = k_.domain[rank_ - 2];
     // bf16 weights read in place as bf16 pairs take six rows for any prompt: twelve rows a 4 KiB
     // stride apart (a depth of 2048) share L1 sets, and a 16 x 2048 x 8192 product took 3.3 ms
@@ -776,7 +777,8 @@ class Emitter {
       }
     } else {
       const bool int8 = w == DType::I8;
-      if (t == DType::BF16) strips_head = g.amx_tiles ? "lm_gemv_bf16_amx<" : "lm_gemv_bf16_strips<";
+      // (An int8 weight's AMX blocks dequantize chunks: lm_gemv_bf16_strips<kAmxGemvRows>.)
+      if (t == DType::BF16) strips_head = g.amx_tiles && !int8 ? "lm_gemv_bf16_amx<" : "lm_gemv_bf16_strips<";
       INTERNAL_CHECK((t == DType::F32 || t == DType::BF16 || t == DType::F16) && (w == t || (int8 && t != DType::F16)))
           << "gemv of " << ir::dtype_name(t) << " by a " << ir::dtype_name(w) << " weight";
       const char* element = !int8 ? prelude_element(t) : t == DType::F32 ? "lm_f32_i8" : "lm_bf16_i8";
@@ -857,7 +859,8 @@ class Emitter {
       strips_tail += group_args + "lm_block);\n";
       out << "    if (lm_rows == " << rows << ") " << strips_head << rows << strips_tail;
       // The rows past the last whole block one at a time (on AMX: as bf16 pairs, from the same strips).
-      out << "    else " << (g.amx_tiles ? std::string("lm_gemv_bf16_strips<") : strips_head) << "1" << strips_tail;
+      out << "    else " << (g.amx_tiles && w == DType::BF16 ? std::string("lm_gemv_bf16_strips<") : strips_head) << "1"
+          << strips_tail;
       // A Linear's bias joins each sum in f32 before its one rounding (GemvSpec::has_bias).
       std::string sum = "lm_block[lm_u * lm_strip_count * 16 + lm_s + lm_i]";
       if (g.has_bias) {

@@ -1302,86 +1302,6 @@ inline void lm_tile_bf16_strips(const uint16_t* w, int64_t ldw, const uint16_t* 
 // latency-bound when the weight streams from memory (32 x 768 x 30522, an LM head: 8% slower on
 // a Zen 4 core).
 constexpr int64_t lm_bf16_chunk = 256;
-template <int R, class Weights>
-inline void lm_gemv_bf16_strips_chunks(const float* packed, int64_t rows, int64_t depth, float* sums, Weights weights) {
-  alignas(64) uint16_t wide[R * lm_bf16_chunk];
-  const uint16_t* strips = (const uint16_t*)packed;
-  const int64_t strip_stride = 16 * lm_bf16_strip_depth(depth), count = (rows + 15) / 16, ldc = count * 16;
-  // Strips of 16 rows of one pair; a last one of at most 8 rows has two (lm_bf16_quad_strips).
-  const int64_t full = lm_bf16_quad_strips && rows % 16 != 0 && rows % 16 <= 8 ? count - 1 : count;
-  for (int64_t d = 0; d < depth || d == 0; d += lm_bf16_chunk) {  // depth 0: the sums are zeros
-    const int64_t chunk = depth - d < lm_bf16_chunk ? depth - d : lm_bf16_chunk, padded = lm_bf16_step_depth(chunk);
-    int64_t ldw = lm_bf16_chunk;
-    const uint16_t* next = nullptr;
-    const uint16_t* w = weights(d, chunk, wide, ldw, next);
-    const bool accumulate = d > 0;
-    int64_t s = 0;
-    for (; s + 2 <= full; s += 2, next = nullptr)
-      lm_tile_bf16_strips<R, 2, 1>(w, ldw, strips + s * strip_stride + d * 16, strip_stride, padded / 2,
-                                   sums + s * 16, ldc, accumulate, next);
-    for (; s < full; ++s, next = nullptr)
-      lm_tile_bf16_strips<R, 1, 1>(w, ldw, strips + s * strip_stride + d * 16, strip_stride, padded / 2,
-                                   sums + s * 16, ldc, accumulate, next);
-    if (full < count)  // two pairs a step: the chunk starts d * 8 values into the strip
-      lm_tile_bf16_strips<R, 1, 2>(w, ldw, strips + s * strip_stride + d * 8, strip_stride, padded / 4,
-                                   sums + s * 16, ldc, accumulate, next);
-  }
-}
-// `wide` after fill(r, d, n, out) wrote each of the R rows' chunk there as bf16, padded with
-// zeros to a multiple of 4.
-template <int R, class Fill>
-inline const uint16_t* lm_fill_bf16_chunk(int64_t d, int64_t n, uint16_t* wide, Fill fill) {
-  for (int r = 0; r < R; ++r) {
-    fill(r, d, n, wide + r * lm_bf16_chunk);
-    for (int64_t k = n; k < lm_bf16_step_depth(n); ++k) wide[r * lm_bf16_chunk + k] = 0;
-  }
-  return wide;
-}
-// The same for R weight rows that dequantize(r, d, n, out) writes as bf16 into `wide`.
-template <int R, class Dequantize>
-inline void lm_gemv_bf16_strips_dot(const float* packed, int64_t rows, int64_t depth, float* sums,
-                                    Dequantize dequantize) {
-  lm_gemv_bf16_strips_chunks<R>(packed, rows, depth, sums,
-                                [&](int64_t d, int64_t n, uint16_t* wide, int64_t&, const uint16_t*&) {
-    return lm_fill_bf16_chunk<R>(d, n, wide, dequantize);
-  });
-}
-// 32 f32 values (n of them, at most 32) rounded to bf16 and stored.
-inline void lm_store_bf16_rounded(lm_f32x16 lo, lm_f32x16 hi, int64_t n, uint16_t* out) {
-  const lm_f32x16 v = lm_round_bf16_pairs(lo, hi);
-  __builtin_memcpy(out, &v, n * sizeof *out);
-}
-template <int R>
-inline void lm_gemv_bf16_strips(const float* packed, int64_t rows, const signed char* w, int64_t row_stride,
-                                int64_t depth, float* sums) {
-  lm_gemv_bf16_strips_dot<R>(packed, rows, depth, sums, [&](int r, int64_t d, int64_t n, uint16_t* out) {
-    const signed char* row = w + r * row_stride + d;
-    lm_prefetch_next_block_chunk(w, row_stride, 1, r, R, d, lm_bf16_chunk);
-    int64_t k = 0;
-    for (; k + 32 <= n; k += 32) lm_store_bf16_rounded(lm_widen_i8x16(row + k), lm_widen_i8x16(row + k + 16), 32, out + k);
-    for (; k < n; ++k) out[k] = lm_f2bf((float)row[k]);
-  });
-}
-// bf16 weights (a bf16 Linear's prompt, passes::is_bf16_pair_gemv, only where the CPU has
-// AVX512-BF16): read in place, the next block's chunk prefetched as the tile goes (a copy of each
-// chunk into L1, through memmove, took a quarter of an 8 x 2048 x 8192 product), but for a last
-// chunk of a depth not a multiple of 4, copied so that it is padded with zeros.
-template <int R>
-inline void lm_gemv_bf16_strips(const float* packed, int64_t rows, const uint16_t* w, int64_t row_stride,
-                                int64_t depth, float* sums) {
-  lm_gemv_bf16_strips_chunks<R>(packed, rows, depth, sums,
-                                [&](int64_t d, int64_t n, uint16_t* wide, int64_t& ldw, const uint16_t*& next) {
-    if (n % 4 == 0) {
-      ldw = row_stride;
-      next = w + R * row_stride + d;
-      return w + d;
-    }
-    for (int r = 0; r < R; ++r) lm_prefetch_next_block_chunk(w, row_stride, sizeof *w, r, R, d, lm_bf16_chunk);
-    return lm_fill_bf16_chunk<R>(d, n, wide, [&](int r, int64_t from, int64_t count, uint16_t* out) {
-      __builtin_memcpy(out, w + r * row_stride + from, count * sizeof *w);
-    });
-  });
-}
 #if defined(__AMX_BF16__)
 // A prompt's bf16 Linear on AMX tiles (GemvSpec::amx_tiles): 32 weight rows of the [N, K] weight
 // at a time are two A tiles read in place (16 rows of 32 values, a row stride apart), each strip
@@ -1468,11 +1388,152 @@ inline void lm_gemv_bf16_amx(const float* packed, int64_t rows, const uint16_t* 
   if (s < count) lm_amx_block<false>(w, row_stride, tail, strips + s * strip_stride, strip_stride, depth, sums + s * 16, ldc);
   lm_amx_end();
 }
+// The same for 32 weight rows that weights(d, n, wide, ldw, next) gives a chunk of at a time
+// as bf16 (lm_gemv_bf16_strips_chunks' contract; a quantized weight dequantized into `wide`,
+// zero-padded to a multiple of 32): each chunk's sums tiles start from the sums so far, as the
+// chunk loop of the bf16 pairs does, a tile load and store of 1 KiB per 8 steps of depth.
+template <class Weights>
+inline void lm_amx_chunks(const float* packed, int64_t rows, int64_t depth, float* sums, Weights weights) {
+  alignas(64) uint16_t wide[32 * lm_bf16_chunk];
+  const uint16_t* strips = (const uint16_t*)packed;
+  const int64_t strip_stride = 16 * lm_bf16_strip_depth(depth), count = (rows + 15) / 16, ldc = count * 16;
+  lm_amx_begin();
+  for (int64_t d = 0; d < depth || d == 0; d += lm_bf16_chunk) {  // depth 0: the sums are zeros
+    const int64_t chunk = depth - d < lm_bf16_chunk ? depth - d : lm_bf16_chunk;
+    int64_t ldw = lm_bf16_chunk;
+    const uint16_t* next = nullptr;
+    const uint16_t* w = weights(d, chunk, wide, ldw, next);
+    for (int64_t s = 0; s < count; s += 2) {
+      const bool two = s + 1 < count;
+      float* c = sums + s * 16;
+      if (d == 0) {
+        LM_TILE_ZERO(4);
+        LM_TILE_ZERO(5);
+        LM_TILE_ZERO(6);
+        LM_TILE_ZERO(7);
+      } else {
+        LM_TILE_LOAD(4, c, ldc * 4);
+        LM_TILE_LOAD(6, c + 16 * ldc, ldc * 4);
+        if (two) {
+          LM_TILE_LOAD(5, c + 16, ldc * 4);
+          LM_TILE_LOAD(7, c + 16 * ldc + 16, ldc * 4);
+        }
+      }
+      const uint16_t* strip = strips + s * strip_stride + d * 16;
+      for (int64_t k = 0; k < chunk; k += 32) {
+        LM_TILE_LOAD(0, w + k, ldw * 2);
+        LM_TILE_LOAD(1, w + 16 * ldw + k, ldw * 2);
+        LM_TILE_LOAD(2, strip + k * 16, 64);
+        LM_TILE_DOT(4, 0, 2);
+        LM_TILE_DOT(6, 1, 2);
+        if (two) {
+          LM_TILE_LOAD(3, strip + strip_stride + k * 16, 64);
+          LM_TILE_DOT(5, 0, 3);
+          LM_TILE_DOT(7, 1, 3);
+        }
+      }
+      LM_TILE_STORE(4, c, ldc * 4);
+      LM_TILE_STORE(6, c + 16 * ldc, ldc * 4);
+      if (two) {
+        LM_TILE_STORE(5, c + 16, ldc * 4);
+        LM_TILE_STORE(7, c + 16 * ldc + 16, ldc * 4);
+      }
+    }
+  }
+  lm_amx_end();
+}
 #undef LM_TILE_LOAD
 #undef LM_TILE_STORE
 #undef LM_TILE_ZERO
 #undef LM_TILE_DOT
 #endif
+template <int R, class Weights>
+inline void lm_gemv_bf16_strips_chunks(const float* packed, int64_t rows, int64_t depth, float* sums, Weights weights) {
+#if defined(__AMX_BF16__)
+  if constexpr (R == 32) {  // GemvSpec::amx_tiles (kAmxGemvRows)
+    lm_amx_chunks(packed, rows, depth, sums, weights);
+    return;
+  }
+#endif
+  alignas(64) uint16_t wide[R * lm_bf16_chunk];
+  const uint16_t* strips = (const uint16_t*)packed;
+  const int64_t strip_stride = 16 * lm_bf16_strip_depth(depth), count = (rows + 15) / 16, ldc = count * 16;
+  // Strips of 16 rows of one pair; a last one of at most 8 rows has two (lm_bf16_quad_strips).
+  const int64_t full = lm_bf16_quad_strips && rows % 16 != 0 && rows % 16 <= 8 ? count - 1 : count;
+  for (int64_t d = 0; d < depth || d == 0; d += lm_bf16_chunk) {  // depth 0: the sums are zeros
+    const int64_t chunk = depth - d < lm_bf16_chunk ? depth - d : lm_bf16_chunk, padded = lm_bf16_step_depth(chunk);
+    int64_t ldw = lm_bf16_chunk;
+    const uint16_t* next = nullptr;
+    const uint16_t* w = weights(d, chunk, wide, ldw, next);
+    const bool accumulate = d > 0;
+    int64_t s = 0;
+    for (; s + 2 <= full; s += 2, next = nullptr)
+      lm_tile_bf16_strips<R, 2, 1>(w, ldw, strips + s * strip_stride + d * 16, strip_stride, padded / 2,
+                                   sums + s * 16, ldc, accumulate, next);
+    for (; s < full; ++s, next = nullptr)
+      lm_tile_bf16_strips<R, 1, 1>(w, ldw, strips + s * strip_stride + d * 16, strip_stride, padded / 2,
+                                   sums + s * 16, ldc, accumulate, next);
+    if (full < count)  // two pairs a step: the chunk starts d * 8 values into the strip
+      lm_tile_bf16_strips<R, 1, 2>(w, ldw, strips + s * strip_stride + d * 8, strip_stride, padded / 4,
+                                   sums + s * 16, ldc, accumulate, next);
+  }
+}
+// `wide` after fill(r, d, n, out) wrote each of the R rows' chunk there as bf16, padded with
+// zeros to a multiple of 4.
+template <int R, class Fill>
+inline const uint16_t* lm_fill_bf16_chunk(int64_t d, int64_t n, uint16_t* wide, Fill fill) {
+  for (int r = 0; r < R; ++r) {
+    fill(r, d, n, wide + r * lm_bf16_chunk);
+    // (On AMX to a multiple of 32: a tile's depth.)
+    for (int64_t k = n; k < lm_bf16_strip_depth(n); ++k) wide[r * lm_bf16_chunk + k] = 0;
+  }
+  return wide;
+}
+// The same for R weight rows that dequantize(r, d, n, out) writes as bf16 into `wide`.
+template <int R, class Dequantize>
+inline void lm_gemv_bf16_strips_dot(const float* packed, int64_t rows, int64_t depth, float* sums,
+                                    Dequantize dequantize) {
+  lm_gemv_bf16_strips_chunks<R>(packed, rows, depth, sums,
+                                [&](int64_t d, int64_t n, uint16_t* wide, int64_t&, const uint16_t*&) {
+    return lm_fill_bf16_chunk<R>(d, n, wide, dequantize);
+  });
+}
+// 32 f32 values (n of them, at most 32) rounded to bf16 and stored.
+inline void lm_store_bf16_rounded(lm_f32x16 lo, lm_f32x16 hi, int64_t n, uint16_t* out) {
+  const lm_f32x16 v = lm_round_bf16_pairs(lo, hi);
+  __builtin_memcpy(out, &v, n * sizeof *out);
+}
+template <int R>
+inline void lm_gemv_bf16_strips(const float* packed, int64_t rows, const signed char* w, int64_t row_stride,
+                                int64_t depth, float* sums) {
+  lm_gemv_bf16_strips_dot<R>(packed, rows, depth, sums, [&](int r, int64_t d, int64_t n, uint16_t* out) {
+    const signed char* row = w + r * row_stride + d;
+    lm_prefetch_next_block_chunk(w, row_stride, 1, r, R, d, lm_bf16_chunk);
+    int64_t k = 0;
+    for (; k + 32 <= n; k += 32) lm_store_bf16_rounded(lm_widen_i8x16(row + k), lm_widen_i8x16(row + k + 16), 32, out + k);
+    for (; k < n; ++k) out[k] = lm_f2bf((float)row[k]);
+  });
+}
+// bf16 weights (a bf16 Linear's prompt, passes::is_bf16_pair_gemv, only where the CPU has
+// AVX512-BF16): read in place, the next block's chunk prefetched as the tile goes (a copy of each
+// chunk into L1, through memmove, took a quarter of an 8 x 2048 x 8192 product), but for a last
+// chunk of a depth not a multiple of 4, copied so that it is padded with zeros.
+template <int R>
+inline void lm_gemv_bf16_strips(const float* packed, int64_t rows, const uint16_t* w, int64_t row_stride,
+                                int64_t depth, float* sums) {
+  lm_gemv_bf16_strips_chunks<R>(packed, rows, depth, sums,
+                                [&](int64_t d, int64_t n, uint16_t* wide, int64_t& ldw, const uint16_t*& next) {
+    if (n % 4 == 0) {
+      ldw = row_stride;
+      next = w + R * row_stride + d;
+      return w + d;
+    }
+    for (int r = 0; r < R; ++r) lm_prefetch_next_block_chunk(w, row_stride, sizeof *w, r, R, d, lm_bf16_chunk);
+    return lm_fill_bf16_chunk<R>(d, n, wide, [&](int r, int64_t from, int64_t count, uint16_t* out) {
+      __builtin_memcpy(out, w + r * row_stride + from, count * sizeof *w);
+    });
+  });
+}
 // Groups of a multiple of 32 weights (the depth a multiple of the group, as torchao's are) take a
 // table per chunk of each run of 32 weights' scale and -(zero * scale), made eight at a time
 // where groups of 32 have adjacent scales (torchao's [N, groups] layout), and dequantize 32

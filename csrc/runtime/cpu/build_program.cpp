@@ -180,9 +180,12 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   const bool amx_tiles = kernels_have_amx_bf16(isa);
   if (kernels_multiply_bf16_pairs(isa)) cx.bf16_pair_gemv_rows = codegen::kBf16PairGemvRows;
   if (kernels_have_bf16_pairs_without_amx(isa)) cx.bf16_pair_column_rows = codegen::kBf16PairGemvRows;
-  // A bf16-pair GEMV of a bf16 weight on AMX tiles, where the kernels have them.
+  // A bf16 prompt's strips GEMV on AMX tiles, where the kernels have them: of a bf16 weight read
+  // in place, or of an int8 or group-quantized one dequantized a chunk at a time.
   const auto use_amx_tiles = [&](codegen::Kernel& kernel) {
-    if (amx_tiles && kernel.gemv_strips() && kernel.gemv.bf16_pairs && kernel.params[1].dtype == ir::DType::BF16) {
+    if (!amx_tiles || !kernel.gemv_strips() || kernel.params[0].dtype != ir::DType::BF16) return;
+    const ir::DType weight = kernel.params[1].dtype;
+    if ((weight == ir::DType::BF16 && kernel.gemv.bf16_pairs) || weight == ir::DType::I8) {
       kernel.gemv.amx_tiles = true;
       kernel.label += " on AMX tiles";
     }
@@ -342,6 +345,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
                                              cx.f32_gemv_rows);
       INTERNAL_CHECK(pattern.has_value()) << "quantized gemv group %" << group.nodes.back() << " no longer matches";
       lowered = codegen::lower_group_quantized_gemv(graph, *pattern);
+      use_amx_tiles(lowered.kernel);
       program.fused_nodes += group.nodes.size();
     } else if (group.kind == GroupKind::Scatter) {
       lowered = codegen::lower_scatter(graph, group.nodes[0]);
