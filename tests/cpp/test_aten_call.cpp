@@ -194,7 +194,7 @@ TEST_F(HalfMatmul, GroupedMatmulRunsEachGroupWithRowsThroughAten) {
     size_t groups_with_rows, groups_past_pair_rows;
   };
   const std::vector<Routing> routings = {{{3, 3, 8, 10}, 10, 3, 0},  {{2, 5, 6, 6}, 10, 3, 0}, {{6, 2, 9, 10}, 10, 3, 0},
-                                         {{-3, 4, 20, 20}, 10, 2, 0}, {{0, 0, 0, 0}, 10, 0, 0}, {{70, 70, 75, 80}, 80, 2, 1}};
+                                         {{-3, 4, 20, 20}, 10, 2, 0}, {{0, 0, 0, 0}, 10, 0, 0}, {{70, 70, 75, 80}, 80, 3, 1}};
   for (DType dtype : {DType::BF16, DType::F16}) {
     IrTestBuilder b;
     auto a = b.input("a", dtype, {Expr::symbol("s0"), 12});
