@@ -79,17 +79,25 @@ def test_quantized_mlp_equals_eager(config, dtype, rows, cpu_isa, tmp_path):
     assert_gemvs_read_quantized_weights(tmp_path, config, 3, rows)
 
 
-@pytest.mark.parametrize("config", ["int8", "int4"])
-@pytest.mark.parametrize("rows", [8, 12, 17, 40, 64])
-def test_bf16_prompts_of_every_strip_shape_equal_eager(config, rows, tmp_path):
-    """A bf16 prompt through weight-only quantized Linears, as the strip GEMVs multiply it (bf16
-    pairs by vdpbf16ps where the CPU has AVX512-BF16, on AMX tiles where it has AMX-BF16, f32
-    elsewhere): a last strip of at most 8 rows, one strip, one and a half, two and a half, four;
-    depths of a chunk of 256 and a part; 288 and 320 weight rows (blocks of 32 on AMX)."""
+# (config, hidden, ffn, rows) of a bf16 prompt's MLP: a last strip of at most 8 rows, one strip,
+# one and a half, two and a half, four; depths of a chunk of 256 and a part; 288 and 320 weight
+# rows (blocks of 32 on AMX). Then int8 at depths 300 and 200, neither a multiple of 32 (on AMX
+# the last dequantized chunk is zero-padded to a tile's depth), and 200 and 300 weight rows
+# (blocks of 32 and the rest one at a time).
+BF16_PROMPT_SHAPES = [(config, 320, 288, rows) for config in ("int8", "int4") for rows in (8, 12, 17, 40, 64)] + [
+    ("int8", 300, 200, rows) for rows in (5, 33)
+]
+
+
+@pytest.mark.parametrize(("config", "hidden", "ffn", "rows"), BF16_PROMPT_SHAPES)
+def test_bf16_prompts_of_every_strip_shape_equal_eager(config, hidden, ffn, rows, tmp_path):
+    """A bf16 prompt through weight-only quantized Linears equals eager, as the strip GEMVs
+    multiply it (bf16 pairs by vdpbf16ps where the CPU has AVX512-BF16, on AMX tiles where it has
+    AMX-BF16, f32 elsewhere)."""
     torch.manual_seed(0)
-    model = MLP(hidden=320, ffn=288).to(torch.bfloat16).eval()
+    model = MLP(hidden=hidden, ffn=ffn).to(torch.bfloat16).eval()
     quantize_(model, CONFIGS[config][0]())
-    x = torch.randn(1, rows, 320, dtype=torch.bfloat16)
+    x = torch.randn(1, rows, hidden, dtype=torch.bfloat16)
     backend = CountingBackend({"debug_dir": str(tmp_path)})
     with torch.no_grad():
         expected = model(x)
@@ -107,23 +115,6 @@ def cpu_has_amx_bf16() -> bool:
     """Whether luminal's kernels multiply a bf16 prompt's strips on AMX tiles here."""
     cpu = torch._C._cpu._get_cpu_capability()
     return bool(cpu.get("avx512_bf16")) and bool(cpu.get("amx_bf16"))
-
-
-@pytest.mark.parametrize("rows", [5, 33])
-def test_bf16_prompt_through_int8_weights_of_a_depth_past_whole_tiles(rows, tmp_path):
-    """An int8 weight-only MLP of depths 300 and 200 (neither a multiple of 32: on AMX the last
-    dequantized chunk is zero-padded to a tile's depth) and 200 and 300 weight rows (blocks of 32
-    and the rest one at a time) equals eager from a bf16 prompt."""
-    torch.manual_seed(0)
-    model = MLP(hidden=300, ffn=200).to(torch.bfloat16).eval()
-    quantize_(model, CONFIGS["int8"][0]())
-    x = torch.randn(1, rows, 300, dtype=torch.bfloat16)
-    backend = CountingBackend({"debug_dir": str(tmp_path)})
-    with torch.no_grad():
-        expected = model(x)
-        actual = torch.compile(model, backend=backend)(x)
-    torch.testing.assert_close(actual, expected, rtol=3e-2, atol=3e-2)
-    assert_gemvs_read_quantized_weights(tmp_path, "int8", 3, rows)
 
 
 @pytest.mark.parametrize("vnni", [True, False], ids=["u8s8", "s8s8"])
