@@ -161,6 +161,9 @@ inline double lm_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 // (of E::TA) once per step into E::X and multiply-adds one row's E::kLanes weights (of E::TW).
 typedef float lm_f32x8 __attribute__((vector_size(32)));
 typedef uint32_t lm_u32x8 __attribute__((vector_size(32)));
+typedef int lm_i32x8 __attribute__((vector_size(32)));
+inline lm_f32x8 lm_splat8(float v) { return lm_f32x8{v, v, v, v, v, v, v, v}; }
+inline lm_i32x8 lm_splat_i32x8(int v) { return lm_i32x8{v, v, v, v, v, v, v, v}; }
 // Fused multiply-adds. Generated kernels are built without floating-point contraction (each IR
 // op rounds as the reference's does); the pattern kernels' products stand in for BLAS, which
 // fuses multiply-adds, so they do too.
@@ -266,25 +269,27 @@ struct lm_f16 {
     second = load_x(p + 8);
   }
 };
-// Weight-only int8 (passes/quantized_weights.h): eight weights widen to f32 in registers
-// (sign-extend, convert), exact; the scales multiply the GEMV's output afterwards.
-inline lm_f32x8 lm_widen_i8(const signed char* w) {
+// Eight int8 weights sign-extended to 32-bit lanes.
+inline lm_i32x8 lm_widen_i8_i32(const signed char* w) {
 #if defined(__AVX2__)
-  // One vpmovsxbd from memory and a vcvtdq2ps; GCC scalarises a char-to-float convertvector.
-  typedef int lm_i32x8 __attribute__((vector_size(32)));
+  // One vpmovsxbd from memory; GCC scalarises a char-to-int convertvector.
   typedef char lm_i8x16 __attribute__((vector_size(16)));
   typedef long long lm_i64x2 __attribute__((vector_size(16)));
   long long bytes;
   __builtin_memcpy(&bytes, w, sizeof bytes);
   const lm_i64x2 low = {bytes, 0};
-  return __builtin_convertvector((lm_i32x8)__builtin_ia32_pmovsxbd256((lm_i8x16)low), lm_f32x8);
+  return (lm_i32x8)__builtin_ia32_pmovsxbd256((lm_i8x16)low);
 #else
   typedef signed char lm_i8x8 __attribute__((vector_size(8)));
   lm_i8x8 v;
   __builtin_memcpy(&v, w, sizeof v);
-  return __builtin_convertvector(v, lm_f32x8);
+  return __builtin_convertvector(v, lm_i32x8);
 #endif
 }
+// Weight-only int8 (passes/quantized_weights.h): eight weights widen to f32 in registers
+// (sign-extend, convert: one vpmovsxbd and a vcvtdq2ps), exact; the scales multiply the GEMV's
+// output afterwards.
+inline lm_f32x8 lm_widen_i8(const signed char* w) { return __builtin_convertvector(lm_widen_i8_i32(w), lm_f32x8); }
 #if defined(__AVX512F__)
 // Sixteen weights: one vpmovsxbd from memory to 512 bits and a vcvtdq2ps.
 inline lm_f32x16 lm_widen_i8x16(const signed char* w) {
@@ -1101,7 +1106,8 @@ inline void lm_group_table_one_by_one(const uint16_t* scales, int64_t scale_grou
   }
 }
 // Whether every one of `count` scales is below 2^102 in magnitude (false for NaN): the bound under
-// which q * scale - zero * scale rounds once to the exact (q - zero) * scale. Without branches: a
+// which q * scale - zero * scale rounds once to the exact (q - zero) * scale (both products are
+// exact below 2^110), and under which lm_dequantize_bf16x8_split's products do not overflow. Without branches: a
 // short-circuit per scale held a fifth of the int4 strips' dequantizing fill in a perf profile of
 // the 1B Llama's prefill (2026-11-29).
 inline bool lm_scales_below_2p102(const float* scale, int count) {
@@ -1537,8 +1543,8 @@ inline void lm_gemv_bf16_strips(const float* packed, int64_t rows, const uint16_
 // Groups of a multiple of 32 weights (the depth a multiple of the group, as torchao's are) take a
 // table per chunk of each run of 32 weights' scale and -(zero * scale), made eight at a time
 // where groups of 32 have adjacent scales (torchao's [N, groups] layout), and dequantize 32
-// weights in two FMAs where every |scale| is below 2^102 (exact, as in
-// lm_dequantize_bf16x8_split), else as (q - zero) * scale. A group's scalar loads, conversions,
+// weights in two FMAs where every |scale| is below 2^102 (exact: lm_scales_below_2p102), else as
+// (q - zero) * scale. A group's scalar loads, conversions,
 // bounds and broadcasts, made as each group began, took as long as its 32 weights' vector work:
 // 8 x 2048 x 8192 dequantized and multiplied in 1.8-1.9 us per 1,024 weight rows' chunk of 256
 // on one Zen 4 core, 1.3 with the table (docs/lessons.md, 2026-11-29). Other groups go one run
@@ -1908,7 +1914,7 @@ struct lm_lanes8 {
   static V load(const float* p) { return lm_load_f32x8(p); }
   static V widen(const signed char* w) { return lm_widen_i8(w); }
   static V madd(V a, V b, V c) { return lm_madd8(a, b, c); }
-  static V broadcast(float v) { return V{v, v, v, v, v, v, v, v}; }
+  static V broadcast(float v) { return lm_splat8(v); }
   static float sum(V v) { return lm_sum8(v); }
 };
 #if defined(__AVX512F__)
@@ -2056,23 +2062,31 @@ inline void lm_gemv_rows_grouped_f32_lanes(const float* a, const signed char* co
 }
 // A bf16 grouped row: each weight dequantized and rounded to bf16 (lm_dequantize_bf16x8); `a`
 // is f32, widened once per call by the emitter. The scale cannot leave the loop as in the f32
-// form: the rounding is per weight. lm_dequantize_bf16x8's values in four floating-point
-// operations instead of seven, for |scale| < 2^102:
-// q * scale - zero * scale in one fused multiply-add (both products exact below 2^110, so the
-// difference rounds once to the exact (q - zero) * scale, up to the sign of a zero product, which
-// no sum starting from +0 keeps), then Veltkamp's split at 16 bits, c - (c - x) with c = x (2^16
-// + 1), which is x rounded to 8 significant bits. It ties to even for every such product: checked
-// against the integer rounding for all 65,536 bf16 scales below 2^102 times all (q, zero) int8
-// pairs (tests/cpp/test_quantized_gemv.cpp checks a sample). Requires -ffp-contract=off (jit.cpp).
-inline lm_f32x8 lm_dequantize_bf16x8_split(const signed char* q, lm_f32x8 scale, lm_f32x8 minus_zero_scale) {
-  const lm_f32x8 x = lm_madd8(lm_widen_i8(q), scale, minus_zero_scale);
-  const lm_f32x8 c = x * 65537.0f;
-  return c - (c - x);
+// form: the rounding is per weight. lm_dequantize_bf16x8's values in three floating-point
+// operations instead of seven, for |scale| < 2^102: d = q - zero, exact in integer lanes, then
+// c = d * (65537 scale), which is x = (q - zero) * scale (exact: at most 16 significant bits)
+// times 2^16 + 1 rounded once (65537 times a bf16 scale is exact in f32: 8 significant bits times
+// 17 fit in 24), then d * (-65536 scale) + c in one FMA, exactly c - 65536 x: x rounded to 8
+// significant bits, Veltkamp's split at 16 bits, c - (c - x), with its second subtraction folded
+// into the FMA. It ties to even, and equals the integer rounding for every bf16 scale below 2^102
+// and every q - zero of two int8s (all 29,956,864 pairs, checked offline;
+// tests/cpp/test_quantized_gemv.cpp checks a sample), up to the sign of a zero product, which no
+// sum starting from +0 keeps. Six operations per eight weights where the previous form, an FMA
+// for x and two subtractions, had seven (docs/lessons.md, 2026-12-01). Requires
+// -ffp-contract=off (jit.cpp).
+struct lm_split_constants {
+  lm_i32x8 zero;
+  lm_f32x8 scale_65537, scale_minus_65536;
+};
+inline lm_f32x8 lm_dequantize_bf16x8_split(const signed char* q, const lm_split_constants& group) {
+  const lm_f32x8 d = __builtin_convertvector(lm_widen_i8_i32(q) - group.zero, lm_f32x8);
+  const lm_f32x8 c = d * group.scale_65537;
+  return lm_madd8(d, group.scale_minus_65536, c);
 }
 #if defined(__AVX512BF16__)
 // lm_gemv_row_groups_bf16 where the CPU has AVX512-BF16 and a group is a multiple of 32 weights:
 // 32 weights at a time are dequantized in f32 (q * scale - zero * scale in one FMA where every
-// |scale| of the table is below 2^102, exact as in lm_dequantize_bf16x8_split; else
+// |scale| of the table is below 2^102, exact (lm_scales_below_2p102); else
 // (q - zero) * scale, exact for any scale), rounded to bf16 by one vcvtne2ps2bf16, the rounding
 // lm_dequantize_bf16x8 does in integer lanes (a denormal scale's products aside: they become 0),
 // and multiplied by `a`, rounded back to the bf16 it was widened from, with vdpbf16ps. Per 32
@@ -2145,15 +2159,83 @@ inline void lm_gemv_row_groups_bf16_dot(const float* a, const signed char* const
   for (int s = 0; s < S; ++s) *sums[s] = L::sum(acc[s] + acc2[s]);
 }
 #endif
+// One group's weights of S rows (from k to k + group, the group G weights where known when
+// compiling, else `group`) multiplied by `a` into four sums per row, 32 weights a step, each
+// weight dequantized from its row's group constants by `dequantize`; a group's weights past a
+// multiple of 32 go to the first sum.
+template <int S, int64_t G, class C, class D>
+inline void lm_bf16_group_sums(const float* a, const signed char* const* rows, int64_t k, int64_t group,
+                               const C* constants, D dequantize, lm_f32x8 (*acc)[4]) {
+  const int64_t end = k + (G ? G : group);
+  for (; k + 32 <= end; k += 32)
+    for (int u = 0; u < 4; ++u) {
+      const lm_f32x8 x = lm_load_f32x8(a + k + 8 * u);
+      for (int s = 0; s < S; ++s) acc[s][u] = lm_madd8(x, dequantize(rows[s] + k + 8 * u, constants[s]), acc[s][u]);
+    }
+  for (; k < end; k += 8) {  // a group of 8, 16 or 24 (mod 32)
+    const lm_f32x8 x = lm_load_f32x8(a + k);
+    for (int s = 0; s < S; ++s) acc[s][0] = lm_madd8(x, dequantize(rows[s] + k, constants[s]), acc[s][0]);
+  }
+}
+// Groups `first` to `first + count` of S rows in lm_dequantize_bf16x8_split's form, from each
+// row's table of the groups' zero points and scales times 65537 and -65536.
+template <int S, int64_t G>
+inline void lm_bf16_split_groups(const float* a, const signed char* const* rows, int64_t first, int count,
+                                 int64_t group, const int (*zero_i32)[8], const float (*scale_65537)[8],
+                                 const float (*scale_minus_65536)[8], lm_f32x8 (*acc)[4]) {
+  for (int j = 0; j < count; ++j) {
+    lm_split_constants constants[S];
+    for (int s = 0; s < S; ++s)
+      constants[s] = lm_split_constants{lm_splat_i32x8(zero_i32[s][j]), lm_splat8(scale_65537[s][j]),
+                                        lm_splat8(scale_minus_65536[s][j])};
+    lm_bf16_group_sums<S, G>(
+        a, rows, (first + j) * group, group, constants,
+        [](const signed char* q, const lm_split_constants& c) { return lm_dequantize_bf16x8_split(q, c); }, acc);
+  }
+}
+// Eight groups of 32 from group `first` of S rows in the common case, torchao's [N, groups]
+// scales and zero points (adjacent), every |scale| below 2^102: the split's constants made as
+// vectors straight from the bf16 scales and int8 zero points, then each group's four sums per
+// row (lm_bf16_group_sums). False, having done nothing, in any other case. Built from the general
+// form's tables (lm_group_table8, then the constants one by one) the same loop took 1.1-1.3x this
+// one's time on a Zen 3 core, interleaved (docs/lessons.md, 2026-12-01).
+template <int S>
+inline bool lm_bf16_split_table_of_32s(const float* a, const signed char* const* rows, int64_t first, int count,
+                                       const uint16_t* const* scales, int64_t scale_group,
+                                       const signed char* const* zeros, int64_t zero_group, lm_f32x8 (*acc)[4]) {
+  constexpr int kTable = 8;
+  if (count != kTable || scale_group != 1) return false;
+  alignas(32) int zero_i32[S][kTable];
+  alignas(32) float scale_65537[S][kTable], scale_minus_65536[S][kTable];
+  lm_u32x8 large = {};
+  for (int s = 0; s < S; ++s) {
+    if (zeros[s] != nullptr && zero_group != 1) return false;
+    const lm_f32x8 scale = lm_bf16::load8(scales[s] + first);
+    const lm_i32x8 zero = zeros[s] == nullptr ? lm_i32x8{} : lm_widen_i8_i32(zeros[s] + first);
+    large |= (lm_u32x8)(((lm_u32x8)scale & 0x7fffffffu) >= 0x72800000u);  // 2^102 or more, inf, NaN
+    const lm_f32x8 s1 = scale * 65537.0f, s2 = scale * -65536.0f;
+    __builtin_memcpy(scale_65537[s], &s1, sizeof s1);
+    __builtin_memcpy(scale_minus_65536[s], &s2, sizeof s2);
+    __builtin_memcpy(zero_i32[s], &zero, sizeof zero);
+  }
+  for (int j = 1; j < kTable; ++j) large[0] |= large[j];
+  if (large[0] != 0) return false;
+  for (int s = 0; s < S; ++s)
+    for (int64_t j = 0; j < kTable * 32; j += 64)
+      __builtin_prefetch(rows[s] + first * 32 + j + lm_stream_prefetch_bytes);
+  lm_bf16_split_groups<S, 32>(a, rows, first, kTable, 32, zero_i32, scale_65537, scale_minus_65536, acc);
+  return true;
+}
 // S rows (one from each of S blocks far apart in the weight: two streams, as lm_gemv_rows_pair
-// reads int8 rows), each read start to end with two sums in flight, sixteen weights a step.
-// The scales (and zero points' products) of eight groups are made at once into a small table,
-// vectorised where they are adjacent (torchao's [N, groups] layout), and each group broadcasts
-// its own from there: made one group at a time, a group's scalar loads, conversions and
-// broadcasts were a large share of its 32 weights' work. The form before this one dequantized a
-// block of four rows at once, k outermost, and spilled their scales, zero points and sums: a
-// decode MLP's bf16 int4 GEMVs took 1.45x this form's time on two AVX2 cores (docs/lessons.md,
-// 2026-11-28). Each row's operations are the same, in the same order, whatever S: the same bits.
+// reads int8 rows), each read start to end into four sums per row (lm_bf16_group_sums). The
+// scales (and zero points) of eight groups are made at once into a small table, vectorised where
+// they are adjacent (torchao's [N, groups] layout), and each group broadcasts its own from there
+// before its weights; groups of 32 in torchao's layout go through lm_bf16_split_table_of_32s.
+// The form before this one summed each row in two sums, sixteen weights a step, and broadcast a
+// group's constants inside the loop over its weights: a 5632 x 2048 int4 GEMV took 4.9 cycles
+// per eight weights on a Zen 3 core with its weight in L2, 1.4x this form's time, and read
+// 8.8 GB/s against this form's 11.9 on two cores from memory (docs/lessons.md, 2026-12-01). Each
+// row's operations are the same, in the same order, whatever S: the same bits.
 template <int S>
 inline void lm_gemv_row_groups_bf16(const float* a, const signed char* const* rows, int64_t depth, int64_t group,
                                     const uint16_t* const* scales, int64_t scale_group,
@@ -2163,10 +2245,13 @@ inline void lm_gemv_row_groups_bf16(const float* a, const signed char* const* ro
     return lm_gemv_row_groups_bf16_dot<S>(a, rows, depth, group, scales, scale_group, zeros, zero_group, sums);
 #endif
   constexpr int kTable = 8;
-  lm_f32x8 acc[S] = {}, acc2[S] = {};
+  lm_f32x8 acc[S][4] = {};
   const int64_t groups = depth / group;
   for (int64_t first = 0; first < groups; first += kTable) {
     const int count = groups - first < kTable ? (int)(groups - first) : kTable;
+    if (group == 32 &&
+        lm_bf16_split_table_of_32s<S>(a, rows, first, count, scales, scale_group, zeros, zero_group, acc))
+      continue;
     alignas(32) float scale[S][kTable], zero[S][kTable], minus_zero_scale[S][kTable];
     bool split = true;
     for (int s = 0; s < S; ++s) {
@@ -2181,34 +2266,30 @@ inline void lm_gemv_row_groups_bf16(const float* a, const signed char* const* ro
       }
     }
     // One loop per form, so that the choice is made once per eight groups, not per vector.
-    auto run = [&](auto dequantize) {
+    if (split) {
+      alignas(32) int zero_i32[S][kTable];
+      alignas(32) float scale_65537[S][kTable], scale_minus_65536[S][kTable];
+      for (int s = 0; s < S; ++s)
+        for (int j = 0; j < count; ++j) {
+          zero_i32[s][j] = (int)zero[s][j];
+          scale_65537[s][j] = scale[s][j] * 65537.0f;
+          scale_minus_65536[s][j] = scale[s][j] * -65536.0f;
+        }
+      lm_bf16_split_groups<S, 0>(a, rows, first, count, group, zero_i32, scale_65537, scale_minus_65536, acc);
+    } else {
       for (int j = 0; j < count; ++j) {
-        const int64_t start = (first + j) * group;
-        int64_t k = start;
-        for (; k + 16 <= start + group; k += 16) {
-          const lm_f32x8 x = lm_load_f32x8(a + k), x2 = lm_load_f32x8(a + k + 8);
-          for (int s = 0; s < S; ++s) {
-            acc[s] = lm_madd8(x, dequantize(s, j, k), acc[s]);
-            acc2[s] = lm_madd8(x2, dequantize(s, j, k + 8), acc2[s]);
-          }
+        lm_f32x8 constants[S][2];  // each row's zero point and scale
+        for (int s = 0; s < S; ++s) {
+          constants[s][0] = lm_splat8(zero[s][j]);
+          constants[s][1] = lm_splat8(scale[s][j]);
         }
-        if (k < start + group) {  // a group of 8 (mod 16)
-          const lm_f32x8 x = lm_load_f32x8(a + k);
-          for (int s = 0; s < S; ++s) acc[s] = lm_madd8(x, dequantize(s, j, k), acc[s]);
-        }
+        lm_bf16_group_sums<S, 0>(
+            a, rows, (first + j) * group, group, constants,
+            [](const signed char* q, const lm_f32x8* c) { return lm_dequantize_bf16x8(q, c[0], c[1]); }, acc);
       }
-    };
-    auto broadcast = [](float v) { return lm_f32x8{v, v, v, v, v, v, v, v}; };
-    if (split)
-      run([&](int s, int j, int64_t k) {
-        return lm_dequantize_bf16x8_split(rows[s] + k, broadcast(scale[s][j]), broadcast(minus_zero_scale[s][j]));
-      });
-    else
-      run([&](int s, int j, int64_t k) {
-        return lm_dequantize_bf16x8(rows[s] + k, broadcast(zero[s][j]), broadcast(scale[s][j]));
-      });
+    }
   }
-  for (int s = 0; s < S; ++s) *sums[s] = lm_sum8(acc[s] + acc2[s]);
+  for (int s = 0; s < S; ++s) *sums[s] = lm_sum8((acc[s][0] + acc[s][1]) + (acc[s][2] + acc[s][3]));
 }
 // R rows from each of S blocks of a grouped GEMV whose groups are whole vectors (w[s], scale[s],
 // zero[s] where block s starts; its sums to sums[s]): f32 scales sum each group and scale the sum
