@@ -1107,17 +1107,24 @@ inline void lm_group_table_one_by_one(const uint16_t* scales, int64_t scale_grou
 }
 // Whether every one of `count` scales is below 2^102 in magnitude (false for NaN): the bound under
 // which q * scale - zero * scale rounds once to the exact (q - zero) * scale (both products are
-// exact below 2^110), and under which lm_dequantize_bf16x8_split's products do not overflow. Without branches: a
-// short-circuit per scale held a fifth of the int4 strips' dequantizing fill in a perf profile of
-// the 1B Llama's prefill (2026-11-29).
+// exact below 2^110), and under which lm_dequantize_bf16x8_split's products do not overflow.
+// Without branches: a short-circuit per scale held a fifth of the int4 strips' dequantizing fill
+// in a perf profile of the 1B Llama's prefill (2026-11-29).
 inline bool lm_scales_below_2p102(const float* scale, int count) {
   bool below = true;
   for (int j = 0; j < count; ++j) below &= __builtin_fabsf(scale[j]) < 0x1p102f;
   return below;
 }
+// lm_scales_below_2p102 of eight scales in vector lanes.
+inline bool lm_scales8_below_2p102(lm_f32x8 scale) {
+  lm_u32x8 large = (lm_u32x8)(((lm_u32x8)scale & 0x7fffffffu) >= 0x72800000u);  // 2^102 or more, inf, NaN
+  large |= __builtin_shufflevector(large, large, 4, 5, 6, 7, 0, 1, 2, 3);
+  large |= __builtin_shufflevector(large, large, 2, 3, 0, 1, 6, 7, 4, 5);
+  large |= __builtin_shufflevector(large, large, 1, 0, 3, 2, 5, 4, 7, 6);
+  return large[0] == 0;
+}
 // One row's table of eight groups from group `first` at once, their scales and zero points
-// adjacent (torchao's [N, groups] layout). Returns lm_scales_below_2p102 of the eight scales, in
-// vector lanes.
+// adjacent (torchao's [N, groups] layout). Returns lm_scales8_below_2p102 of the eight scales.
 inline bool lm_group_table8(const uint16_t* scales, const signed char* zeros, int64_t first, float* scale, float* zero,
                             float* minus_zero_scale) {
   const lm_f32x8 sv = lm_bf16::load8(scales + first);
@@ -1126,11 +1133,7 @@ inline bool lm_group_table8(const uint16_t* scales, const signed char* zeros, in
   __builtin_memcpy(scale, &sv, sizeof sv);
   __builtin_memcpy(zero, &zv, sizeof zv);
   __builtin_memcpy(minus_zero_scale, &mzs, sizeof mzs);
-  lm_u32x8 large = (lm_u32x8)(((lm_u32x8)sv & 0x7fffffffu) >= 0x72800000u);  // 2^102 or more, inf, NaN
-  large |= __builtin_shufflevector(large, large, 4, 5, 6, 7, 0, 1, 2, 3);
-  large |= __builtin_shufflevector(large, large, 2, 3, 0, 1, 6, 7, 4, 5);
-  large |= __builtin_shufflevector(large, large, 1, 0, 3, 2, 5, 4, 7, 6);
-  return large[0] == 0;
+  return lm_scales8_below_2p102(sv);
 }
 // A GEMV with bf16 activations and an int8 or group-quantized weight (where the CPU has
 // AVX512-BF16, also a bf16 one: GemvSpec::bf16_pairs) at a prompt's few rows
@@ -1544,8 +1547,8 @@ inline void lm_gemv_bf16_strips(const float* packed, int64_t rows, const uint16_
 // table per chunk of each run of 32 weights' scale and -(zero * scale), made eight at a time
 // where groups of 32 have adjacent scales (torchao's [N, groups] layout), and dequantize 32
 // weights in two FMAs where every |scale| is below 2^102 (exact: lm_scales_below_2p102), else as
-// (q - zero) * scale. A group's scalar loads, conversions,
-// bounds and broadcasts, made as each group began, took as long as its 32 weights' vector work:
+// (q - zero) * scale. A group's scalar loads, conversions, bounds and broadcasts, made as each
+// group began, took as long as its 32 weights' vector work:
 // 8 x 2048 x 8192 dequantized and multiplied in 1.8-1.9 us per 1,024 weight rows' chunk of 256
 // on one Zen 4 core, 1.3 with the table (docs/lessons.md, 2026-11-29). Other groups go one run
 // of the chunk per group, sixteen or one weight at a time.
@@ -2207,19 +2210,16 @@ inline bool lm_bf16_split_table_of_32s(const float* a, const signed char* const*
   if (count != kTable || scale_group != 1) return false;
   alignas(32) int zero_i32[S][kTable];
   alignas(32) float scale_65537[S][kTable], scale_minus_65536[S][kTable];
-  lm_u32x8 large = {};
   for (int s = 0; s < S; ++s) {
     if (zeros[s] != nullptr && zero_group != 1) return false;
     const lm_f32x8 scale = lm_bf16::load8(scales[s] + first);
+    if (!lm_scales8_below_2p102(scale)) return false;
     const lm_i32x8 zero = zeros[s] == nullptr ? lm_i32x8{} : lm_widen_i8_i32(zeros[s] + first);
-    large |= (lm_u32x8)(((lm_u32x8)scale & 0x7fffffffu) >= 0x72800000u);  // 2^102 or more, inf, NaN
     const lm_f32x8 s1 = scale * 65537.0f, s2 = scale * -65536.0f;
     __builtin_memcpy(scale_65537[s], &s1, sizeof s1);
     __builtin_memcpy(scale_minus_65536[s], &s2, sizeof s2);
     __builtin_memcpy(zero_i32[s], &zero, sizeof zero);
   }
-  for (int j = 1; j < kTable; ++j) large[0] |= large[j];
-  if (large[0] != 0) return false;
   for (int s = 0; s < S; ++s)
     for (int64_t j = 0; j < kTable * 32; j += 64)
       __builtin_prefetch(rows[s] + first * 32 + j + lm_stream_prefetch_bytes);
