@@ -113,6 +113,14 @@ def cpu_multiplies_bf16_pairs() -> bool:
     return cpu_has_bf16_pairs_without_amx() or cpu_has_amx_bf16()
 
 
+def aten_multiplies_natively(feature: str) -> bool:
+    """Whether ATen's oneDNN GEMM multiplies `feature` ("bf16" or "fp16") in its dtype here
+    (AVX-512 or AMX dot products), so that the cpu runtime sends a half GEMM there instead of
+    widening it to f32 for BLAS."""
+    cpu = torch._C._cpu._get_cpu_capability()
+    return bool(cpu.get(f"avx512_{feature}") or cpu.get(f"amx_{feature}"))
+
+
 @pytest.mark.parametrize("rows", [2, 5, 8, 12, 16, 17, 33, 40, 64, 65])
 def test_prompt_bf16_linear_multiplies_bf16_pairs_where_the_cpu_has_them(rows, tmp_path):
     """A prompt's bf16 Linear of at most 64 rows on a CPU with AVX512-BF16 is the strip GEMV of
@@ -200,20 +208,19 @@ def test_prompt_bf16_conv1d_multiplies_bf16_pairs_where_the_cpu_has_them(rows, t
     assert ("bf16 pairs" in stats) == on_pairs, stats
     # The rest in oneDNN's GEMM where ATen multiplies bf16 natively (AVX512-BF16 or AMX; with AMX,
     # every row count), else widened to f32 for BLAS.
-    cpu = torch._C._cpu._get_cpu_capability()
-    native = bool(cpu.get("avx512_bf16") or cpu.get("amx_bf16"))
-    assert ("(ATen, bf16)" in stats) == (not on_pairs and native), stats
+    assert ("(ATen, bf16)" in stats) == (not on_pairs and aten_multiplies_natively("bf16")), stats
 
 
 def test_dynamic_bf16_prompt_linear_multiplies_bf16_pairs_for_a_few_rows(tmp_path):
     """A dynamic-shape prefill's bf16 Linear (a symbolic prompt length: gemma3's sliding-window
     cache compiles with automatic dynamic shapes) takes the bf16 pairs for a call of at most 64
     rows where the CPU has them, and ATen's GEMM for more: one compile for every length (but 1,
-    which dynamo specializes). A last strip of at most 8, a partial strip, the limit and one past,
-    from non-contiguous rows."""
+    which dynamo specializes); a CPU with neither widens every length to f32 for BLAS. A last strip
+    of at most 8, a partial strip, the limit and one past, from non-contiguous rows."""
     from conftest import CountingBackend
 
     pairs = cpu_multiplies_bf16_pairs()
+    native = aten_multiplies_natively("bf16")
     linear = torch.nn.Linear(300, 70).to(torch.bfloat16)
     backend = CountingBackend({"debug_dir": str(tmp_path)})
     compiled = torch.compile(linear, backend=backend, dynamic=True)
@@ -225,9 +232,10 @@ def test_dynamic_bf16_prompt_linear_multiplies_bf16_pairs_for_a_few_rows(tmp_pat
         torch.testing.assert_close(actual, expected, atol=2e-2, rtol=2e-2)
         assert len(backend.compiled) == 1, "one compile serves every prompt length"
         on_pairs = pairs and rows <= 64
-        assert (backend.compiled[0].stats["aten_matmuls_last_run"] == 0) == on_pairs, rows
+        assert (backend.compiled[0].stats["aten_matmuls_last_run"] > 0) == (native and not on_pairs), rows
     stats = (tmp_path / "cpu_stats.txt").read_text()
-    assert ("or the GEMV" in stats) == pairs, stats
+    # The bf16 matmul with its bf16-pair GEMV; without pairs the widened f32 one has the f32 GEMV.
+    assert ("matmul (ATen, or the GEMV" in stats) == pairs, stats
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
@@ -235,9 +243,7 @@ def test_half_gemm_stays_half_where_the_cpu_has_half_dot_products(tmp_path, dtyp
     """On a CPU with bf16 (f16) dot products, ATen's oneDNN GEMM is several times faster than
     widening to f32 for BLAS, so a prefill's half GEMM runs there in its dtype; elsewhere it is
     widened. Either way it matches eager."""
-    feature = "bf16" if dtype == torch.bfloat16 else "fp16"
-    cpu = torch._C._cpu._get_cpu_capability()
-    native = bool(cpu.get(f"avx512_{feature}") or cpu.get(f"amx_{feature}"))
+    native = aten_multiplies_natively("bf16" if dtype == torch.bfloat16 else "fp16")
     linear = torch.nn.Linear(64, 48).to(dtype)
     x = torch.randn(96, 64, dtype=dtype)  # more rows than the cpu runtime's GEMVs take (half: 8, widened f32: 64)
     compiled = torch.compile(linear, backend="luminal", options={"debug_dir": str(tmp_path)})
