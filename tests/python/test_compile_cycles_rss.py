@@ -46,7 +46,7 @@ def start_loop(backend: str, cycles: int, tmp_path: Path) -> tuple[subprocess.Po
     log = tmp_path / f"{backend}.log"
     with open(log, "w") as out:
         loop = subprocess.Popen([sys.executable, "-c", LOOP, backend, str(cycles), str(tmp_path / "cache")],
-                                stdout=out, stderr=subprocess.STDOUT, text=True)
+                                stdout=out, stderr=subprocess.STDOUT)
     return loop, log
 
 
