@@ -164,16 +164,29 @@ TEST(QuantizedGemv, DequantizesPerGroupInRegistersAndMatchesTheReference) {
 // (its floating-point split below |scale| 2^102, the integer rounding above; with AVX512-BF16 for
 // groups of 32, one FMA below 2^102 and a subtraction and product above, each rounded by
 // vcvtne2ps2bf16) and the scalar path of groups that are not whole vectors. Sums of all-equal
-// weights tell them apart too.
+// weights tell them apart too. int4 values (torchao's, in [-8, 8)) with scales below 2^102 take
+// the table lookup in groups of 32 (with AVX512-BF16): every table of sixteen groups, or a last
+// one of 1 or 11, whose rows are all int4 values; a few bytes out of that range (8, -9, 127) send
+// their tables, and only theirs, back to the FMA form.
 TEST(QuantizedGemv, EachBf16GroupedWeightIsRoundedToBf16BeforeItsProduct) {
   constexpr float kReadOut = 1.0078125f;
   std::mt19937 rng(11);
   // 17 groups of 32: a table of sixteen groups' scales made at once (with AVX512-BF16), then one.
-  for (auto [groups, group] : {std::pair<int64_t, int64_t>{11, 32}, {17, 32}, {3, 24}, {5, 8}, {4, 12}}) {
+  struct Case {
+    int64_t groups, group;
+    int lo, hi, max_exponent;
+  };
+  for (auto [groups, group, lo, hi, max_exponent] :
+       {Case{11, 32, -128, 127, 118}, Case{17, 32, -128, 127, 118}, Case{3, 24, -128, 127, 118},
+        Case{5, 8, -128, 127, 118}, Case{4, 12, -128, 127, 118}, Case{11, 32, -8, 7, 101}, Case{49, 32, -8, 7, 101}}) {
     const int64_t n = 20, k = groups * group;
     const ir::Graph graph = group_quantized_linear(DType::BF16, n, groups, group, /*zero_points=*/true);
-    GroupQuantizedWeights drawn(DType::BF16, n, groups, group, rng, -128, 127);
-    std::uniform_int_distribution<int> exponent(127 - 40, 127 + 118), mantissa(0, 127), sign(0, 1);
+    GroupQuantizedWeights drawn(DType::BF16, n, groups, group, rng, lo, hi);
+    if (groups == 49)  // out of int4's range: in the second table of row 3 and the third of row 12
+      for (auto [row, column, value] : {std::tuple<int64_t, int64_t, int8_t>{3, 16 * 32 + 5, 8}, {12, 32 * 32, -9},
+                                        {12, 40 * 32 + 31, 127}})
+        drawn.q.bytes[static_cast<size_t>(row * k + column)] = static_cast<std::byte>(value);
+    std::uniform_int_distribution<int> exponent(127 - 40, 127 + max_exponent), mantissa(0, 127), sign(0, 1);
     std::vector<float> scale(static_cast<size_t>(n * groups));
     for (size_t i = 0; i < scale.size(); ++i) {
       const uint16_t bits = static_cast<uint16_t>(sign(rng) << 15 | exponent(rng) << 7 | mantissa(rng));
@@ -196,7 +209,7 @@ TEST(QuantizedGemv, EachBf16GroupedWeightIsRoundedToBf16BeforeItsProduct) {
           const float exact = static_cast<float>(q[row * k + column] - zero[g]) * scale[static_cast<size_t>(g)];
           const float expected = bf16_to_float(float_to_bf16(bf16_to_float(float_to_bf16(exact)) * kReadOut));
           ASSERT_EQ(element_as_double(out, static_cast<size_t>(row)), expected)
-              << isa << ", groups of " << group << ": weight (" << row << ", " << column << "), q "
+              << isa << ", " << groups << " groups of " << group << ": weight (" << row << ", " << column << "), q "
               << int{q[row * k + column]} << ", zero " << int{zero[g]} << ", scale " << scale[static_cast<size_t>(g)];
         }
       }

@@ -768,7 +768,15 @@ class Emitter {
             << " + 1));\n";
         out << "  if (lm_totals_sums == nullptr) " << fail(static_cast<int64_t>(kKernelOutOfMemory)) << "\n";
         frees += "__builtin_free(lm_totals_sums); ";
-        out << "  lm_group_totals lm_totals{nullptr, lm_totals_sums};\n";
+        if (t == DType::BF16) {
+          // ... and `a` rounded back to bf16 for the rows' vdpbf16ps (lm_bf16_pairs_of).
+          out << "  uint16_t* lm_totals_pairs = (uint16_t*)__builtin_malloc(sizeof(uint16_t) * (lm_depth + 1));\n";
+          out << "  if (lm_totals_pairs == nullptr) " << fail(static_cast<int64_t>(kKernelOutOfMemory)) << "\n";
+          frees += "__builtin_free(lm_totals_pairs); ";
+          out << "  lm_group_totals lm_totals{nullptr, lm_totals_sums, nullptr, lm_totals_pairs};\n";
+        } else {
+          out << "  lm_group_totals lm_totals{nullptr, lm_totals_sums, nullptr, nullptr};\n";
+        }
       }
       if (rank_ == 2 && is_one(k_.domain[0])) {
         pair_call = "lm_gemv_rows_grouped_pair<" + rows + ">(lm_a, lm_w, lm_row_stride, lm_depth, " + group_args +

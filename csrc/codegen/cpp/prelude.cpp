@@ -1943,10 +1943,14 @@ struct lm_lanes16 {
 // The sums of `a` over each group, A_g, made once per kernel call and row of `a`, not once per
 // block of rows: summing a group's lanes took 10-15% of a decode GEMV's time when each block
 // made them. The emitter gives each call (each thread's part of it) one of these, with room for
-// depth / group sums; `a` is an input of the kernel, unchanged while it runs.
+// depth / group sums; `a` is an input of the kernel, unchanged while it runs. With bf16 scales
+// (lm_gemv_row_groups_bf16_dot) it holds `a` rounded back to the bf16 it was widened from
+// instead, made once per call and row of `a` too (depth values at `pairs`).
 struct lm_group_totals {
   const float* a;  // whose sums `sums` holds (nullptr: none yet)
   float* sums;
+  const float* pairs_of;  // whose bf16 values `pairs` holds (nullptr: none yet)
+  uint16_t* pairs;
 };
 template <class L>
 inline const float* lm_group_totals_of(const float* a, int64_t depth, int64_t group, lm_group_totals* totals) {
@@ -2087,21 +2091,129 @@ inline lm_f32x8 lm_dequantize_bf16x8_split(const signed char* q, const lm_split_
   return lm_madd8(d, group.scale_minus_65536, c);
 }
 #if defined(__AVX512BF16__)
+// `a` (widened from bf16, so exact) back as bf16, 32 values a vector, for vdpbf16ps: made once
+// per kernel call and row of `a`, where rounding each 32 values again for every two weight rows
+// took a rounding instruction per 64 weights (depth a multiple of 32).
+inline const uint16_t* lm_bf16_pairs_of(const float* a, int64_t depth, lm_group_totals* totals) {
+  if (totals->pairs_of != a) {
+    for (int64_t k = 0; k < depth; k += 32) {
+      lm_f32x16 lo, hi;
+      __builtin_memcpy(&lo, a + k, sizeof lo);
+      __builtin_memcpy(&hi, a + k + 16, sizeof hi);
+      const lm_f32x16 v = lm_round_bf16_pairs(lo, hi);
+      __builtin_memcpy(totals->pairs + k, &v, sizeof v);
+    }
+    totals->pairs_of = a;
+  }
+  return totals->pairs;
+}
+inline lm_f32x16 lm_load_bf16x32(const uint16_t* p) {
+  lm_f32x16 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+#if defined(__AVX512BW__)
+typedef short lm_i16x32 __attribute__((vector_size(64)));
+typedef signed char lm_i8x64 __attribute__((vector_size(64)));
+typedef signed char lm_i8x32 __attribute__((vector_size(32)));
+// Whether every one of the n int8 values (n a multiple of 32) is in int4's range [-8, 8): then
+// q + 8 has no bit above the fourth. The lookup below reads only an index's low five bits, so
+// a value outside the range would read another value's weight; torchao's int4 tensors hold
+// int8 bytes that nothing else stops a user from writing.
+inline bool lm_int4_values(const signed char* q, int64_t n) {
+  lm_i8x64 any = {};
+  int64_t k = 0;
+  for (; k + 64 <= n; k += 64) {
+    lm_i8x64 v;
+    __builtin_memcpy(&v, q + k, sizeof v);
+    any |= v + 8;
+  }
+  if (k < n) {
+    lm_i8x64 v = {};
+    __builtin_memcpy(&v, q + k, 32);
+    any |= v + 8;  // (the upper half's zeros add 8: in range)
+  }
+  const lm_u64x8 high = (lm_u64x8)any & 0xf0f0f0f0f0f0f0f0ull;
+  return __builtin_ia32_ptestmq512((__attribute__((vector_size(64))) long long)high,
+                                   (__attribute__((vector_size(64))) long long)high, (unsigned char)-1) == 0;
+}
+// One float broadcast to sixteen lanes from memory: a load-port operation. Given the value in a
+// register GCC made each of a table's broadcasts a shuffle on port 5, which the lookups need
+// (the lookups alone, stored to L1, took 1.7 ns per 32 weights instead of 1.5 on a Xeon core).
+inline lm_f32x16 lm_broadcast16_from(const float* p) {
+  lm_f32x16 v;
+  asm("vbroadcastss %1, %0" : "=v"(v) : "m"(*p));
+  return v;
+}
+// 32 int8 values sign-extended to 16-bit lanes: one vpmovsxbw (GCC splits a convertvector into
+// two 256-bit halves and a shuffle to join them).
+inline lm_i16x32 lm_widen_i8x32(lm_i8x32 v) {
+  return __builtin_ia32_pmovsxbw512_mask((char __attribute__((vector_size(32))))v, lm_i16x32{}, (unsigned)-1);
+}
+// table[index & 31] in each 16-bit lane (vpermw).
+inline lm_i16x32 lm_lookup16(lm_i16x32 table, lm_i16x32 index) {
+  return __builtin_ia32_permvarhi512_mask(table, index, lm_i16x32{}, (unsigned)-1);
+}
+// Groups of 32 int4 values (each a byte in [-8, 8)) as a table lookup: a group has only sixteen
+// weights, (q - zero) * scale rounded to bf16 for q = 0..7, -8..-1, made by one FMA (the
+// small-scale form of the dot path below: the same values) and rounded by vcvtne2ps2bf16 two
+// groups at once, group j's sixteen in the low half of 32 bf16 lanes and group j + 1's in the
+// high. Each 32 weights are then a sign-extension to 16-bit lanes, an AND (q & 15: q < 0 to lanes
+// 8-15) or an OR (q | 16: the high half) and one vpermw: four operations per 32 weights, where
+// widening, dequantizing and rounding them took eight. An 8192 x 2048 int4 GEMV on a Xeon core
+// with AMX: 2.67 -> 1.99 ns per 32 weights with the weight in L2, 19.1 -> 22.4 GB/s on two cores
+// from memory (docs/lessons.md, 2026-12-02). Same bits as the dot path's FMA form.
+// `count` groups from `first` (even), S rows' tables at scale[s] and minus_zero_scale[s].
+template <int S>
+inline void lm_int4_lookup_groups(const uint16_t* x, const signed char* const* rows, int64_t first, int count,
+                                  const float (*scale)[16], const float (*minus_zero_scale)[16], lm_f32x16* acc,
+                                  lm_f32x16* acc2) {
+  const lm_f32x16 iota = {0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1};
+  auto values = [&](int s, int j) {
+    return lm_madd16(iota, lm_broadcast16_from(&scale[s][j]), lm_broadcast16_from(&minus_zero_scale[s][j]));
+  };
+  auto weights = [&](const signed char* q, lm_i16x32 table, bool high) {
+    lm_i8x32 bytes;
+    __builtin_memcpy(&bytes, q, sizeof bytes);
+    const lm_i16x32 index = lm_widen_i8x32(bytes);
+    return (lm_f32x16)lm_lookup16(table, high ? index | 16 : index & 15);
+  };
+  int j = 0;
+  for (; j + 2 <= count; j += 2) {
+    lm_i16x32 table[S];
+    for (int s = 0; s < S; ++s) table[s] = (lm_i16x32)lm_round_bf16_pairs(values(s, j), values(s, j + 1));
+    const int64_t k = (first + j) * 32;
+    const lm_f32x16 x0 = lm_load_bf16x32(x + k), x1 = lm_load_bf16x32(x + k + 32);
+    for (int s = 0; s < S; ++s) {
+      acc[s] = lm_dot_bf16_pairs(acc[s], x0, weights(rows[s] + k, table[s], false));
+      acc2[s] = lm_dot_bf16_pairs(acc2[s], x1, weights(rows[s] + k + 32, table[s], true));
+    }
+  }
+  if (j < count) {  // a last group, even-numbered: the first sums
+    const int64_t k = (first + j) * 32;
+    const lm_f32x16 xk = lm_load_bf16x32(x + k);
+    for (int s = 0; s < S; ++s) {
+      const lm_f32x16 v = values(s, j);
+      acc[s] = lm_dot_bf16_pairs(acc[s], xk, weights(rows[s] + k, (lm_i16x32)lm_round_bf16_pairs(v, v), false));
+    }
+  }
+}
+#endif
 // lm_gemv_row_groups_bf16 where the CPU has AVX512-BF16 and a group is a multiple of 32 weights:
 // 32 weights at a time are dequantized in f32 (q * scale - zero * scale in one FMA where every
 // |scale| of the table is below 2^102, exact (lm_scales_below_2p102); else
 // (q - zero) * scale, exact for any scale), rounded to bf16 by one vcvtne2ps2bf16, the rounding
 // lm_dequantize_bf16x8 does in integer lanes (a denormal scale's products aside: they become 0),
-// and multiplied by `a`, rounded back to the bf16 it was widened from, with vdpbf16ps. Per 32
+// and multiplied by `a` as bf16 (x, lm_bf16_pairs_of) with vdpbf16ps. Per 32
 // weights of a row: eight 512-bit instructions (two widenings of two, two FMAs, the rounding, the
 // dot product) where the Veltkamp form has 28 of 256 bits, and Zen 4 runs 512 bits at half their
 // rate: about 1.4x. The scales of sixteen groups a table. A 4096x4096 int4 GEMV on two Zen 4
 // cores took 1,301 us against the Veltkamp form's 1,801 (cpu_isa="avx2"), interleaved in one
-// process (docs/lessons.md, 2026-11-28). Each row's operations are the same whatever S: the same
-// bits.
+// process (docs/lessons.md, 2026-11-28). Groups of 32 int4 values take lm_int4_lookup_groups
+// where the CPU has AVX512-BW. Each row's operations are the same whatever S: the same bits.
 template <int S>
-inline void lm_gemv_row_groups_bf16_dot(const float* a, const signed char* const* rows, int64_t depth, int64_t group,
-                                        const uint16_t* const* scales, int64_t scale_group,
+inline void lm_gemv_row_groups_bf16_dot(const uint16_t* x, const signed char* const* rows, int64_t depth,
+                                        int64_t group, const uint16_t* const* scales, int64_t scale_group,
                                         const signed char* const* zeros, int64_t zero_group, float* const* sums) {
   typedef lm_lanes16 L;
   constexpr int kTable = 16;
@@ -2119,6 +2231,11 @@ inline void lm_gemv_row_groups_bf16_dot(const float* a, const signed char* const
       if (count == kTable && scale_group == 1 && (zeros[s] == nullptr || zero_group == 1)) {
         typedef uint16_t lm_u16x16 __attribute__((vector_size(32)));
         typedef long long lm_i64x4 __attribute__((vector_size(32)));
+        // The scales and zero points of the row two on (512 and 256 bytes ahead at 2,048
+        // weights a row): without, the weight's stream read 23.5 GB/s on two Xeon cores, with
+        // them 24.5-25 (the lookup form, 2026-12-02).
+        __builtin_prefetch((const char*)(scales[s] + first) + 512, 0, 2);
+        if (zeros[s] != nullptr) __builtin_prefetch(zeros[s] + first + 256, 0, 2);
         lm_u16x16 bits;
         __builtin_memcpy(&bits, scales[s] + first, sizeof bits);
         const lm_u32x16 wide_bits = __builtin_convertvector(bits, lm_u32x16) << 16;
@@ -2138,15 +2255,25 @@ inline void lm_gemv_row_groups_bf16_dot(const float* a, const signed char* const
         small_scales &= lm_scales_below_2p102(scale[s], count);
       }
     }
+#if defined(__AVX512BW__)
+    if (small_scales && group == 32) {
+      bool int4 = true;
+      for (int s = 0; s < S; ++s) int4 = int4 && lm_int4_values(rows[s] + first * 32, count * 32);
+      if (int4) {
+        lm_int4_lookup_groups<S>(x, rows, first, count, scale, minus_zero_scale, acc, acc2);
+        continue;
+      }
+    }
+#endif
     // One loop per form, so that the choice is made once per table, not per vector.
     auto run = [&](auto dequantize) {
       for (int j = 0; j < count; ++j)
         for (int64_t k = (first + j) * group; k < (first + j + 1) * group; k += 32) {
-          const lm_f32x16 x = lm_round_bf16_pairs(L::load(a + k), L::load(a + k + 16));
+          const lm_f32x16 xk = lm_load_bf16x32(x + k);
           for (int s = 0; s < S; ++s) {
             const lm_f32x16 w = lm_round_bf16_pairs(dequantize(s, j, k), dequantize(s, j, k + 16));
-            if (j % 2 == 0) acc[s] = lm_dot_bf16_pairs(acc[s], x, w);
-            else acc2[s] = lm_dot_bf16_pairs(acc2[s], x, w);
+            if (j % 2 == 0) acc[s] = lm_dot_bf16_pairs(acc[s], xk, w);
+            else acc2[s] = lm_dot_bf16_pairs(acc2[s], xk, w);
           }
         }
     };
@@ -2237,12 +2364,12 @@ inline bool lm_bf16_split_table_of_32s(const float* a, const signed char* const*
 // 8.8 GB/s against this form's 11.9 on two cores from memory (docs/lessons.md, 2026-12-01). Each
 // row's operations are the same, in the same order, whatever S: the same bits.
 template <int S>
-inline void lm_gemv_row_groups_bf16(const float* a, const signed char* const* rows, int64_t depth, int64_t group,
-                                    const uint16_t* const* scales, int64_t scale_group,
+inline void lm_gemv_row_groups_bf16(const float* a, const uint16_t* x, const signed char* const* rows, int64_t depth,
+                                    int64_t group, const uint16_t* const* scales, int64_t scale_group,
                                     const signed char* const* zeros, int64_t zero_group, float* const* sums) {
 #if defined(__AVX512BF16__)
   if (group % 32 == 0)
-    return lm_gemv_row_groups_bf16_dot<S>(a, rows, depth, group, scales, scale_group, zeros, zero_group, sums);
+    return lm_gemv_row_groups_bf16_dot<S>(x, rows, depth, group, scales, scale_group, zeros, zero_group, sums);
 #endif
   constexpr int kTable = 8;
   lm_f32x8 acc[S][4] = {};
@@ -2305,6 +2432,10 @@ inline void lm_gemv_rows_grouped_blocks(const TA* a, const signed char* const* w
                                          zero_group, totals, sums);
   } else {
     static_assert(sizeof(TA) == 4, "a bf16 grouped GEMV's activations are widened to f32 once per call");
+    const uint16_t* x = nullptr;  // `a` as bf16, where the rows take vdpbf16ps
+#if defined(__AVX512BF16__)
+    if (group % 32 == 0) x = lm_bf16_pairs_of(a, depth, totals);
+#endif
     for (int r = 0; r < R; ++r) {
       const signed char* rows[S];
       const TS* scales[S];
@@ -2316,7 +2447,7 @@ inline void lm_gemv_rows_grouped_blocks(const TA* a, const signed char* const* w
         zeros[s] = zero[s] ? zero[s] + r * zero_row : nullptr;
         row_sums[s] = sums[s] + r;
       }
-      lm_gemv_row_groups_bf16<S>(a, rows, depth, group, scales, scale_group, zeros, zero_group, row_sums);
+      lm_gemv_row_groups_bf16<S>(a, x, rows, depth, group, scales, scale_group, zeros, zero_group, row_sums);
     }
   }
 }
