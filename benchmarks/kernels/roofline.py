@@ -23,9 +23,29 @@ def _median_s(fn, reps: int) -> float:
     return statistics.median(samples)
 
 
+def last_level_cache_bytes() -> int:
+    """The largest cache's size as Linux reports it (sysfs), 0 where it does not."""
+    largest = 0
+    for entry in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = entry.read_text().strip()
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        digits = text[:-1] if scale > 1 else text
+        if digits.isdigit():
+            largest = max(largest, int(digits) * scale)
+    return largest
+
+
+def probe_floats() -> int:
+    """How many f32 the bandwidth probes stream: 256 MiB, or twice the last-level cache where that
+    is larger (a whole number of 8192-float rows). On a 2-core Xeon VM with a 480 MiB L3 the read
+    probe over 256 MiB gave 33-37 GB/s and over 1-2 GiB 31.2-31.4, so its floors were the cache's."""
+    floats = max(64 * 2**20, 2 * last_level_cache_bytes() // 4)
+    return (floats + 8191) // 8192 * 8192
+
+
 def copy_bandwidth_gbps() -> float:
-    """256 MiB f32 copy (read + write), far beyond any cache: sustained DRAM bandwidth."""
-    src = torch.randn(64 * 2**20)
+    """An f32 copy (read + write) far beyond any cache (probe_floats): sustained DRAM bandwidth."""
+    src = torch.randn(probe_floats())
     dst = torch.empty_like(src)
     return 2 * src.nbytes / _median_s(lambda: dst.copy_(src), 10) / 1e9
 
@@ -49,13 +69,13 @@ def _native_read_probe():
 
 
 def read_bandwidth_gbps() -> float:
-    """256 MiB f32 read once (no write stream): what a decode step streaming its weights can
+    """probe_floats() f32 read once (no write stream): what a decode step streaming its weights can
     reach at best. The fastest of torch's sum, BLAS's GEMV over the same bytes as a [8192, 8192]
     matrix, and a native read loop (read_probe.cpp) on torch's threads: on an Emerald Rapids VM
     the sum alone read 20 GB/s where a GEMV (and luminal's) streamed 29-34, and on a Zen 4 both
     read 25.5 where luminal's GEMVs streamed 31, which made every floor derived from them wrong."""
-    src = torch.randn(64 * 2**20)
-    matrix, vector = src.view(8192, 8192), torch.randn(8192)
+    src = torch.randn(probe_floats())
+    matrix, vector = src.view(-1, 8192), torch.randn(8192)
     summed = src.nbytes / _median_s(lambda: src.sum(), 10) / 1e9
     gemv = src.nbytes / _median_s(lambda: torch.mv(matrix, vector), 10) / 1e9
     probe = _native_read_probe()
