@@ -228,6 +228,11 @@ struct AttentionSpec {
   MatrixOperand q, k, v, bias;                  // [L, E], [S, E], [S, Ev], [L, S]
   bool has_bias = false;
   double scale = 1.0;
+  // The output is read only rounded to bf16 (a bf16 SDPA's output Cast) and q, k and v are bf16:
+  // the probabilities may be rounded to bf16 before P V, as eager's bf16 flash attention rounds
+  // them, which lets the cpu runtime multiply on AMX tiles (lm_attention_head_amx). Set by the cpu
+  // runtime (bf16_output_attention).
+  bool bf16_probabilities = false;
 };
 
 struct Kernel {

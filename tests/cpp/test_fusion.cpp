@@ -134,7 +134,7 @@ TEST(Fusion, HalfSoftmaxStashesExpOnTheStack) {
 // f16/bf16 `operands` are cast to f32 first, as the translator computes their attention;
 // `widened_k_out` also returns k's cast.
 ir::Graph attention_graph(int64_t heads, int64_t L, int64_t S, int64_t E, bool scores_out, DType operands = DType::F32,
-                          bool widened_k_out = false) {
+                          bool widened_k_out = false, bool bf16_out = false) {
   IrTestBuilder b;
   auto widened = [&](const TensorRef& x) { return operands == DType::F32 ? x : b.unary(Op::Cast, x, DType::F32); };
   auto q = widened(b.input("q", operands, {heads, L, E}));
@@ -156,7 +156,8 @@ ir::Graph attention_graph(int64_t heads, int64_t L, int64_t S, int64_t E, bool s
   auto sum = b.reduce(Op::SumReduce, exps, 2);
   auto safe_sum = b.where(b.binary(Op::Eq, sum, scalar(0.0, row_shape)), scalar(1.0, row_shape), sum);
   auto probabilities = b.binary(Op::Div, exps, viewed(safe_sum, safe_sum.view.expand(scores_shape)));
-  b.output(b.matmul(probabilities, v));
+  const TensorRef out = b.matmul(probabilities, v);
+  b.output(bf16_out ? b.unary(Op::Cast, out, DType::BF16) : out);
   if (scores_out) b.output(scaled);
   if (widened_k_out) b.output(k);
   return b.graph;
@@ -254,6 +255,34 @@ TEST(Fusion, HalfAttentionReadsItsOperandsThroughTheirCasts) {
           std::string("half attention ") + ir::dtype_name(t), 1e-5, {}, /*same_bits=*/false);
     }
   }
+}
+
+TEST(Fusion, Bf16AttentionWithABf16OutputRunsOnAmxTilesWhereTheCpuHasThem) {
+  // A bf16 SDPA as the translator writes it (bf16 q, k and v widened, the output cast back to
+  // bf16) rounds its probabilities to bf16 on AMX tiles, as eager does: within bf16's rounding of
+  // the reference. Sizes cross the tiles' edges: 70 query rows (blocks of 32, the last partial),
+  // 43 and 100 keys (chunks of 32), head dims 20 and 64 (padded to 32); the band skips key chunks.
+  const bool amx = runtime::cpu::kernels_have_amx_bf16(runtime::cpu::CpuIsa::Native);
+  for (const auto& [L, S, E] : {std::tuple<int64_t, int64_t, int64_t>{5, 43, 20}, {70, 100, 64}, {41, 43, 20}}) {
+    const ir::Graph graph = attention_graph(2, L, S, E, /*scores_out=*/false, DType::BF16, false, /*bf16_out=*/true);
+    std::mt19937 rng(13);
+    const std::vector<HostTensor> inputs = {random_tensor(DType::BF16, {2, L, E}, rng),
+                                            random_tensor(DType::BF16, {2, S, E}, rng),
+                                            random_tensor(DType::BF16, {2, S, E}, rng), band_bias(L, S)};
+    expect_both_isas_match_the_reference(graph, inputs, "bf16 attention " + std::to_string(L) + "x" + std::to_string(S),
+                                         2e-2, {}, /*same_bits=*/false);
+    auto exe = compile_cpu(graph, {});
+    const auto& program = program_of(*exe);
+    const auto attention = std::find_if(program.steps.begin(), program.steps.end(), [](const auto& step) {
+      return step.what.find("scaled dot-product attention") != std::string::npos;
+    });
+    ASSERT_NE(attention, program.steps.end());
+    EXPECT_EQ(attention->what.find("on AMX tiles") != std::string::npos, amx) << attention->what;
+  }
+  // An f32 output keeps the probabilities in f32 (HalfAttentionReadsItsOperandsThroughTheirCasts).
+  auto exe = compile_cpu(attention_graph(2, 41, 43, 20, /*scores_out=*/false, DType::BF16), {});
+  for (const auto& step : program_of(*exe).steps)
+    EXPECT_EQ(step.what.find("on AMX tiles"), std::string::npos) << step.what;
 }
 
 TEST(Fusion, HalfAttentionKeepsACastThatIsReadElsewhere) {

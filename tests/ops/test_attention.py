@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 import luminal
 from op_harness import FLOATS, TOLERANCE, Case, run_case
+from test_linalg import cpu_has_amx_bf16
 
 
 def qkv(q_heads=4, kv_heads=4, L=5, S=5):
@@ -73,6 +74,27 @@ SPARSE_MASK[20, 0] = True
 BOOL_MASK = torch.tensor([[True, False, True, True, False]] * 5)
 BOOL_MASK[2] = False  # a fully masked row gives zeros, as torch's _safe_softmax does
 
+# bf16 prompts' attention runs on AMX tiles where the CPU has them (lm_attention_head_amx): query
+# rows in blocks of 32 and more, keys in chunks of 32, head dims padded to 32 and value columns to
+# 16. These shapes cross each of those boundaries: 70 rows (three blocks' worth of tiles, the last
+# partial), 100 and 45 keys, head dims 64, 40 and 128, value dims 48 and 24 (an odd count of
+# column tiles), causal and band masks that skip key chunks, and strided operands.
+LONG_BAND_MASK = ((torch.arange(100)[None, :] >= torch.arange(70)[:, None])
+                  & (torch.arange(100)[None, :] < torch.arange(70)[:, None] + 40))
+LONG_BAND_MASK[9] = False
+
+
+def long_qkv(L, S, E, Ev, heads=2, strided=False):
+    sizes = ((L, E), (S, E), (S, Ev))
+
+    def make(_d):
+        g = torch.Generator().manual_seed(L * 1000 + S + E)
+        if strided:  # [B, H, n, E] views of [B, n, H, E] projections
+            return tuple(torch.randn(1, n, heads, e, generator=g).to(_d).transpose(1, 2) for n, e in sizes)
+        return tuple(torch.randn(1, heads, n, e, generator=g).to(_d) for n, e in sizes)
+    return make
+
+
 CASES = [
     Case("sdpa", lambda q, k, v: F.scaled_dot_product_attention(q, k, v), dtypes=FLOATS, arity=3, variants={},
          extra_inputs=[qkv()]),
@@ -99,6 +121,12 @@ CASES = [
          dtypes=FLOATS, arity=3, variants={}, extra_inputs=[strided_qkv(40, 70)]),
     Case("sdpa_band_mask", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=BAND_MASK), dtypes=FLOATS,
          arity=3, variants={}, extra_inputs=[strided_qkv(40, 45)]),
+    Case("sdpa_long_heads", lambda q, k, v: F.scaled_dot_product_attention(q, k, v), dtypes=FLOATS, arity=3, variants={},
+         extra_inputs=[long_qkv(70, 100, 64, 64), long_qkv(70, 45, 40, 48, strided=True), long_qkv(4, 33, 128, 24)]),
+    Case("sdpa_long_heads_causal", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), dtypes=FLOATS,
+         arity=3, variants={}, extra_inputs=[long_qkv(70, 100, 128, 128), long_qkv(100, 100, 64, 64, strided=True)]),
+    Case("sdpa_long_heads_band", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=LONG_BAND_MASK),
+         dtypes=FLOATS, arity=3, variants={}, extra_inputs=[long_qkv(70, 100, 64, 48)]),
 ]
 
 
@@ -146,7 +174,10 @@ def test_half_attention_reads_its_operands_in_place(tmp_path, dtype, L):
     """f16/bf16 attention computes in f32. The kernel widens q, k and v as it reads them instead
     of running a cast kernel over each first (the whole static cache on every decode step): the
     only kernel beyond the f32 graph's is the output's cast. Widening is exact, so the result has
-    the bits of the f32 graph fed the widened tensors."""
+    the bits of the f32 graph fed the widened tensors; a bf16 prompt's attention on AMX tiles
+    (test_bf16_prompt_attention_rounds_probabilities_as_eager_does) is the exception."""
+    if dtype == torch.bfloat16 and L >= 4 and cpu_has_amx_bf16():
+        pytest.skip("a bf16 prompt's attention runs on AMX tiles here, its probabilities rounded to bf16")
     g = torch.Generator().manual_seed(L)
     q = torch.randn(1, 8, L, 16, generator=g).to(dtype)
     cache_k, cache_v = (torch.randn(1, 2, 32, 16, generator=g).to(dtype) for _ in range(2))
@@ -164,3 +195,36 @@ def test_half_attention_reads_its_operands_in_place(tmp_path, dtype, L):
     assert torch.equal(results[0], results[1].to(dtype))
     tolerance = TOLERANCE[dtype]  # eager's own half attention rounds on the way
     torch.testing.assert_close(results[0], attend(q, cache_k, cache_v), rtol=tolerance, atol=tolerance)
+
+
+def amx_attention_reference(q, k, v, mask):
+    """Attention as the AMX path computes it (and eager's flash attention on such CPUs): f32
+    scores of the bf16 operands, the softmax's probabilities rounded to bf16 before P V, each row
+    divided by the f32 sum of its probabilities."""
+    q, k, v = q.float(), k.float(), v.float()
+    scores = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5 + torch.zeros(mask.shape).masked_fill(~mask, float("-inf"))
+    probs = torch.exp(scores - scores.amax(-1, keepdim=True))
+    return (probs.bfloat16().float() @ v) / probs.sum(-1, keepdim=True)
+
+
+@pytest.mark.skipif(not cpu_has_amx_bf16(), reason="needs a CPU with AMX-BF16 (the bf16 attention's tiles)")
+def test_bf16_prompt_attention_rounds_probabilities_as_eager_does(tmp_path):
+    """On AMX a bf16 prompt's attention is one kernel that reads q, k and v in place, as the f32
+    path does, and rounds its probabilities to bf16 for P V: within a bf16 rounding of that
+    computation in f32, and within bf16's tolerance of eager."""
+    g = torch.Generator().manual_seed(5)
+    q = torch.randn(1, 4, 70, 64, generator=g).bfloat16()
+    k, v = (torch.randn(1, 4, 100, 64, generator=g).bfloat16() for _ in range(2))
+    mask = torch.arange(100)[None, :] <= torch.arange(70)[:, None] + 20
+    mask[3] = False  # a row that attends nothing: zeros
+    attend = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # noqa: E731
+    options = {"debug_dir": str(tmp_path), "fallback": "error"}
+    result = torch.compile(attend, backend="luminal", options=options)(q, k, v)
+    steps = kernel_steps(tmp_path)
+    # One attention kernel, and one cast: the output's (the mask's bias is a kernel of its own).
+    assert sum("scaled dot-product attention" in line for line in steps) == 1, steps
+    assert sum("Cast" in line for line in steps) == 1, steps
+    expected = amx_attention_reference(q, k, v, mask)
+    expected[:, :, 3] = 0
+    torch.testing.assert_close(result.float(), expected, rtol=8e-3, atol=8e-3)
+    torch.testing.assert_close(result, attend(q, k, v), rtol=TOLERANCE[torch.bfloat16], atol=TOLERANCE[torch.bfloat16])

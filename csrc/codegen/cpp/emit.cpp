@@ -1028,7 +1028,7 @@ class Emitter {
         << (a.has_bias ? strides(a.bias) : std::string("0, 0")) << ",\n        p" << out_param
         << " + lm_p * lm_L * lm_Ev, lm_L, " << expr_text(a.kv_len) << ", " << expr_text(a.head_dim)
         << ", lm_Ev, (float)" << scale.str() << ", " << (k_.tile > 0 ? k_.tile : kAttentionRows)
-        << ", lm_windows))\n";
+        << ", lm_windows, " << (a.bf16_probabilities ? "true" : "false") << "))\n";
     out << "      return " << static_cast<int64_t>(kKernelOutOfMemory) << ";\n";
     out << "  }\n";
     return out.str();

@@ -731,11 +731,34 @@ inline void lm_pack_value_strips(const typename V::TA* v, int64_t v_rs, int64_t 
 // read in place (only its attended rows) instead of cast whole to an f32 copy every call.
 // `windows` carries the bias's key windows from one head to the next within a kernel call.
 // Returns false when its scratch memory cannot be allocated.
+template <class A, class B>
+struct lm_is_same {
+  static constexpr bool value = false;
+};
+template <class A>
+struct lm_is_same<A, A> {
+  static constexpr bool value = true;
+};
+#if defined(__AMX_BF16__)
+inline bool lm_attention_head_amx(const uint16_t* q, int64_t q_rs, int64_t q_cs, const uint16_t* k, int64_t k_rs,
+                                  int64_t k_cs, const uint16_t* v, int64_t v_rs, int64_t v_cs, const float* bias,
+                                  int64_t b_rs, int64_t b_cs, float* out, int64_t L, int64_t S, int64_t E,
+                                  int64_t Ev, float scale, int64_t block, lm_attention_windows& windows);
+#endif
 template <class Q, class K, class V>
 inline bool lm_attention_head(const typename Q::TA* q, int64_t q_rs, int64_t q_cs, const typename K::TA* k,
                               int64_t k_rs, int64_t k_cs, const typename V::TA* v, int64_t v_rs, int64_t v_cs,
                               const float* bias, int64_t b_rs, int64_t b_cs, float* out, int64_t L, int64_t S,
-                              int64_t E, int64_t Ev, float scale, int64_t block, lm_attention_windows& windows) {
+                              int64_t E, int64_t Ev, float scale, int64_t block, lm_attention_windows& windows,
+                              bool bf16_probabilities) {
+#if defined(__AMX_BF16__)
+  // A bf16 prompt's attention whose output is bf16 on AMX tiles (lm_attention_head_amx,
+  // AttentionSpec::bf16_probabilities); a few query rows (decode) below.
+  if constexpr (lm_is_same<Q, lm_bf16>::value && lm_is_same<K, lm_bf16>::value && lm_is_same<V, lm_bf16>::value)
+    if (bf16_probabilities && L >= 4)
+      return lm_attention_head_amx(q, q_rs, q_cs, k, k_rs, k_cs, v, v_rs, v_cs, bias, b_rs, b_cs, out, L, S, E, Ev,
+                                   scale, block, windows);
+#endif
   // Rows padded to whole 6-row tiles; the padding rows of q and of the scores are zeros.
   const int64_t rows = ((block < L ? block : L) + 5) / 6 * 6;
   if (!windows.find(bias, b_rs, b_cs, L, S, rows)) return false;
@@ -1450,6 +1473,283 @@ inline void lm_amx_chunks(const float* packed, int64_t rows, int64_t depth, floa
     }
   }
   lm_amx_end();
+}
+// lm_softmax_expf on sixteen lanes, the same values (rint as the 1.5 * 2^23 trick: exact below
+// 2^22), so that the loop runs on 512-bit vectors (GCC vectorises the scalar form's loops with
+// 256-bit ones on Intel's tuning).
+inline lm_f32x16 lm_softmax_exp16(lm_f32x16 x) {
+  typedef int lm_i32x16 __attribute__((vector_size(64)));
+  const lm_f32x16 lowest = lm_splat16(-87.33654f), magic = lm_splat16(12582912.0f);
+  const lm_f32x16 y = x < lowest ? lowest : x;  // NaN stays NaN
+  const lm_f32x16 n = (y * 1.44269504088896341f + magic) - magic;
+  lm_f32x16 r = lm_madd16(n, lm_splat16(-0.693359375f), y);
+  r = lm_madd16(n, lm_splat16(2.12194440e-4f), r);
+  lm_f32x16 p = lm_splat16(1.9875691500e-4f);
+  p = lm_madd16(p, r, lm_splat16(1.3981999507e-3f));
+  p = lm_madd16(p, r, lm_splat16(8.3334519073e-3f));
+  p = lm_madd16(p, r, lm_splat16(4.1665795894e-2f));
+  p = lm_madd16(p, r, lm_splat16(1.6666665459e-1f));
+  p = lm_madd16(p, r, lm_splat16(5.0000001201e-1f));
+  const lm_f32x16 er = lm_madd16(p * r, r, r) + 1.0f;
+  const lm_i32x16 bits = (__builtin_convertvector(n, lm_i32x16) + 127) << 23;
+  return x < lowest ? lm_f32x16{} : er * (lm_f32x16)bits;
+}
+// lm_attention_softmax for the AMX path: each row's probabilities rounded to bf16 into probs
+// (row stride n32, n32 a multiple of 32), zero from column n, where the f32 form kept them in
+// the scores. The sums are of the f32 values, as eager's flash attention sums them.
+inline void lm_attention_probs_bf16(float* scores, int64_t lds, int64_t rows, int64_t n, int64_t n32,
+                                    const float* bias, int64_t b_rs, int64_t b_cs, float scale, float* sums,
+                                    uint16_t* probs) {
+  const lm_f32x16 iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  for (int64_t r = 0; r < rows; ++r) {
+    float* s = scores + r * lds;
+    const float* b = bias ? bias + r * b_rs : nullptr;
+    uint16_t* p = probs + r * n32;
+    // The scaled, biased scores: in place where the bias is not contiguous (rare), so that the
+    // second pass reads them as it reads the others.
+    const bool vector_bias = b == nullptr || b_cs == 1;
+    auto scores16 = [&](int64_t j) {
+      lm_f32x16 x;
+      __builtin_memcpy(&x, s + j, sizeof x);
+      if (!vector_bias) return x;
+      x = x * scale;
+      if (b) {
+        lm_f32x16 y = {};
+        if (j + 16 <= n)
+          __builtin_memcpy(&y, b + j, sizeof y);
+        else
+          for (int64_t i = j; i < n; ++i) y[i - j] = b[i];
+        x = x + y;
+      }
+      return x;
+    };
+    if (!vector_bias)
+      for (int64_t j = 0; j < n; ++j) s[j] = s[j] * scale + b[j * b_cs];
+    // The max skips NaN, as lm_attention_softmax's does.
+    lm_f32x16 mv = lm_splat16(-__builtin_inff());
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+      const lm_f32x16 x = scores16(j);
+      mv = x > mv ? x : mv;
+    }
+    float m = -__builtin_inff();
+    for (int i = 0; i < 16; ++i) m = mv[i] > m ? mv[i] : m;
+    for (; j < n; ++j) {
+      const float x = vector_bias ? (b ? s[j] * scale + b[j] : s[j] * scale) : s[j];
+      m = x > m ? x : m;
+    }
+    if (m == -__builtin_inff())
+      for (j = 0; j < n; ++j) {
+        const float x = vector_bias ? (b ? s[j] * scale + b[j] : s[j] * scale) : s[j];
+        if (x != x) m = x;
+      }
+    if (m == -__builtin_inff()) {
+      for (j = 0; j < n32; ++j) p[j] = 0;
+      sums[r] = 1.0f;
+      continue;
+    }
+    const lm_f32x16 mm = lm_splat16(m);
+    lm_f32x16 sum = {};
+    for (j = 0; j < n32; j += 32) {
+      // (Past n the scores are zero-padded keys' or keys outside the window, and the bias is
+      // not read: their values are replaced by 0 below.)
+      lm_f32x16 e0 = lm_softmax_exp16(scores16(j) - mm), e1 = lm_softmax_exp16(scores16(j + 16) - mm);
+      if (j + 32 > n) {  // columns from n on: 0
+        const lm_f32x16 left = lm_splat16((float)(n - j));
+        e0 = iota < left ? e0 : lm_f32x16{};
+        e1 = iota + 16.0f < left ? e1 : lm_f32x16{};
+      }
+      sum += e0 + e1;
+      const lm_f32x16 pairs = lm_round_bf16_pairs(e0, e1);
+      __builtin_memcpy(p + j, &pairs, sizeof pairs);
+    }
+    float total = 0.0f;
+    for (int i = 0; i < 16; ++i) total += sum[i];
+    sums[r] = total;
+  }
+}
+// Keys [0, n) of k as B tiles of Q Kᵀ, zero past n keys and E dims: the tile of keys
+// [16 jb, 16 jb + 16) and dims [32 ec, 32 ec + 32) at kb + (jb * chunks + ec) * 512, its row r
+// the pairs (dims 32 ec + 2r, + 1) of the sixteen keys.
+inline void lm_pack_key_tiles(const uint16_t* k, int64_t k_rs, int64_t k_cs, int64_t n, int64_t E, int64_t chunks,
+                              int64_t key_blocks, uint16_t* kb) {
+  for (int64_t jb = 0; jb < key_blocks; ++jb)
+    for (int64_t ec = 0; ec < chunks; ++ec) {
+      lm_u32x16 rows[16];
+      for (int j = 0; j < 16; ++j) {
+        const int64_t key = jb * 16 + j, e0 = ec * 32;
+        if (key < n && k_cs == 1 && e0 + 32 <= E) {
+          __builtin_memcpy(&rows[j], k + key * k_rs + e0, sizeof rows[j]);
+        } else {
+          alignas(64) uint16_t pairs[32];
+          for (int e = 0; e < 32; ++e) pairs[e] = key < n && e0 + e < E ? k[key * k_rs + (e0 + e) * k_cs] : 0;
+          __builtin_memcpy(&rows[j], pairs, sizeof rows[j]);
+        }
+      }
+      lm_transpose16_u32(rows);
+      uint16_t* tile = kb + (jb * chunks + ec) * 512;
+      for (int r = 0; r < 16; ++r) __builtin_memcpy(tile + r * 32, &rows[r], sizeof rows[r]);
+    }
+}
+// Keys [0, n) of v as B tiles of P V, zero past n keys and Ev columns: the tile of keys
+// [32 kc, 32 kc + 32) and columns [16 cb, 16 cb + 16) at vb + (kc * col_blocks + cb) * 512, its
+// row r the pairs (key 32 kc + 2r, + 1) of each column.
+inline void lm_pack_value_tiles(const uint16_t* v, int64_t v_rs, int64_t v_cs, int64_t n, int64_t Ev,
+                                int64_t key_chunks, int64_t col_blocks, uint16_t* vb) {
+  typedef short lm_idx32 __attribute__((vector_size(64)));
+  typedef unsigned short lm_w32 __attribute__((vector_size(64)));
+  for (int64_t kc = 0; kc < key_chunks; ++kc)
+    for (int64_t cb = 0; cb < col_blocks; ++cb) {
+      uint16_t* tile = vb + (kc * col_blocks + cb) * 512;
+      const int64_t c0 = cb * 16;
+      for (int r = 0; r < 16; ++r) {
+        const int64_t j0 = kc * 32 + 2 * r;
+        alignas(64) uint16_t two[32];  // key j0's 16 columns, then key j0 + 1's
+        for (int i = 0; i < 2; ++i) {
+          const int64_t key = j0 + i;
+          if (key < n && v_cs == 1 && c0 + 16 <= Ev)
+            __builtin_memcpy(two + 16 * i, v + key * v_rs + c0, 32);
+          else
+            for (int c = 0; c < 16; ++c) two[16 * i + c] = key < n && c0 + c < Ev ? v[key * v_rs + (c0 + c) * v_cs] : 0;
+        }
+        lm_w32 x;
+        __builtin_memcpy(&x, two, sizeof x);
+        const lm_idx32 interleave = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                     8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+        const lm_w32 pairs = __builtin_shuffle(x, interleave);
+        __builtin_memcpy(tile + r * 32, &pairs, sizeof pairs);
+      }
+    }
+}
+// c[32 x 16 * (1 + Two)] (f32, row stride ldc values) = the sum over `steps` of A tiles (two of
+// 16 rows: a0, a0 + 16 rows of stride lda values) times B tiles (b, and b + b_next if Two), the
+// A tiles advancing 32 values and the B tiles b_step values a step.
+template <bool Two>
+inline void lm_amx_product(const uint16_t* a0, int64_t lda, const uint16_t* b, int64_t b_next, int64_t b_step,
+                           int64_t steps, float* c, int64_t ldc) {
+  LM_TILE_ZERO(4);
+  LM_TILE_ZERO(6);
+  if constexpr (Two) {
+    LM_TILE_ZERO(5);
+    LM_TILE_ZERO(7);
+  }
+  for (int64_t t = 0; t < steps; ++t) {
+    LM_TILE_LOAD(0, a0 + t * 32, lda * 2);
+    LM_TILE_LOAD(1, a0 + 16 * lda + t * 32, lda * 2);
+    LM_TILE_LOAD(2, b + t * b_step, 64);
+    LM_TILE_DOT(4, 0, 2);
+    LM_TILE_DOT(6, 1, 2);
+    if constexpr (Two) {
+      LM_TILE_LOAD(3, b + b_next + t * b_step, 64);
+      LM_TILE_DOT(5, 0, 3);
+      LM_TILE_DOT(7, 1, 3);
+    }
+  }
+  LM_TILE_STORE(4, c, ldc * 4);
+  LM_TILE_STORE(6, c + 16 * ldc, ldc * 4);
+  if constexpr (Two) {
+    LM_TILE_STORE(5, c + 16, ldc * 4);
+    LM_TILE_STORE(7, c + 16 * ldc + 16, ldc * 4);
+  }
+}
+// A bf16 attention head of at least four query rows whose output is bf16 (lm_attention_head,
+// AttentionSpec::bf16_probabilities) on AMX tiles, as eager's flash attention computes it: the
+// scores Q Kᵀ as exact bf16 products summed in f32, the softmax in f32 (lm_attention_softmax), the
+// probabilities rounded to bf16 for P V (summed in f32), each output row divided by its f32 sum.
+// Denormal inputs and results of the tile products are taken as zero (as oneDNN's AMX products
+// are). Query rows go in blocks of a multiple of 32 (two A tiles); keys, head dims and value
+// columns are zero-padded to whole tiles, so any E and Ev work. Per head: K packed once as the B
+// tiles of Q Kᵀ (16 keys by 16 pairs of head dims, each tile a 16 x 16 transpose of 32-bit pairs,
+// lm_transpose16_u32), V as those of P V (16 pairs of keys by 16 columns); each block's Q is copied
+// into zero-padded rows, its probabilities written as bf16 rows. Causal and banded masks skip key
+// chunks as the f32 path does (lm_attention_windows), in chunks of 32 keys.
+// A 1,024-token, 32-head, head-dim-128 bf16 attention on two Xeon cores: 70.4 -> 22.3 ms (inductor
+// 17.7; the f32 form computed half attention as f32 attention), the softmax's exps now the largest
+// part (docs/lessons.md, 2026-12-02 afternoon).
+inline bool lm_attention_head_amx(const uint16_t* q, int64_t q_rs, int64_t q_cs, const uint16_t* k, int64_t k_rs,
+                                  int64_t k_cs, const uint16_t* v, int64_t v_rs, int64_t v_cs, const float* bias,
+                                  int64_t b_rs, int64_t b_cs, float* out, int64_t L, int64_t S, int64_t E,
+                                  int64_t Ev, float scale, int64_t block, lm_attention_windows& windows) {
+  const int64_t rows = ((block < L ? block : L) + 31) / 32 * 32;
+  if (!windows.find(bias, b_rs, b_cs, L, S, rows)) return false;
+  const int64_t lo = windows.lo, hi = windows.hi;
+  if (lo >= hi) {
+    for (int64_t i = 0; i < L * Ev; ++i) out[i] = 0.0f;
+    return true;
+  }
+  const int64_t n = hi - lo, n32 = (n + 31) / 32 * 32;
+  const int64_t e32 = (E + 31) / 32 * 32, chunks = e32 / 32;
+  const int64_t ev16 = (Ev + 15) / 16 * 16, col_blocks = ev16 / 16;
+  const int64_t bytes = 2 * (n32 * e32 + n32 * ev16 + rows * e32 + rows * n32) + 4 * (rows * n32 + rows * ev16 + rows);
+  char* scratch = (char*)__builtin_malloc(bytes + 64 * 7);  // + each piece's rounding to 64 bytes
+  if (scratch == nullptr) return false;
+  auto take = [&](int64_t size) {
+    char* p = scratch;
+    scratch += (size + 63) / 64 * 64;
+    return p;
+  };
+  char* const base = scratch;
+  uint16_t* kb = (uint16_t*)take(2 * n32 * e32);
+  uint16_t* vb = (uint16_t*)take(2 * n32 * ev16);
+  uint16_t* qb = (uint16_t*)take(2 * rows * e32);
+  uint16_t* pb = (uint16_t*)take(2 * rows * n32);
+  float* sc = (float*)take(4 * rows * n32);
+  float* op = (float*)take(4 * rows * ev16);
+  float* sums = (float*)take(4 * rows);
+  lm_pack_key_tiles(k + lo * k_rs, k_rs, k_cs, n, E, chunks, n32 / 16, kb);
+  lm_pack_value_tiles(v + lo * v_rs, v_rs, v_cs, n, Ev, n32 / 32, col_blocks, vb);
+  lm_amx_begin();
+  for (int64_t r0 = 0, i = 0; r0 < L; r0 += rows, ++i) {
+    const int64_t count = L - r0 < rows ? L - r0 : rows;
+    const int64_t blo = windows.blocks[2 * i], bhi = windows.blocks[2 * i + 1];
+    if (blo >= bhi) {  // these rows attend nothing: zeros
+      for (int64_t r = 0; r < count; ++r)
+        for (int64_t c = 0; c < Ev; ++c) out[(r0 + r) * Ev + c] = 0.0f;
+      continue;
+    }
+    // The block's keys from a chunk of 32: the columns that adds are -inf in every row's bias,
+    // their probabilities exactly 0, as in the f32 path.
+    const int64_t w0 = (blo - lo) / 32 * 32;
+    const int64_t bn = bhi - lo - w0, bn32 = (bn + 31) / 32 * 32;
+    const int64_t count32 = (count + 31) / 32 * 32;
+    for (int64_t r = 0; r < count32; ++r) {
+      uint16_t* qr = qb + r * e32;
+      const uint16_t* src = q + (r0 + r) * q_rs;
+      if (r < count && q_cs == 1) {
+        __builtin_memcpy(qr, src, 2 * E);
+        for (int64_t e = E; e < e32; ++e) qr[e] = 0;
+      } else {
+        for (int64_t e = 0; e < e32; ++e) qr[e] = r < count && e < E ? src[e * q_cs] : 0;
+      }
+    }
+    for (int64_t r = 0; r < count32; r += 32)
+      for (int64_t j = 0; j < bn32; j += 32)
+        lm_amx_product<true>(qb + r * e32, e32, kb + (w0 + j) / 16 * chunks * 512, chunks * 512, 512, chunks,
+                             sc + r * bn32 + j, bn32);
+    lm_attention_probs_bf16(sc, bn32, count, bn, bn32, bias ? bias + r0 * b_rs + (lo + w0) * b_cs : nullptr, b_rs,
+                            b_cs, scale, sums, pb);
+    for (int64_t i = count * bn32; i < count32 * bn32; ++i) pb[i] = 0;  // rows past the block's: 0
+    const uint16_t* vw = vb + w0 / 32 * col_blocks * 512;  // the block's first key chunk
+    for (int64_t r = 0; r < count32; r += 32) {
+      int64_t cb = 0;
+      for (; cb + 2 <= col_blocks; cb += 2)
+        lm_amx_product<true>(pb + r * bn32, bn32, vw + cb * 512, 512, col_blocks * 512, bn32 / 32,
+                             op + r * ev16 + cb * 16, ev16);
+      if (cb < col_blocks)
+        lm_amx_product<false>(pb + r * bn32, bn32, vw + cb * 512, 0, col_blocks * 512, bn32 / 32,
+                              op + r * ev16 + cb * 16, ev16);
+    }
+    for (int64_t r = 0; r < count; ++r) {
+      float* o = out + (r0 + r) * Ev;
+      const float* p = op + r * ev16;
+      const float sum = sums[r];
+#pragma omp simd
+      for (int64_t c = 0; c < Ev; ++c) o[c] = p[c] / sum;
+    }
+  }
+  lm_amx_end();
+  __builtin_free(base);
+  return true;
 }
 #undef LM_TILE_LOAD
 #undef LM_TILE_STORE

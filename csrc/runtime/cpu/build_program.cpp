@@ -45,6 +45,21 @@ std::optional<BiasAdd> bias_add_of(const ir::Graph& graph, const passes::Partiti
   return BiasAdd{users[0], *bias};
 }
 
+// Whether an attention kernel's probabilities may be rounded to bf16 (AttentionSpec::
+// bf16_probabilities): q, k and v are bf16 and the output `out` is read only by one Cast to bf16,
+// a bf16 SDPA as the translator writes it. Its result is then rounded to bf16 anyway, and eager
+// rounds the probabilities too; an f32 result (f32 attention of widened operands, whose reader
+// wants f32) keeps them in f32.
+bool bf16_output_attention(const ir::Graph& graph, const passes::Partition& partition, NodeId out,
+                           const codegen::Kernel& kernel) {
+  for (int p = 0; p < 3; ++p)
+    if (kernel.params[p].dtype != ir::DType::BF16) return false;
+  const std::vector<NodeId>& users = partition.users[out];
+  if (users.size() != 1 || partition.read_by_runtime[out]) return false;
+  const ir::Node& reader = graph.node(users[0]);
+  return reader.op == ir::Op::Cast && reader.dtype == ir::DType::BF16;
+}
+
 // A Matmul that generated code serves better than BLAS: integer types (BLAS has none), and
 // M = 1 with b's K dim contiguous (a decode GEMV through a Linear weight: streaming the weight
 // once at copy bandwidth beats sgemv, research/cpu-baselines.md). GEMVs whose operands both
@@ -337,6 +352,9 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
                                   cx.attention_half_operands);
       INTERNAL_CHECK(pattern.has_value()) << "attention group %" << group.nodes.back() << " no longer matches";
       lowered = codegen::lower_attention(graph, *pattern);
+      lowered.kernel.attention.bf16_probabilities =
+          amx_tiles && bf16_output_attention(graph, partition, pattern->out, lowered.kernel);
+      if (lowered.kernel.attention.bf16_probabilities) lowered.kernel.label += " on AMX tiles";
       program.fused_nodes += group.nodes.size();
       ++program.attention_kernels;
     } else if (group.kind == GroupKind::QuantizedGemv) {
