@@ -1474,14 +1474,17 @@ inline void lm_amx_chunks(const float* packed, int64_t rows, int64_t depth, floa
   }
   lm_amx_end();
 }
-// lm_softmax_expf on sixteen lanes, the same values (rint as the 1.5 * 2^23 trick: exact below
-// 2^22), so that the loop runs on 512-bit vectors (GCC vectorises the scalar form's loops with
-// 256-bit ones on Intel's tuning).
+// lm_softmax_expf on sixteen lanes, the same values: the clamp a max whose NaN operand wins, n
+// from vrndscaleps (rint), and 2^n applied by vscalefps, zeroing the lanes below ln(FLT_MIN) in
+// the same instruction: 15 operations where the scalar form's loop, vectorised by GCC, took 24
+// (and on 256-bit vectors, GCC's choice on Intel's tuning).
 inline lm_f32x16 lm_softmax_exp16(lm_f32x16 x) {
-  typedef int lm_i32x16 __attribute__((vector_size(64)));
-  const lm_f32x16 lowest = lm_splat16(-87.33654f), magic = lm_splat16(12582912.0f);
-  const lm_f32x16 y = x < lowest ? lowest : x;  // NaN stays NaN
-  const lm_f32x16 n = (y * 1.44269504088896341f + magic) - magic;
+  const lm_f32x16 lowest = lm_splat16(-87.33654f);
+  const unsigned short attended = __builtin_ia32_cmpps512_mask(x, lowest, 5 /* not less than, or NaN */,
+                                                               (unsigned short)-1, 4);
+  const lm_f32x16 y = __builtin_ia32_maxps512_mask(lowest, x, lowest, (unsigned short)-1, 4);  // NaN stays NaN
+  const lm_f32x16 n = __builtin_ia32_rndscaleps_mask(y * 1.44269504088896341f, 0 /* to nearest */, y,
+                                                     (unsigned short)-1, 4);
   lm_f32x16 r = lm_madd16(n, lm_splat16(-0.693359375f), y);
   r = lm_madd16(n, lm_splat16(2.12194440e-4f), r);
   lm_f32x16 p = lm_splat16(1.9875691500e-4f);
@@ -1491,26 +1494,27 @@ inline lm_f32x16 lm_softmax_exp16(lm_f32x16 x) {
   p = lm_madd16(p, r, lm_splat16(1.6666665459e-1f));
   p = lm_madd16(p, r, lm_splat16(5.0000001201e-1f));
   const lm_f32x16 er = lm_madd16(p * r, r, r) + 1.0f;
-  const lm_i32x16 bits = (__builtin_convertvector(n, lm_i32x16) + 127) << 23;
-  return x < lowest ? lm_f32x16{} : er * (lm_f32x16)bits;
+  return __builtin_ia32_scalefps512_mask(er, n, lm_f32x16{}, attended, 4);
 }
-// lm_attention_softmax for the AMX path: each row's probabilities rounded to bf16 into probs
-// (row stride n32, n32 a multiple of 32), zero from column n, where the f32 form kept them in
-// the scores. The sums are of the f32 values, as eager's flash attention sums them.
-inline void lm_attention_probs_bf16(float* scores, int64_t lds, int64_t rows, int64_t n, int64_t n32,
-                                    const float* bias, int64_t b_rs, int64_t b_cs, float scale, float* sums,
-                                    uint16_t* probs) {
+// lm_attention_softmax for the AMX path, on its tile-major blocks: row r's scores for keys
+// [16 jb, 16 jb + 16) at scores + ((r / 16) * (n32 / 16) + jb) * 256 + (r % 16) * 16 (the C tiles
+// of Q Kᵀ as stored), its probabilities rounded to bf16 for keys [32 kc, 32 kc + 32) at
+// probs + ((r / 16) * (n32 / 32) + kc) * 512 + (r % 16) * 32 (the A tiles of P V), zero from key n
+// to n32 (a multiple of 32). The sums are of the f32 values, as eager's flash attention sums them.
+inline void lm_attention_probs_bf16(float* scores, int64_t rows, int64_t n, int64_t n32, const float* bias,
+                                    int64_t b_rs, int64_t b_cs, float scale, float* sums, uint16_t* probs) {
   const lm_f32x16 iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
   for (int64_t r = 0; r < rows; ++r) {
-    float* s = scores + r * lds;
+    float* s = scores + r / 16 * (n32 / 16) * 256 + r % 16 * 16;  // keys j at s + j / 16 * 256 + j % 16
     const float* b = bias ? bias + r * b_rs : nullptr;
-    uint16_t* p = probs + r * n32;
+    uint16_t* p = probs + r / 16 * (n32 / 32) * 512 + r % 16 * 32;  // keys j at p + j / 32 * 512 + j % 32
+    auto at = [&](int64_t j) -> float& { return s[j / 16 * 256 + j % 16]; };
     // The scaled, biased scores: in place where the bias is not contiguous (rare), so that the
     // second pass reads them as it reads the others.
     const bool vector_bias = b == nullptr || b_cs == 1;
-    auto scores16 = [&](int64_t j) {
+    auto scores16 = [&](int64_t j) {  // j a multiple of 16
       lm_f32x16 x;
-      __builtin_memcpy(&x, s + j, sizeof x);
+      __builtin_memcpy(&x, s + j / 16 * 256, sizeof x);
       if (!vector_bias) return x;
       x = x * scale;
       if (b) {
@@ -1523,8 +1527,9 @@ inline void lm_attention_probs_bf16(float* scores, int64_t lds, int64_t rows, in
       }
       return x;
     };
+    auto score = [&](int64_t j) { return vector_bias ? (b ? at(j) * scale + b[j] : at(j) * scale) : at(j); };
     if (!vector_bias)
-      for (int64_t j = 0; j < n; ++j) s[j] = s[j] * scale + b[j * b_cs];
+      for (int64_t j = 0; j < n; ++j) at(j) = at(j) * scale + b[j * b_cs];
     // The max skips NaN, as lm_attention_softmax's does.
     lm_f32x16 mv = lm_splat16(-__builtin_inff());
     int64_t j = 0;
@@ -1534,17 +1539,12 @@ inline void lm_attention_probs_bf16(float* scores, int64_t lds, int64_t rows, in
     }
     float m = -__builtin_inff();
     for (int i = 0; i < 16; ++i) m = mv[i] > m ? mv[i] : m;
-    for (; j < n; ++j) {
-      const float x = vector_bias ? (b ? s[j] * scale + b[j] : s[j] * scale) : s[j];
-      m = x > m ? x : m;
-    }
+    for (; j < n; ++j) m = score(j) > m ? score(j) : m;
     if (m == -__builtin_inff())
-      for (j = 0; j < n; ++j) {
-        const float x = vector_bias ? (b ? s[j] * scale + b[j] : s[j] * scale) : s[j];
-        if (x != x) m = x;
-      }
+      for (j = 0; j < n; ++j)
+        if (score(j) != score(j)) m = score(j);
     if (m == -__builtin_inff()) {
-      for (j = 0; j < n32; ++j) p[j] = 0;
+      for (j = 0; j < n32; j += 32) __builtin_memset(p + j / 32 * 512, 0, 64);
       sums[r] = 1.0f;
       continue;
     }
@@ -1554,14 +1554,14 @@ inline void lm_attention_probs_bf16(float* scores, int64_t lds, int64_t rows, in
       // (Past n the scores are zero-padded keys' or keys outside the window, and the bias is
       // not read: their values are replaced by 0 below.)
       lm_f32x16 e0 = lm_softmax_exp16(scores16(j) - mm), e1 = lm_softmax_exp16(scores16(j + 16) - mm);
-      if (j + 32 > n) {  // columns from n on: 0
+      if (j + 32 > n) {  // keys from n on: 0
         const lm_f32x16 left = lm_splat16((float)(n - j));
         e0 = iota < left ? e0 : lm_f32x16{};
         e1 = iota + 16.0f < left ? e1 : lm_f32x16{};
       }
       sum += e0 + e1;
       const lm_f32x16 pairs = lm_round_bf16_pairs(e0, e1);
-      __builtin_memcpy(p + j, &pairs, sizeof pairs);
+      __builtin_memcpy(p + j / 32 * 512, &pairs, sizeof pairs);
     }
     float total = 0.0f;
     for (int i = 0; i < 16; ++i) total += sum[i];
@@ -1621,12 +1621,14 @@ inline void lm_pack_value_tiles(const uint16_t* v, int64_t v_rs, int64_t v_cs, i
       }
     }
 }
-// c[32 x 16 * (1 + Two)] (f32, row stride ldc values) = the sum over `steps` of A tiles (two of
-// 16 rows: a0, a0 + 16 rows of stride lda values) times B tiles (b, and b + b_next if Two), the
-// A tiles advancing 32 values and the B tiles b_step values a step.
+// Two row tiles by one or (Two) two column tiles of 16 x 16 f32 sums (c tile (i, j) at
+// c + i * c_row + j * 256), each the sum over `steps` of A tiles (a + i * a_row + t * a_step)
+// times B tiles (b + j * b_next + t * b_step): every tile 1 KiB in one run (16 rows of 64 bytes),
+// so that each tile load streams lines the prefetchers follow. (A tiles read as rows of a
+// 2 KiB-stride matrix ran P V at a seventh of the tiles' rate.)
 template <bool Two>
-inline void lm_amx_product(const uint16_t* a0, int64_t lda, const uint16_t* b, int64_t b_next, int64_t b_step,
-                           int64_t steps, float* c, int64_t ldc) {
+inline void lm_amx_product(const uint16_t* a, int64_t a_row, int64_t a_step, const uint16_t* b, int64_t b_next,
+                           int64_t b_step, int64_t steps, float* c, int64_t c_row) {
   LM_TILE_ZERO(4);
   LM_TILE_ZERO(6);
   if constexpr (Two) {
@@ -1634,8 +1636,8 @@ inline void lm_amx_product(const uint16_t* a0, int64_t lda, const uint16_t* b, i
     LM_TILE_ZERO(7);
   }
   for (int64_t t = 0; t < steps; ++t) {
-    LM_TILE_LOAD(0, a0 + t * 32, lda * 2);
-    LM_TILE_LOAD(1, a0 + 16 * lda + t * 32, lda * 2);
+    LM_TILE_LOAD(0, a + t * a_step, 64);
+    LM_TILE_LOAD(1, a + a_row + t * a_step, 64);
     LM_TILE_LOAD(2, b + t * b_step, 64);
     LM_TILE_DOT(4, 0, 2);
     LM_TILE_DOT(6, 1, 2);
@@ -1645,11 +1647,11 @@ inline void lm_amx_product(const uint16_t* a0, int64_t lda, const uint16_t* b, i
       LM_TILE_DOT(7, 1, 3);
     }
   }
-  LM_TILE_STORE(4, c, ldc * 4);
-  LM_TILE_STORE(6, c + 16 * ldc, ldc * 4);
+  LM_TILE_STORE(4, c, 64);
+  LM_TILE_STORE(6, c + c_row, 64);
   if constexpr (Two) {
-    LM_TILE_STORE(5, c + 16, ldc * 4);
-    LM_TILE_STORE(7, c + 16 * ldc + 16, ldc * 4);
+    LM_TILE_STORE(5, c + 256, 64);
+    LM_TILE_STORE(7, c + c_row + 256, 64);
   }
 }
 // A bf16 attention head of at least four query rows whose output is bf16 (lm_attention_head,
@@ -1712,39 +1714,49 @@ inline bool lm_attention_head_amx(const uint16_t* q, int64_t q_rs, int64_t q_cs,
     const int64_t w0 = (blo - lo) / 32 * 32;
     const int64_t bn = bhi - lo - w0, bn32 = (bn + 31) / 32 * 32;
     const int64_t count32 = (count + 31) / 32 * 32;
-    for (int64_t r = 0; r < count32; ++r) {
-      uint16_t* qr = qb + r * e32;
-      const uint16_t* src = q + (r0 + r) * q_rs;
-      if (r < count && q_cs == 1) {
-        __builtin_memcpy(qr, src, 2 * E);
-        for (int64_t e = E; e < e32; ++e) qr[e] = 0;
-      } else {
-        for (int64_t e = 0; e < e32; ++e) qr[e] = r < count && e < E ? src[e * q_cs] : 0;
+    const int64_t kb16 = bn32 / 16, kc32 = bn32 / 32;  // key tiles of Q Kᵀ's C and P V's A, a row tile
+    // q's rows as A tiles, zero-padded: rows [16 rt, 16 rt + 16), dims [32 ec, 32 ec + 32) at
+    // qb + (rt * chunks + ec) * 512.
+    for (int64_t r = 0; r < count32; ++r)
+      for (int64_t ec = 0; ec < chunks; ++ec) {
+        uint16_t* qr = qb + (r / 16 * chunks + ec) * 512 + r % 16 * 32;
+        const uint16_t* src = q + (r0 + r) * q_rs + ec * 32 * q_cs;
+        const int64_t e_count = r >= count ? 0 : E - ec * 32 < 32 ? E - ec * 32 : 32;
+        if (q_cs == 1) {
+          __builtin_memcpy(qr, src, 2 * e_count);
+        } else {
+          for (int64_t e = 0; e < e_count; ++e) qr[e] = src[e * q_cs];
+        }
+        for (int64_t e = e_count; e < 32; ++e) qr[e] = 0;
       }
-    }
-    for (int64_t r = 0; r < count32; r += 32)
-      for (int64_t j = 0; j < bn32; j += 32)
-        lm_amx_product<true>(qb + r * e32, e32, kb + (w0 + j) / 16 * chunks * 512, chunks * 512, 512, chunks,
-                             sc + r * bn32 + j, bn32);
-    lm_attention_probs_bf16(sc, bn32, count, bn, bn32, bias ? bias + r0 * b_rs + (lo + w0) * b_cs : nullptr, b_rs,
-                            b_cs, scale, sums, pb);
-    for (int64_t i = count * bn32; i < count32 * bn32; ++i) pb[i] = 0;  // rows past the block's: 0
+    for (int64_t rt = 0; rt < count32 / 16; rt += 2)
+      for (int64_t jb = 0; jb < kb16; jb += 2)
+        lm_amx_product<true>(qb + rt * chunks * 512, chunks * 512, 512, kb + (w0 / 16 + jb) * chunks * 512,
+                             chunks * 512, 512, chunks, sc + (rt * kb16 + jb) * 256, kb16 * 256);
+    lm_attention_probs_bf16(sc, count, bn, bn32, bias ? bias + r0 * b_rs + (lo + w0) * b_cs : nullptr, b_rs, b_cs,
+                            scale, sums, pb);
+    // Rows past the block's: zero probabilities.
+    for (int64_t r = count; r < count32; ++r)
+      for (int64_t kc = 0; kc < kc32; ++kc) __builtin_memset(pb + (r / 16 * kc32 + kc) * 512 + r % 16 * 32, 0, 64);
     const uint16_t* vw = vb + w0 / 32 * col_blocks * 512;  // the block's first key chunk
-    for (int64_t r = 0; r < count32; r += 32) {
+    for (int64_t rt = 0; rt < count32 / 16; rt += 2) {
+      const uint16_t* a = pb + rt * kc32 * 512;
+      float* c = op + rt * col_blocks * 256;
       int64_t cb = 0;
       for (; cb + 2 <= col_blocks; cb += 2)
-        lm_amx_product<true>(pb + r * bn32, bn32, vw + cb * 512, 512, col_blocks * 512, bn32 / 32,
-                             op + r * ev16 + cb * 16, ev16);
+        lm_amx_product<true>(a, kc32 * 512, 512, vw + cb * 512, 512, col_blocks * 512, kc32, c + cb * 256,
+                             col_blocks * 256);
       if (cb < col_blocks)
-        lm_amx_product<false>(pb + r * bn32, bn32, vw + cb * 512, 0, col_blocks * 512, bn32 / 32,
-                              op + r * ev16 + cb * 16, ev16);
+        lm_amx_product<false>(a, kc32 * 512, 512, vw + cb * 512, 0, col_blocks * 512, kc32, c + cb * 256,
+                              col_blocks * 256);
     }
+    // The output's rows from the C tiles of P V: row r, columns [16 cb, 16 cb + 16) at
+    // op + ((r / 16) * col_blocks + cb) * 256 + (r % 16) * 16.
     for (int64_t r = 0; r < count; ++r) {
       float* o = out + (r0 + r) * Ev;
-      const float* p = op + r * ev16;
       const float sum = sums[r];
-#pragma omp simd
-      for (int64_t c = 0; c < Ev; ++c) o[c] = p[c] / sum;
+      for (int64_t c = 0; c < Ev; ++c)
+        o[c] = op[(r / 16 * col_blocks + c / 16) * 256 + r % 16 * 16 + c % 16] / sum;
     }
   }
   lm_amx_end();
