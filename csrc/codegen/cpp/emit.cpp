@@ -828,9 +828,13 @@ class Emitter {
         out << "  if (lm_strip_count > " << most_strips << ") " << fail(static_cast<int64_t>(kKernelTooManyRows)) << "\n";
       out << "  float lm_block[" << rows << " * " << most_strips << " * 16] = {};\n";
       if (g.has_bias) out << "  float lm_bias[" << rows << "];\n";
-      out << "  float* lm_strips = (float*)__builtin_malloc(sizeof(float) * (lm_strip_count * 16 * (lm_depth + 31) + 1));\n";
-      out << "  if (lm_strips == nullptr) " << fail(static_cast<int64_t>(kKernelOutOfMemory)) << "\n";
-      frees += "__builtin_free(lm_strips); ";
+      // 64-byte aligned (+ 16 floats): AMX loads the strips as B tiles, at a third of the rate
+      // where their rows straddle cache lines (docs/lessons.md, 2026-12-02 afternoon).
+      out << "  float* lm_strips_base = (float*)__builtin_malloc(sizeof(float) * (lm_strip_count * 16 * (lm_depth + 31) + "
+             "16));\n";
+      out << "  if (lm_strips_base == nullptr) " << fail(static_cast<int64_t>(kKernelOutOfMemory)) << "\n";
+      frees += "__builtin_free(lm_strips_base); ";
+      out << "  float* lm_strips = (float*)(((uintptr_t)lm_strips_base + 63) & ~(uintptr_t)63);\n";
       out << "  const void* lm_packed = nullptr;  // the `a` lm_strips holds\n";
     }
     std::vector<int> dims;
