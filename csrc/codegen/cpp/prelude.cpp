@@ -1474,17 +1474,18 @@ inline void lm_amx_chunks(const float* packed, int64_t rows, int64_t depth, floa
   }
   lm_amx_end();
 }
-// lm_softmax_expf on sixteen lanes, the same values: the clamp a max whose NaN operand wins, n
+// lm_softmax_expf on sixteen lanes, the same values: the clamp a vmaxps whose NaN operand wins, n
 // from vrndscaleps (rint), and 2^n applied by vscalefps, zeroing the lanes below ln(FLT_MIN) in
 // the same instruction: 15 operations where the scalar form's loop, vectorised by GCC, took 24
-// (and on 256-bit vectors, GCC's choice on Intel's tuning).
+// (and on 256-bit vectors, GCC's choice on Intel's tuning). As inline assembly, which GCC and
+// clang both take (their builtins for these differ).
 inline lm_f32x16 lm_softmax_exp16(lm_f32x16 x) {
   const lm_f32x16 lowest = lm_splat16(-87.33654f);
-  const unsigned short attended = __builtin_ia32_cmpps512_mask(x, lowest, 5 /* not less than, or NaN */,
-                                                               (unsigned short)-1, 4);
-  const lm_f32x16 y = __builtin_ia32_maxps512_mask(lowest, x, lowest, (unsigned short)-1, 4);  // NaN stays NaN
-  const lm_f32x16 n = __builtin_ia32_rndscaleps_mask(y * 1.44269504088896341f, 0 /* to nearest */, y,
-                                                     (unsigned short)-1, 4);
+  unsigned short attended;  // x not less than ln(FLT_MIN), or NaN
+  asm("vcmpps $5, %2, %1, %0" : "=Yk"(attended) : "v"(x), "v"(lowest));
+  lm_f32x16 y, n;
+  asm("vmaxps %1, %2, %0" : "=v"(y) : "v"(x), "v"(lowest));  // NaN stays NaN
+  asm("vrndscaleps $0, %1, %0" : "=v"(n) : "v"(y * 1.44269504088896341f));  // to nearest
   lm_f32x16 r = lm_madd16(n, lm_splat16(-0.693359375f), y);
   r = lm_madd16(n, lm_splat16(2.12194440e-4f), r);
   lm_f32x16 p = lm_splat16(1.9875691500e-4f);
@@ -1494,7 +1495,9 @@ inline lm_f32x16 lm_softmax_exp16(lm_f32x16 x) {
   p = lm_madd16(p, r, lm_splat16(1.6666665459e-1f));
   p = lm_madd16(p, r, lm_splat16(5.0000001201e-1f));
   const lm_f32x16 er = lm_madd16(p * r, r, r) + 1.0f;
-  return __builtin_ia32_scalefps512_mask(er, n, lm_f32x16{}, attended, 4);
+  lm_f32x16 e;
+  asm("vscalefps %2, %1, %0%{%3%}%{z%}" : "=v"(e) : "v"(er), "v"(n), "Yk"(attended));
+  return e;
 }
 // lm_attention_softmax for the AMX path, on its tile-major blocks: row r's scores for keys
 // [16 jb, 16 jb + 16) at scores + ((r / 16) * (n32 / 16) + jb) * 256 + (r % 16) * 16 (the C tiles
@@ -1596,7 +1599,6 @@ inline void lm_pack_key_tiles(const uint16_t* k, int64_t k_rs, int64_t k_cs, int
 // row r the pairs (key 32 kc + 2r, + 1) of each column.
 inline void lm_pack_value_tiles(const uint16_t* v, int64_t v_rs, int64_t v_cs, int64_t n, int64_t Ev,
                                 int64_t key_chunks, int64_t col_blocks, uint16_t* vb) {
-  typedef short lm_idx32 __attribute__((vector_size(64)));
   typedef unsigned short lm_w32 __attribute__((vector_size(64)));
   for (int64_t kc = 0; kc < key_chunks; ++kc)
     for (int64_t cb = 0; cb < col_blocks; ++cb) {
@@ -1614,9 +1616,8 @@ inline void lm_pack_value_tiles(const uint16_t* v, int64_t v_rs, int64_t v_cs, i
         }
         lm_w32 x;
         __builtin_memcpy(&x, two, sizeof x);
-        const lm_idx32 interleave = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
-                                     8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-        const lm_w32 pairs = __builtin_shuffle(x, interleave);
+        const lm_w32 pairs = __builtin_shufflevector(x, x, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23, 8,
+                                                     24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
         __builtin_memcpy(tile + r * 32, &pairs, sizeof pairs);
       }
     }
