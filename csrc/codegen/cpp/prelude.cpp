@@ -629,6 +629,19 @@ struct lm_attention_windows {
     }
     return true;
   }
+  // Block i's attended keys, from the multiple of `align` keys past lo at or before its first:
+  // [lo + w0, lo + w0 + bn). The keys that adds are -inf in every row's bias, so their
+  // probabilities are exactly 0, as in the reference, which computes every key. False, with the
+  // block's `count` rows of `out` (Ev values each) zeroed, where its rows attend nothing.
+  bool block_keys(int64_t i, int64_t align, float* out, int64_t count, int64_t Ev, int64_t& w0, int64_t& bn) const {
+    if (blocks[2 * i] >= blocks[2 * i + 1]) {
+      for (int64_t r = 0; r < count * Ev; ++r) out[r] = 0.0f;
+      return false;
+    }
+    w0 = (blocks[2 * i] - lo) / align * align;
+    bn = blocks[2 * i + 1] - lo - w0;
+    return true;
+  }
 };
 // scores[r][0..n) (row stride lds) = (q·k) * scale + bias -> exp(score - the row's max), and
 // sums[r] = their sum: the caller divides the row's output by it, Ev divisions where dividing the
@@ -820,16 +833,9 @@ inline bool lm_attention_head(const typename Q::TA* q, int64_t q_rs, int64_t q_c
   for (int64_t r0 = 0, i = 0; r0 < L; r0 += rows, ++i) {
     const int64_t count = L - r0 < rows ? L - r0 : rows;
     const float* b = bias ? bias + r0 * b_rs : nullptr;
-    const int64_t blo = windows.blocks[2 * i], bhi = windows.blocks[2 * i + 1];
-    if (blo >= bhi) {  // these rows attend nothing: zeros
-      for (int64_t r = 0; r < count; ++r)
-        for (int64_t c = 0; c < Ev; ++c) out[(r0 + r) * Ev + c] = 0.0f;
-      continue;
-    }
-    // The columns the window gains by starting at a strip are -inf in every row's bias: their
-    // probabilities are exactly 0, as in the reference, which computes every column.
-    const int64_t w0 = (blo - lo) / 16 * 16;
-    const int64_t bn = bhi - lo - w0, bn16 = (bn + 15) / 16 * 16;
+    int64_t w0, bn;  // from a strip's first key
+    if (!windows.block_keys(i, 16, out + r0 * Ev, count, Ev, w0, bn)) continue;
+    const int64_t bn16 = (bn + 15) / 16 * 16;
     const int64_t count6 = (count + 5) / 6 * 6;
     for (int64_t r = 0; r < count6; ++r) {
       float* qr = qp + r * E;
@@ -1707,16 +1713,9 @@ inline bool lm_attention_head_amx(const uint16_t* q, int64_t q_rs, int64_t q_cs,
   lm_amx_begin();
   for (int64_t r0 = 0, i = 0; r0 < L; r0 += rows, ++i) {
     const int64_t count = L - r0 < rows ? L - r0 : rows;
-    const int64_t blo = windows.blocks[2 * i], bhi = windows.blocks[2 * i + 1];
-    if (blo >= bhi) {  // these rows attend nothing: zeros
-      for (int64_t r = 0; r < count; ++r)
-        for (int64_t c = 0; c < Ev; ++c) out[(r0 + r) * Ev + c] = 0.0f;
-      continue;
-    }
-    // The block's keys from a chunk of 32: the columns that adds are -inf in every row's bias,
-    // their probabilities exactly 0, as in the f32 path.
-    const int64_t w0 = (blo - lo) / 32 * 32;
-    const int64_t bn = bhi - lo - w0, bn32 = (bn + 31) / 32 * 32;
+    int64_t w0, bn;  // from a chunk of 32 keys' first
+    if (!windows.block_keys(i, 32, out + r0 * Ev, count, Ev, w0, bn)) continue;
+    const int64_t bn32 = (bn + 31) / 32 * 32;
     const int64_t count32 = (count + 31) / 32 * 32;
     const int64_t kb16 = bn32 / 16, kc32 = bn32 / 32;  // key tiles of Q Kᵀ's C and P V's A, a row tile
     // q's rows as A tiles, zero-padded: rows [16 rt, 16 rt + 16), dims [32 ec, 32 ec + 32) at
