@@ -1375,17 +1375,33 @@ inline void lm_amx_end() { asm volatile("tilerelease" ::: "memory"); }
 #define LM_TILE_ZERO(tile) asm volatile("tilezero %%tmm" #tile ::)
 // C += A B for A 16 rows x 32 bf16 (16 pairs), B 16 pairs x 16 columns: tdpbf16ps dst, a, b.
 #define LM_TILE_DOT(c, a, b) asm volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
-// The sums of 32 weight rows (w, stride ldw values; `tail` holds their last depth % 32 values,
-// padded, 32 a row) with strip s and, if Two, strip s + 1.
+// The sums tiles tmm4 + 2i + j (weight or row tile i, column tile j; j = 1 only if Two) zeroed,
+// and stored to c: tile (i, j) at c + i * row_next + j * col_next floats, its rows `stride` bytes
+// apart.
 template <bool Two>
-inline void lm_amx_block(const uint16_t* w, int64_t ldw, const uint16_t* tail, const uint16_t* strip,
-                         int64_t strip_stride, int64_t depth, float* sums, int64_t ldc) {
+inline void lm_amx_zero_sums() {
   LM_TILE_ZERO(4);
   LM_TILE_ZERO(6);
   if constexpr (Two) {
     LM_TILE_ZERO(5);
     LM_TILE_ZERO(7);
   }
+}
+template <bool Two>
+inline void lm_amx_store_sums(float* c, int64_t row_next, int64_t col_next, int64_t stride) {
+  LM_TILE_STORE(4, c, stride);
+  LM_TILE_STORE(6, c + row_next, stride);
+  if constexpr (Two) {
+    LM_TILE_STORE(5, c + col_next, stride);
+    LM_TILE_STORE(7, c + row_next + col_next, stride);
+  }
+}
+// The sums of 32 weight rows (w, stride ldw values; `tail` holds their last depth % 32 values,
+// padded, 32 a row) with strip s and, if Two, strip s + 1.
+template <bool Two>
+inline void lm_amx_block(const uint16_t* w, int64_t ldw, const uint16_t* tail, const uint16_t* strip,
+                         int64_t strip_stride, int64_t depth, float* sums, int64_t ldc) {
+  lm_amx_zero_sums<Two>();
   const int64_t whole = depth / 32 * 32;
   auto step = [&](const uint16_t* rows, int64_t stride_bytes, int64_t k) {
     LM_TILE_LOAD(0, rows, stride_bytes);
@@ -1401,12 +1417,7 @@ inline void lm_amx_block(const uint16_t* w, int64_t ldw, const uint16_t* tail, c
   };
   for (int64_t k = 0; k < whole; k += 32) step(w + k, ldw * 2, k);
   if (whole < depth) step(tail, 64, whole);
-  LM_TILE_STORE(4, sums, ldc * 4);
-  LM_TILE_STORE(6, sums + 16 * ldc, ldc * 4);
-  if constexpr (Two) {
-    LM_TILE_STORE(5, sums + 16, ldc * 4);
-    LM_TILE_STORE(7, sums + 16 * ldc + 16, ldc * 4);
-  }
+  lm_amx_store_sums<Two>(sums, 16 * ldc, 16, ldc * 4);
 }
 template <int R>
 inline void lm_gemv_bf16_amx(const float* packed, int64_t rows, const uint16_t* w, int64_t row_stride,
@@ -1445,10 +1456,7 @@ inline void lm_amx_chunks(const float* packed, int64_t rows, int64_t depth, floa
       const bool two = s + 1 < count;
       float* c = sums + s * 16;
       if (d == 0) {
-        LM_TILE_ZERO(4);
-        LM_TILE_ZERO(5);
-        LM_TILE_ZERO(6);
-        LM_TILE_ZERO(7);
+        lm_amx_zero_sums<true>();
       } else {
         LM_TILE_LOAD(4, c, ldc * 4);
         LM_TILE_LOAD(6, c + 16 * ldc, ldc * 4);
@@ -1470,12 +1478,10 @@ inline void lm_amx_chunks(const float* packed, int64_t rows, int64_t depth, floa
           LM_TILE_DOT(7, 1, 3);
         }
       }
-      LM_TILE_STORE(4, c, ldc * 4);
-      LM_TILE_STORE(6, c + 16 * ldc, ldc * 4);
-      if (two) {
-        LM_TILE_STORE(5, c + 16, ldc * 4);
-        LM_TILE_STORE(7, c + 16 * ldc + 16, ldc * 4);
-      }
+      if (two)
+        lm_amx_store_sums<true>(c, 16 * ldc, 16, ldc * 4);
+      else
+        lm_amx_store_sums<false>(c, 16 * ldc, 16, ldc * 4);
     }
   }
   lm_amx_end();
@@ -1636,12 +1642,7 @@ inline void lm_pack_value_tiles(const uint16_t* v, int64_t v_rs, int64_t v_cs, i
 template <bool Two>
 inline void lm_amx_product(const uint16_t* a, int64_t a_row, int64_t a_step, const uint16_t* b, int64_t b_next,
                            int64_t b_step, int64_t steps, float* c, int64_t c_row) {
-  LM_TILE_ZERO(4);
-  LM_TILE_ZERO(6);
-  if constexpr (Two) {
-    LM_TILE_ZERO(5);
-    LM_TILE_ZERO(7);
-  }
+  lm_amx_zero_sums<Two>();
   for (int64_t t = 0; t < steps; ++t) {
     LM_TILE_LOAD(0, a + t * a_step, 64);
     LM_TILE_LOAD(1, a + a_row + t * a_step, 64);
@@ -1654,12 +1655,7 @@ inline void lm_amx_product(const uint16_t* a, int64_t a_row, int64_t a_step, con
       LM_TILE_DOT(7, 1, 3);
     }
   }
-  LM_TILE_STORE(4, c, 64);
-  LM_TILE_STORE(6, c + c_row, 64);
-  if constexpr (Two) {
-    LM_TILE_STORE(5, c + 256, 64);
-    LM_TILE_STORE(7, c + c_row + 256, 64);
-  }
+  lm_amx_store_sums<Two>(c, c_row, 256, 64);
 }
 // A bf16 attention head of at least four query rows whose output is bf16 (lm_attention_head,
 // AttentionSpec::bf16_probabilities) on AMX tiles, as eager's flash attention computes it: the
