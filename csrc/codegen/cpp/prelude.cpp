@@ -1554,10 +1554,15 @@ inline void lm_attention_probs_bf16(float* scores, int64_t rows, int64_t n, int6
     }
     float m = -__builtin_inff();
     for (int i = 0; i < 16; ++i) m = mv[i] > m ? mv[i] : m;
-    for (; j < n; ++j) m = score(j) > m ? score(j) : m;
+    for (; j < n; ++j) {
+      const float x = score(j);
+      m = x > m ? x : m;
+    }
     if (m == -__builtin_inff())
-      for (j = 0; j < n; ++j)
-        if (score(j) != score(j)) m = score(j);
+      for (j = 0; j < n; ++j) {
+        const float x = score(j);
+        if (x != x) m = x;
+      }
     if (m == -__builtin_inff()) {
       for (j = 0; j < n32; j += 32) __builtin_memset(p + j / 32 * 512, 0, 64);
       sums[r] = 1.0f;
@@ -1659,18 +1664,19 @@ inline void lm_amx_product(const uint16_t* a, int64_t a_row, int64_t a_step, con
 }
 // A bf16 attention head of at least four query rows whose output is bf16 (lm_attention_head,
 // AttentionSpec::bf16_probabilities) on AMX tiles, as eager's flash attention computes it: the
-// scores Q Kᵀ as exact bf16 products summed in f32, the softmax in f32 (lm_attention_softmax), the
-// probabilities rounded to bf16 for P V (summed in f32), each output row divided by its f32 sum.
+// scores Q Kᵀ as exact bf16 products summed in f32, the softmax in f32 (lm_attention_probs_bf16),
+// the probabilities rounded to bf16 for P V (summed in f32), each output row divided by its f32 sum.
 // Denormal inputs and results of the tile products are taken as zero (as oneDNN's AMX products
 // are). Query rows go in blocks of a multiple of 32 (two A tiles); keys, head dims and value
 // columns are zero-padded to whole tiles, so any E and Ev work. Per head: K packed once as the B
 // tiles of Q Kᵀ (16 keys by 16 pairs of head dims, each tile a 16 x 16 transpose of 32-bit pairs,
-// lm_transpose16_u32), V as those of P V (16 pairs of keys by 16 columns); each block's Q is copied
-// into zero-padded rows, its probabilities written as bf16 rows. Causal and banded masks skip key
-// chunks as the f32 path does (lm_attention_windows), in chunks of 32 keys.
-// A 1,024-token, 32-head, head-dim-128 bf16 attention on two Xeon cores: 70.4 -> 22.3 ms (inductor
-// 17.7; the f32 form computed half attention as f32 attention), the softmax's exps now the largest
-// part (docs/lessons.md, 2026-12-02 afternoon).
+// lm_transpose16_u32), V as those of P V (16 pairs of keys by 16 columns); each block's Q and its
+// bf16 probabilities are zero-padded tile-major copies (lm_amx_product). Causal and banded masks
+// skip key chunks as the f32 path does (lm_attention_windows), in chunks of 32 keys.
+// A 1,024-token, 32-head, head-dim-128 bf16 attention on two Xeon cores: 18.0 ms against
+// inductor's 16.9 in one kernel-bench run, where computing it in f32 took about 70 (a run earlier
+// the same day); the softmax's exps are now the largest part (docs/lessons.md, 2026-12-02
+// afternoon).
 inline bool lm_attention_head_amx(const uint16_t* q, int64_t q_rs, int64_t q_cs, const uint16_t* k, int64_t k_rs,
                                   int64_t k_cs, const uint16_t* v, int64_t v_rs, int64_t v_cs, const float* bias,
                                   int64_t b_rs, int64_t b_cs, float* out, int64_t L, int64_t S, int64_t E,
@@ -1719,12 +1725,13 @@ inline bool lm_attention_head_amx(const uint16_t* q, int64_t q_rs, int64_t q_cs,
     for (int64_t r = 0; r < count32; ++r)
       for (int64_t ec = 0; ec < chunks; ++ec) {
         uint16_t* qr = qb + (r / 16 * chunks + ec) * 512 + r % 16 * 32;
-        const uint16_t* src = q + (r0 + r) * q_rs + ec * 32 * q_cs;
         const int64_t e_count = r >= count ? 0 : E - ec * 32 < 32 ? E - ec * 32 : 32;
-        if (q_cs == 1) {
-          __builtin_memcpy(qr, src, 2 * e_count);
-        } else {
-          for (int64_t e = 0; e < e_count; ++e) qr[e] = src[e * q_cs];
+        if (e_count > 0) {  // (rows past the block's have no q to point at)
+          const uint16_t* src = q + (r0 + r) * q_rs + ec * 32 * q_cs;
+          if (q_cs == 1)
+            __builtin_memcpy(qr, src, 2 * e_count);
+          else
+            for (int64_t e = 0; e < e_count; ++e) qr[e] = src[e * q_cs];
         }
         for (int64_t e = e_count; e < 32; ++e) qr[e] = 0;
       }
