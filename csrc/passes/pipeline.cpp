@@ -5,6 +5,7 @@
 
 #include "passes/dead_code.h"
 #include "passes/fusion/fuse.h"
+#include "passes/gather_before_pointwise.h"
 #include "passes/legalize_matmul.h"
 #include "passes/quantized_weights.h"
 
@@ -26,6 +27,9 @@ KernelPlan plan_kernels(ir::Graph g, PassContext& cx) {
     ir::verify(g);
     dump(cx, step++, "quantized_weights", ir::to_text(g));
   }
+  g = move_gathers_before_pointwise(std::move(g));
+  ir::verify(g);
+  dump(cx, step++, "gathers_before_pointwise", ir::to_text(g));
   g = eliminate_dead_code(std::move(g));
   ir::verify(g);
   dump(cx, step++, "dead_code", ir::to_text(g));

@@ -30,11 +30,19 @@ def ncase(name, fn, variants=V, **kw):
 
 
 W8 = torch.linspace(-1, 1, 8)
+V_ROWS = {k: v for k, v in V.items() if k != "0d"}
+TARGETS = torch.tensor([0, 7, 3, -100, 5, 1])
 W4 = torch.linspace(0.5, 1.5, 4)
 CASES = [
     ncase("softmax", lambda x: torch.softmax(x, -1)),
     ncase("softmax_dim0", lambda x: torch.softmax(x, 0)),
     ncase("log_softmax", lambda x: torch.log_softmax(x, -1)),
+    # The gather of a few log-probabilities moves ahead of log_softmax's last op
+    # (passes/gather_before_pointwise.h); -100 is cross_entropy's ignored target.
+    ncase("cross_entropy", lambda x: F.cross_entropy(x.flatten(0, 1), TARGETS), variants=V_ROWS),
+    ncase("cross_entropy_sum", lambda x: F.cross_entropy(x.flatten(0, 1), TARGETS, reduction="sum"), variants=V_ROWS),
+    ncase("log_prob_gather", lambda x: torch.log_softmax(x, -1).gather(-1, TARGETS.clamp(min=0).view(2, 3, 1)),
+          variants=V_ROWS),
     ncase("gelu", F.gelu),
     ncase("gelu_tanh", lambda x: F.gelu(x, approximate="tanh")),
     ncase("silu", F.silu),
@@ -147,3 +155,18 @@ def test_batch_norm_updating_its_arguments_in_place(dtype):
     kinds = [kind for kind, _, _ in compiled.output_specs]
     assert kinds.count("weight_mutation") == 3  # num_batches_tracked, and the two statistics updated in place
     record_coverage(archive, dtype)
+
+
+def test_cross_entropy_never_writes_the_log_probabilities(tmp_path):
+    """A cross entropy's gather of one log-probability a row moves ahead of log_softmax's last
+    Sub (passes/gather_before_pointwise.h): only the shifted logits and their exps are [rows,
+    classes] nodes, and those the row kernel keeps in registers; an out-of-range target still
+    raises, naming the gather."""
+    x, target = torch.randn(32, 1000), torch.randint(0, 1000, (32,))
+    compiled = torch.compile(F.cross_entropy, backend="luminal", options={"debug_dir": str(tmp_path)})
+    torch.testing.assert_close(compiled(x, target), F.cross_entropy(x, target))
+    ir_text = next(tmp_path.glob("*_legalize_matmul.txt")).read_text()
+    full = [line for line in ir_text.splitlines() if "f32 [32, 1000] (" in line.split(";")[0]]
+    assert [line.split()[2] for line in full] == ["Sub", "Exp"], full
+    with pytest.raises(luminal.UserError, match="gather"):
+        compiled(x, torch.full((32,), 1000))

@@ -14,6 +14,7 @@ target_sources(luminal_core PRIVATE
   csrc/passes/fusion/legal.cpp
   csrc/passes/fusion/partition.cpp
   csrc/passes/fusion/score.cpp
+  csrc/passes/gather_before_pointwise.cpp
   csrc/passes/group_quantized_gemv.cpp
   csrc/passes/legalize_matmul.cpp
   csrc/passes/linear_bias.cpp
