@@ -1252,8 +1252,9 @@ TEST(CpuDebug, DebugDirHasPassesKernelsAndStats) {
   bool kernels = false;
   for (const auto& e : std::filesystem::directory_iterator(dir)) kernels = kernels || e.path().extension() == ".cpp";
   EXPECT_TRUE(kernels);
-  // input, quantized_weights (the cpu runtime runs it), dead_code, legalize_matmul, fuse.
-  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir) / "4_fuse.txt"));
+  // input, quantized_weights (the cpu runtime runs it), gathers_before_pointwise, dead_code,
+  // legalize_matmul, fuse.
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir) / "5_fuse.txt"));
   EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(dir) / "cpu_stats.txt"));
   std::filesystem::remove_all(dir);
 }
