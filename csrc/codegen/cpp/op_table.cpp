@@ -145,7 +145,7 @@ std::string CppOpTable::op(Op op, DType in, DType out, const std::vector<std::st
     case Op::Sin: if (!fl) return unsupported(); e = fn("sin"); break;
     case Op::Cos: if (!fl) return unsupported(); e = fn("cos"); break;
     case Op::Tanh: if (!fl) return unsupported(); e = fn("tanh"); break;
-    case Op::Erf: if (!fl) return unsupported(); e = fn("erf"); break;
+    case Op::Erf: if (!fl) return unsupported(); e = call(single ? "lm_erff" : "erf", a); break;
     case Op::Sigmoid: if (!fl) return unsupported(); e = call("lm_sigmoid", a); break;
     case Op::Floor: e = fl ? call(single ? "__builtin_floorf" : "__builtin_floor", a) : a[0]; break;
     case Op::Ceil: e = fl ? call(single ? "__builtin_ceilf" : "__builtin_ceil", a) : a[0]; break;
