@@ -37,6 +37,7 @@ LM_FN double lm_inf() { return __longlong_as_double(0x7ff0000000000000LL); }
 LM_FN float lm_nanf(const char*) { return __int_as_float(0x7fc00000); }
 LM_FN double lm_nan(const char*) { return __longlong_as_double(0x7ff8000000000000LL); }
 LM_FN float lm_expf(float x) { return expf(x); }
+LM_FN float lm_erff(float x) { return erff(x); }
 LM_FN float lm_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 LM_FN double lm_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
