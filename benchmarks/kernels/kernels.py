@@ -169,6 +169,10 @@ def all_kernels() -> list[Kernel]:
     # 1B Llama's up projection, the unquantized peer of linear_int8 and linear_int4.
     for m, k, nn in [(64, 1024, 2816), (64, 2816, 1024), (64, 1024, 32000), (8, 2048, 8192)]:
         kernels.append(Kernel("linear", (m, k, nn), _linear_inputs(m, k, nn), F.linear, flops=2.0 * m * k * nn))
+    # A 32-token prefill through GPT-2's MLP up projection as its Conv1D computes it (x @ w, the
+    # weight [K, N]): the column kernel reads the weight in place where sgemm packs it first.
+    kernels.append(Kernel("conv1d", (32, 768, 3072), _matmul_inputs(32, 768, 3072), torch.mm,
+                          flops=2.0 * 32 * 768 * 3072))
     # Reductions across rows: a Linear's bias gradient (the sum over 512 tokens) and BatchNorm's
     # per-channel mean over (N, H, W).
     kernels.append(Kernel("sum_rows", (512, 4096), _randn(512, 4096), lambda x: x.sum(0)))

@@ -73,8 +73,8 @@ ir::Expr Kernel::parallel_extent() const {
     return n;
   }
   if (kind == KernelKind::Gemv && gemv.columns) {
-    // The bf16-pair form's rows are all in each item.
-    ir::Shape batch(domain.begin(), domain.end() - (gemv.bf16_pairs ? 2 : 1));
+    // The rows of a prompt's form are all in each item.
+    ir::Shape batch(domain.begin(), domain.end() - (gemv.rows_in_item ? 2 : 1));
     return ir::numel(batch) * floordiv(domain.back() + ir::Expr(column_run() - 1), ir::Expr(column_run()));
   }
   if (kind == KernelKind::Gemv) {  // every row of `a` in the item (the M dim is not split)
@@ -95,7 +95,7 @@ ir::Expr Kernel::parallel_extent() const {
 ir::Expr Kernel::inner_extent() const {
   if (domain.empty() || kind == KernelKind::Scatter) return ir::Expr(int64_t{1});
   if (kind == KernelKind::Gemv)
-    return gemv.columns ? gemv.depth * ir::Expr(column_run()) * (gemv.bf16_pairs ? domain[0] : ir::Expr(int64_t{1}))
+    return gemv.columns ? gemv.depth * ir::Expr(column_run()) * (gemv.rows_in_item ? domain[0] : ir::Expr(int64_t{1}))
                         : gemv.depth * domain[domain.size() - 2];
   if (kind == KernelKind::Attention)
     return attention.q_len * attention.kv_len * (attention.head_dim + attention.value_dim);

@@ -93,8 +93,9 @@ enum class KernelKind {
 // `columns`: the f16/bf16 form whose weight is [K, N] with N contiguous (x @ W, GPT-2's Conv1D;
 // passes::is_column_gemv): out[b.., n] = sum_k a[k * a_depth_stride] * w[k * w_depth_stride],
 // a work item a run of `tile` columns (kGemvColumns when 0) of one batch index (lm_gemv_columns).
-// With bf16_pairs, the domain is [M, N] and a work item a run of columns (kBf16PairColumns when
-// 0) for every row of `a` (lm_gemm_bf16_columns; `a` reads K with unit stride).
+// With rows_in_item, the domain is [M, N] and a work item a run of columns (kColumnRowsRun when
+// 0) for every row of `a` (`a` reads K with unit stride): as bf16 pairs (bf16_pairs,
+// lm_gemm_bf16_columns) or in f32 (lm_gemm_f32_columns).
 struct GemvSpec {
   ir::Expr depth;  // K
   Index a;         // over the domain; stride 0 along N
@@ -105,6 +106,7 @@ struct GemvSpec {
   ir::Expr scale_group_stride, zero_group_stride;  // to the next group along K
   bool has_zero = false;
   bool columns = false;
+  bool rows_in_item = false;  // columns only: a prompt's few rows, all in each work item
   ir::Expr a_depth_stride, w_depth_stride;  // columns only
   // A bf16 prompt times a bf16 weight, packed into strips of bf16 pairs (lm_gemv_bf16_strips,
   // vdpbf16ps): set by the cpu runtime where its kernels have AVX512-BF16
@@ -212,13 +214,18 @@ inline constexpr int64_t kAmxGemvChunkRows = 128;
 // at read bandwidth (a 1 KiB run per row reaches half of it), so the cpu runtime sets a
 // kernel's run (its `tile`) to N over its threads, up to this.
 inline constexpr int64_t kGemvColumns = 4096;
-// The bf16-pair column Gemv (a prompt's rows through a [K, N] bf16 weight, lm_gemm_bf16_columns)
-// multiplies blocks of this many columns, each weight row's run of them one 64-byte load...
-inline constexpr int64_t kBf16PairColumnBlock = 32;
-// ...and takes at most this many per work item, for all of its rows (at most kBf16PairGemvRows):
-// their f32 sums (16 KiB) on the stack, the block's weight panel re-read from L2 per block of
-// rows.
-inline constexpr int64_t kBf16PairColumns = 64;
+// The column Gemv of a prompt's rows (GemvSpec::rows_in_item: a few rows through a [K, N] bf16
+// or f32 weight, lm_gemm_bf16_columns / lm_gemm_f32_columns) multiplies blocks of this many
+// columns, each weight row's run of them one or two 64-byte loads...
+inline constexpr int64_t kColumnRowsBlock = 32;
+// ...and takes at most this many per work item, for all of its rows (at most kBf16PairGemvRows
+// or kF32ColumnRows): their f32 sums (16 KiB) on the stack, the block's weight panel re-read
+// from L2 per block of rows.
+inline constexpr int64_t kColumnRowsRun = 64;
+// The most rows of `a` an f32 Matmul through a [K, N] weight (x @ W, GPT-2's Conv1D) runs as the
+// column Gemv with its rows in each item, the weight read in place, instead of sgemm, which
+// packs the whole weight first (OpenBLAS's copy of it dominated such 32-row products).
+inline constexpr int64_t kF32ColumnRows = 64;
 // Output columns a column row kernel (Kernel::lane_axis) reduces per work item, at most: their
 // accumulators (1 KiB of f32 per reduction) stay in L1 while each step along the reduce axis
 // reads a contiguous run of them.
@@ -275,7 +282,7 @@ struct Kernel {
   // Elements touched per work item, for deciding whether splitting across threads pays.
   ir::Expr inner_extent() const;
   // A column Gemv's columns per work item.
-  int64_t column_run() const { return tile > 0 ? tile : gemv.bf16_pairs ? kBf16PairColumns : kGemvColumns; }
+  int64_t column_run() const { return tile > 0 ? tile : gemv.rows_in_item ? kColumnRowsRun : kGemvColumns; }
   // A column row kernel's indices of lane_axis per work item.
   int64_t lane_run() const { return tile > 0 ? tile : kRowLanes; }
   // Whether this Gemv is an f32 one (its weight f32, int8 or group-quantized), or a rank-2 bf16

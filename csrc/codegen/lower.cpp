@@ -253,12 +253,14 @@ LoweredKernel lower_gemv(const ir::Graph& graph, NodeId id) {
   g.a = Index{a.offset(), zero_unit_dims(kernel.domain, a_strides)};
   g.w = Index{b.offset(), zero_unit_dims(kernel.domain, w_strides)};
   g.out = Index{Expr(int64_t{0}), zero_unit_dims(kernel.domain, contiguous_strides(node.shape))};
-  if (passes::is_column_gemv(graph, node, kBf16PairGemvRows) && !passes::is_gemv(graph, node)) {
-    kernel.label = is_one(node.shape[rank - 2])
-                       ? "gemv (M = 1 matmul, weight [K, N] streamed a run of columns at a time)"
-                       : "gemm of a few rows (weight [K, N], bf16 pairs, a run of columns at a time)";
+  if (passes::is_column_gemv(graph, node, kBf16PairGemvRows, kF32ColumnRows) && !passes::is_gemv(graph, node)) {
+    const bool rows = !is_one(node.shape[rank - 2]);
+    kernel.label = !rows                          ? "gemv (M = 1 matmul, weight [K, N] streamed a run of columns at a time)"
+                   : node.dtype == DType::BF16 ? "gemm of a few rows (weight [K, N], bf16 pairs, a run of columns at a time)"
+                                               : "gemm of a few rows (weight [K, N] read in place, a run of columns at a time)";
     g.columns = true;
-    g.bf16_pairs = !is_one(node.shape[rank - 2]);  // more than one row: the bf16-pair form (is_column_gemv)
+    g.rows_in_item = rows;
+    g.bf16_pairs = rows && node.dtype == DType::BF16;  // more than one bf16 row: as bf16 pairs (is_column_gemv)
     g.a_depth_stride = a.strides()[rank - 1];
     g.w_depth_stride = b.strides()[rank - 2];
   }

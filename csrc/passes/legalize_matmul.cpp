@@ -88,17 +88,19 @@ bool is_expert_gemv(const ir::Graph& graph, const ir::Node& grouped_matmul, int6
   return is_one(grouped_matmul.inputs[0].view.strides()[1]) && is_one(grouped_matmul.inputs[1].view.strides()[1]);
 }
 
-bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t bf16_pair_rows) {
-  if (matmul.op != ir::Op::Matmul || !ir::is_half(matmul.dtype)) return false;
+bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t bf16_pair_rows, int64_t f32_rows) {
+  const bool f32 = matmul.dtype == ir::DType::F32;
+  if (matmul.op != ir::Op::Matmul || !(ir::is_half(matmul.dtype) || f32)) return false;
   for (const ir::TensorRef& in : matmul.inputs)
     if (graph.node(in.node).dtype != matmul.dtype) return false;
   const size_t rank = matmul.shape.size();
   if (!is_one(matmul.inputs[1].view.strides()[rank - 1])) return false;
-  if (is_one(matmul.shape[rank - 2])) return true;
-  // A prompt's few rows as bf16 pairs: each row of `a` read along K two values at a time.
+  // One f32 row is sgemv's, which streams the weight as this kernel would.
+  if (is_one(matmul.shape[rank - 2])) return !f32;
+  // A prompt's few rows: each row of `a` read along K (two values at a time as bf16 pairs).
   const ir::Expr& m = matmul.shape[0];
-  return matmul.dtype == ir::DType::BF16 && rank == 2 && m.is_constant() && m.constant_value() <= bf16_pair_rows &&
-         is_one(matmul.inputs[0].view.strides()[1]);
+  const int64_t most_rows = f32 ? f32_rows : matmul.dtype == ir::DType::BF16 ? bf16_pair_rows : 1;
+  return rank == 2 && m.is_constant() && m.constant_value() <= most_rows && is_one(matmul.inputs[0].view.strides()[1]);
 }
 
 ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half, int64_t half_gemv_rows,

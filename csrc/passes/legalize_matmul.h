@@ -40,11 +40,12 @@ bool is_gemv_for_few_rows(const ir::Graph& graph, const ir::Node& matmul, int64_
 // (codegen::lower_expert_gemv) when they are few, as is_gemv_for_few_rows does for a Matmul.
 bool is_expert_gemv(const ir::Graph& graph, const ir::Node& grouped_matmul, int64_t bf16_pair_rows = 1);
 
-// An f16/bf16 Matmul whose weight b is [K, N] with N contiguous (x @ W, GPT-2's Conv1D), with
-// M = 1, or a rank-2 bf16 one with a constant M <= `bf16_pair_rows` whose `a` reads K with unit
-// stride (a prompt's rows, multiplied as bf16 pairs where the CPU has AVX512-BF16): the GEMV
-// pattern kernel's column form (codegen/kernel.h GemvSpec::columns).
-bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t bf16_pair_rows = 1);
+// A Matmul whose weight b is [K, N] with N contiguous (x @ W, GPT-2's Conv1D): an f16/bf16 one
+// with M = 1, or a rank-2 one whose `a` reads K with unit stride with a constant M <=
+// `bf16_pair_rows` (bf16, a prompt's rows multiplied as bf16 pairs where the CPU has
+// AVX512-BF16) or 1 < M <= `f32_rows` (f32): the GEMV pattern kernel's column form
+// (codegen/kernel.h GemvSpec::columns, with rows_in_item for M > 1).
+bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t bf16_pair_rows = 1, int64_t f32_rows = 1);
 
 ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half, int64_t half_gemv_rows,
                           int64_t f32_gemv_rows, int64_t bf16_pair_gemv_rows = 1);

@@ -37,6 +37,10 @@ struct PassContext {
   // the cpu runtime takes where it multiplies bf16 pairs without AMX; with AMX, oneDNN's GEMM
   // keeps such prompts.
   int64_t bf16_pair_column_rows = 1;
+  // f32 Matmuls through a [K, N] weight with more than one and at most this many rows (a known
+  // count), which the cpu runtime's column kernel multiplies with the weight read in place
+  // (passes::is_column_gemv) rather than sgemm's packed copy of it.
+  int64_t f32_column_rows = 1;
   // GEMVs read int8 weights themselves (passes/quantized_weights.h): the runtime's GEMV kernel
   // widens them in registers.
   bool quantized_gemv_weights = false;

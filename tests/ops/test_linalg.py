@@ -78,6 +78,38 @@ def test_few_row_f32_linear_is_the_same_in_both_instruction_sets(rows):
     assert torch.equal(results["native"], results["avx2"])
 
 
+@pytest.mark.parametrize("rows", [2, 13, 33, 64, 65])
+def test_few_row_f32_conv1d_reads_its_weight_in_place_on_both_isas(rows, tmp_path):
+    """GPT-2's Conv1D (addmm of a [K, N] weight) in f32 at a prompt's rows, and x @ W through a
+    column slice of a wider weight (its rows 80 apart): up to 64 rows are luminal's column kernel,
+    the weight read in place (sgemm would pack all of it first), past it BLAS. Eager's values,
+    and the same bits with the kernels forced to AVX2: 70 columns are two AVX-512 blocks of 32
+    and a tail of 6, four AVX2 blocks of 16 and the same tail; the depth 301 is odd and the rows
+    are not contiguous."""
+    from transformers.pytorch_utils import Conv1D
+
+    conv = Conv1D(70, 301)
+    wide = torch.randn(301, 80)
+
+    def model(x):
+        return conv(x), x @ wide[:, 5:75]
+
+    x = torch.randn(1, rows, 310)[:, :, 5:306]
+    results = {}
+    with torch.no_grad():
+        expected = model(x)
+        for isa in ("native", "avx2"):
+            torch._dynamo.reset()  # a fresh compile per option
+            debug_dir = tmp_path / isa
+            compiled = torch.compile(model, backend="luminal", options={"cpu_isa": isa, "debug_dir": str(debug_dir)})
+            results[isa] = compiled(x)
+            stats = (debug_dir / "cpu_stats.txt").read_text()
+            assert stats.count("weight [K, N] read in place") == (2 if rows <= 64 else 0), stats
+    torch.testing.assert_close(results["native"], expected, atol=1e-5, rtol=1e-5)
+    for native, avx2 in zip(results["native"], results["avx2"]):
+        assert torch.equal(native, avx2)
+
+
 def test_dynamic_rows_f32_linear_runs_the_strip_gemv_for_few_rows(tmp_path):
     """With dynamic shapes (torch.compile's automatic dynamic after a second prompt length) the
     rows are a symbol: one program serves every length, the strip GEMV when a call has at most 64

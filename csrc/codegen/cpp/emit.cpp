@@ -948,16 +948,19 @@ class Emitter {
   std::string column_gemv_body() const {
     const GemvSpec& g = k_.gemv;
     const DType t = k_.params[2].dtype;
-    INTERNAL_CHECK((t == DType::BF16 || t == DType::F16) && k_.params[0].dtype == t && k_.params[1].dtype == t)
+    INTERNAL_CHECK((t == DType::BF16 || t == DType::F16 || (t == DType::F32 && g.rows_in_item)) &&
+                   k_.params[0].dtype == t && k_.params[1].dtype == t)
         << "column gemv of " << ir::dtype_name(t);
     const int n_axis = rank_ - 1;
     const std::string run = std::to_string(k_.column_run());
     const std::string n = expr_text(k_.domain[n_axis]);
     std::ostringstream out;
-    if (g.bf16_pairs) {
+    if (g.rows_in_item) {
       // [M, N]: every row of `a` in each item, its sums [M x run] on the stack (M <= 64, run <= 64).
-      INTERNAL_CHECK(t == DType::BF16 && rank_ == 2 && k_.domain[0].is_constant() && k_.column_run() <= kBf16PairColumns)
-          << "bf16-pair column gemv of " << ir::dtype_name(t) << " over " << rank_ << " dims";
+      INTERNAL_CHECK(g.bf16_pairs == (t == DType::BF16) && (t == DType::BF16 || t == DType::F32) && rank_ == 2 &&
+                     k_.domain[0].is_constant() && k_.column_run() <= kColumnRowsRun)
+          << "column gemv of a prompt's rows in " << ir::dtype_name(t) << " over " << rank_ << " dims";
+      const char* element = t == DType::BF16 ? "uint16_t" : "float";
       const std::string rows = expr_text(k_.domain[0]);
       out << "  const int64_t lm_depth = " << expr_text(g.depth) << ", lm_w_step = " << expr_text(g.w_depth_stride)
           << ";\n";
@@ -967,12 +970,12 @@ class Emitter {
       out << "  float lm_block[" << rows << " * " << run << "];\n";
       out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end; ++lm_p) {\n";
       out << "    const int64_t i0 = 0, i1 = lm_p * " << run << ";\n";
-      out << "    const uint16_t* lm_a = p0 + " << index_text(g.a, false) << ";\n";
-      out << "    const uint16_t* lm_w = p1 + " << index_text(g.w, false) << ";\n";
+      out << "    const " << element << "* lm_a = p0 + " << index_text(g.a, false) << ";\n";
+      out << "    const " << element << "* lm_w = p1 + " << index_text(g.w, false) << ";\n";
       out << "    const int64_t lm_o = " << index_text(g.out, false) << ";\n";
       out << "    const int64_t lm_cols = " << n << " - i1 < " << run << " ? " << n << " - i1 : " << run << ";\n";
-      out << "    lm_gemm_bf16_columns(lm_a, lm_a_row, lm_rows, lm_w, lm_w_step, lm_depth, lm_cols, lm_block, " << run
-          << ");\n";
+      out << "    lm_gemm_" << (t == DType::BF16 ? "bf16" : "f32")
+          << "_columns(lm_a, lm_a_row, lm_rows, lm_w, lm_w_step, lm_depth, lm_cols, lm_block, " << run << ");\n";
       out << "    for (int64_t lm_m = 0; lm_m < lm_rows; ++lm_m)\n";
       out << "      for (int64_t lm_u = 0; lm_u < lm_cols; ++lm_u)\n";
       out << "        p2[lm_o + lm_m * lm_out_row + lm_u * lm_out_stride] = "

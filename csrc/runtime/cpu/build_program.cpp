@@ -71,7 +71,7 @@ bool matmul_as_loop(const ir::Graph& graph, NodeId id, const passes::PassContext
   const ir::Node& node = graph.node(id);
   if (!ir::is_floating(node.dtype) ||
       passes::is_gemv(graph, node, cx.half_gemv_rows, cx.f32_gemv_rows, cx.bf16_pair_gemv_rows) ||
-      passes::is_column_gemv(graph, node, cx.bf16_pair_column_rows))
+      passes::is_column_gemv(graph, node, cx.bf16_pair_column_rows, cx.f32_column_rows))
     return true;
   const size_t rank = node.shape.size();
   const ir::View& b = node.inputs[1].view;
@@ -88,13 +88,13 @@ int64_t run_per_item(const ir::Expr& n, const ir::Expr& items, int threads, int6
   return std::clamp<int64_t>((per_thread + block - 1) / block * block, block, cap);
 }
 
-// A column GEMV's columns per work item (codegen::Kernel::column_run): its N over its batch. The
-// bf16-pair form (all of its rows in each item) takes whole blocks of
-// codegen::kBf16PairColumnBlock columns, up to codegen::kBf16PairColumns.
+// A column GEMV's columns per work item (codegen::Kernel::column_run): its N over its batch. A
+// prompt's form (all of its rows in each item) takes whole blocks of codegen::kColumnRowsBlock
+// columns, up to codegen::kColumnRowsRun.
 int64_t column_run(const codegen::Kernel& kernel, int threads) {
-  if (kernel.gemv.bf16_pairs)
-    return run_per_item(kernel.domain.back(), ir::Expr(int64_t{1}), threads, codegen::kBf16PairColumns,
-                        codegen::kBf16PairColumnBlock);
+  if (kernel.gemv.rows_in_item)
+    return run_per_item(kernel.domain.back(), ir::Expr(int64_t{1}), threads, codegen::kColumnRowsRun,
+                        codegen::kColumnRowsBlock);
   const ir::Expr batch = ir::numel(ir::Shape(kernel.domain.begin(), kernel.domain.end() - 1));
   return run_per_item(kernel.domain.back(), batch, threads, codegen::kGemvColumns);
 }
@@ -182,6 +182,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   // (oneDNN with bf16/f16 dot products streams the weight as well and keeps its own blocking).
   cx.half_gemv_rows = cx.native_half_matmuls.empty() ? codegen::kHalfGemvRows : 1;
   cx.f32_gemv_rows = codegen::kF32GemvRows;
+  cx.f32_column_rows = codegen::kF32ColumnRows;  // the same through a [K, N] weight
   // A prompt's bf16 Linears and experts as bf16 pairs in the GEMV kernel (lm_gemv_bf16_strips)
   // where its kernels have AVX512-BF16 and no AMX, up to kBf16PairGemvRows rows. Experts too: a
   // prefill that went back and forth between our pool and oneDNN's threads paid for each one's
@@ -333,7 +334,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     if (group.kind == GroupKind::Matmul) {
       const ir::Node& matmul = graph.node(group.nodes[0]);
       lowered = passes::is_gemv(graph, matmul, cx.half_gemv_rows, cx.f32_gemv_rows, cx.bf16_pair_gemv_rows) ||
-                        passes::is_column_gemv(graph, matmul, cx.bf16_pair_column_rows)
+                        passes::is_column_gemv(graph, matmul, cx.bf16_pair_column_rows, cx.f32_column_rows)
                     ? codegen::lower_gemv(graph, group.nodes[0])
                     : codegen::lower_matmul_loop(graph, group.nodes[0]);
       // lower_gemv marks a column GEMV's form itself.
