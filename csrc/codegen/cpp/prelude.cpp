@@ -2098,104 +2098,6 @@ inline void lm_gemm_bf16_columns(const uint16_t* a, int64_t lda, int64_t rows, c
   for (int64_t m = 0; m < rows; ++m) lm_gemv_columns<lm_bf16>(a + m * lda, 1, w, w_step, depth, cols, sums + m * ldc);
 }
 #endif
-// The column form for a prompt's rows of f32 activations (GemvSpec::rows_in_item in f32):
-// sums[m * ldc + c] = sum_k a[m * lda + k] * w[k * w_step + c] for m < rows and c < cols, `a`
-// read along K with unit stride. Each block of 2 L columns (L lanes a register: 32 columns with
-// AVX-512, 16 with AVX2) is a register tile of MR rows: per weight row k the block's values are
-// loaded once for all MR rows, each row's a[m][k] broadcast into one fused multiply-add per
-// register. sgemm packs the whole [K, N] weight into panels first, a pass over it that
-// dominated 32-row products (GPT-2's Conv1D); this reads the weight in place, in chunks of
-// lm_f32_column_chunk rows: a chunk's rows of the item's columns (16 KiB at 64 columns) stay in
-// L1 for every tile of rows, and the pages it touches (one per weight row, N floats apart) in the
-// TLB, while the tiles fetch the next chunk's rows into L2 (a stride the hardware's prefetchers
-// do not follow). Each sum adds its products in the order of k, one fused multiply-add each,
-// across chunks, in the tiles and in the columns past the last block alike: the same bits on
-// both ISAs.
-constexpr int64_t lm_f32_column_chunk = 64;
-// (A broadcast written V{} + x made GCC add 0 to x first, as -0 + 0 is not -0, and broadcast
-// the sum from a register: two operations more per row and step, one on the FMAs' port 5.)
-inline lm_f32x8 lm_fma_lanes(lm_f32x8 a, lm_f32x8 b, lm_f32x8 c) { return lm_madd8(a, b, c); }
-inline lm_f32x8 lm_lanes_of(float v, lm_f32x8) { return lm_splat8(v); }
-#if defined(__AVX512F__)
-inline lm_f32x16 lm_fma_lanes(lm_f32x16 a, lm_f32x16 b, lm_f32x16 c) { return lm_madd16(a, b, c); }
-inline lm_f32x16 lm_lanes_of(float v, lm_f32x16) { return lm_splat16(v); }
-typedef lm_f32x16 lm_f32_column_lanes;
-constexpr int lm_f32_column_tile_rows = 12;  // 24 sums, two weight registers and a broadcast of 32
-#else
-typedef lm_f32x8 lm_f32_column_lanes;
-constexpr int lm_f32_column_tile_rows = 6;  // 12 sums, two weight registers and a broadcast of 16
-#endif
-// MR rows of one block of columns over `depth` weight rows (a chunk), added to the sums in c
-// unless `first`.
-template <int MR>
-inline void lm_tile_f32_columns(const float* a, int64_t lda, const float* w, int64_t w_step, int64_t depth, float* c,
-                                int64_t ldc, bool first) {
-  typedef lm_f32_column_lanes V;
-  constexpr int L = sizeof(V) / sizeof(float);
-  V acc[MR][2] = {};
-  if (!first)
-    for (int m = 0; m < MR; ++m) {
-      __builtin_memcpy(&acc[m][0], c + m * ldc, sizeof acc[m][0]);
-      __builtin_memcpy(&acc[m][1], c + m * ldc + L, sizeof acc[m][1]);
-    }
-  const int64_t ahead = lm_f32_column_chunk * w_step;
-  for (int64_t k = 0; k < depth; ++k) {
-    const float* row = w + k * w_step;
-    __builtin_prefetch(row + ahead, 0, 2);
-    __builtin_prefetch(row + ahead + 2 * L - 1, 0, 2);
-    V w0, w1;
-    __builtin_memcpy(&w0, row, sizeof w0);
-    __builtin_memcpy(&w1, row + L, sizeof w1);
-    for (int m = 0; m < MR; ++m) {
-      const V x = lm_lanes_of(a[m * lda + k], V{});
-      acc[m][0] = lm_fma_lanes(x, w0, acc[m][0]);
-      acc[m][1] = lm_fma_lanes(x, w1, acc[m][1]);
-    }
-  }
-  for (int m = 0; m < MR; ++m) {
-    __builtin_memcpy(c + m * ldc, &acc[m][0], sizeof acc[m][0]);
-    __builtin_memcpy(c + m * ldc + L, &acc[m][1], sizeof acc[m][1]);
-  }
-}
-// Rows m, m + R, ... of a block of columns in tiles of R rows while R are left; the next row.
-template <int R>
-inline int64_t lm_f32_column_tiles(const float* a, int64_t lda, int64_t rows, int64_t m, const float* w,
-                                   int64_t w_step, int64_t depth, float* sums, int64_t ldc, bool first) {
-  for (; m + R <= rows; m += R) lm_tile_f32_columns<R>(a + m * lda, lda, w, w_step, depth, sums + m * ldc, ldc, first);
-  return m;
-}
-inline void lm_gemm_f32_columns(const float* a, int64_t lda, int64_t rows, const float* w, int64_t w_step,
-                                int64_t depth, int64_t cols, float* sums, int64_t ldc) {
-  constexpr int64_t block = 2 * (sizeof(lm_f32_column_lanes) / sizeof(float));
-  constexpr int MR = lm_f32_column_tile_rows;
-  const int64_t blocked = cols / block * block;
-  if (depth == 0)
-    for (int64_t m = 0; m < rows; ++m)
-      for (int64_t j = 0; j < cols; ++j) sums[m * ldc + j] = 0;
-  for (int64_t k0 = 0; k0 < depth; k0 += lm_f32_column_chunk) {
-    const int64_t kc = depth - k0 < lm_f32_column_chunk ? depth - k0 : lm_f32_column_chunk;
-    const bool first = k0 == 0;
-    const float* ak = a + k0;
-    const float* wk = w + k0 * w_step;
-    for (int64_t c = 0; c < blocked; c += block) {
-      int64_t m = lm_f32_column_tiles<MR>(ak, lda, rows, 0, wk + c, w_step, kc, sums + c, ldc, first);
-      if (MR > 8) m = lm_f32_column_tiles<8>(ak, lda, rows, m, wk + c, w_step, kc, sums + c, ldc, first);
-      m = lm_f32_column_tiles<4>(ak, lda, rows, m, wk + c, w_step, kc, sums + c, ldc, first);
-      m = lm_f32_column_tiles<2>(ak, lda, rows, m, wk + c, w_step, kc, sums + c, ldc, first);
-      lm_f32_column_tiles<1>(ak, lda, rows, m, wk + c, w_step, kc, sums + c, ldc, first);
-    }
-    for (int64_t m = 0; m < rows && blocked < cols; ++m) {  // the columns past the last block
-      float* out = sums + m * ldc + blocked;
-      if (first)
-        for (int64_t j = 0; j < cols - blocked; ++j) out[j] = 0;
-      for (int64_t k = 0; k < kc; ++k) {
-        const float x = ak[m * lda + k];
-        const float* row = wk + k * w_step + blocked;
-        for (int64_t j = 0; j < cols - blocked; ++j) out[j] = __builtin_fmaf(x, row[j], out[j]);
-      }
-    }
-  }
-}
 #if defined(__AVX512VNNI__)
 // vpdpbusd's operands and sums, for lm_gemv_rows_i8 and lm_gemv_prompt_i8: it adds four unsigned
 // x signed byte products into each of sixteen i32 lanes, 64 pairs per instruction. Signed `a`
@@ -2351,8 +2253,8 @@ inline void lm_gemv_prompt_i8(const TA* a, int64_t a_stride, const signed char* 
 // equal to dequantizing first up to f32 rounding. bf16: each weight is dequantized and rounded
 // to bf16 first, as the IR's bf16 Mul (and eager) rounds it, since that rounding moves a bf16
 // sum by far more than f32's.
-// The f32 vectors a grouped row is summed in: eight lanes, or sixteen where AVX-512 has them
-// (half the instructions per weight, as lm_f32_i8).
+// The f32 vectors a grouped row (and the f32 column tiles below) are summed in: eight lanes, or
+// sixteen where AVX-512 has them (half the instructions per weight, as lm_f32_i8).
 struct lm_lanes8 {
   typedef lm_f32x8 V;
   static constexpr int kLanes = 8;
@@ -2377,6 +2279,99 @@ struct lm_lanes16 {
   static float sum(V v) { return lm_sum8(lm_fold16(v)); }
 };
 #endif
+// The column form for a prompt's rows of f32 activations (GemvSpec::rows_in_item in f32):
+// sums[m * ldc + c] = sum_k a[m * lda + k] * w[k * w_step + c] for m < rows and c < cols, `a`
+// read along K with unit stride. Each block of 2 L columns (L lanes a register: 32 columns with
+// AVX-512, 16 with AVX2) is a register tile of MR rows: per weight row k the block's values are
+// loaded once for all MR rows, each row's a[m][k] broadcast into one fused multiply-add per
+// register. sgemm packs the whole [K, N] weight into panels first, a pass over it that
+// dominated 32-row products (GPT-2's Conv1D); this reads the weight in place, in chunks of
+// lm_f32_column_chunk rows: a chunk's rows of the item's columns (16 KiB at 64 columns) stay in
+// L1 for every tile of rows, and the pages it touches (one per weight row, N floats apart) in the
+// TLB, while the tiles fetch the next chunk's rows into L2 (a stride the hardware's prefetchers
+// do not follow). Each sum adds its products in the order of k, one fused multiply-add each,
+// across chunks, in the tiles and in the columns past the last block alike: the same bits on
+// both ISAs.
+constexpr int64_t lm_f32_column_chunk = 64;
+// The broadcasts are the lanes' own (an initializer of one value read from memory: one
+// vbroadcastss from memory). Written V{} + x, GCC added 0 to x first, as -0 + 0 is not -0, and
+// broadcast the sum from a register: two operations more per row and step, one on port 5.
+#if defined(__AVX512F__)
+typedef lm_lanes16 lm_f32_column_lanes;
+constexpr int lm_f32_column_tile_rows = 12;  // 24 sums, two weight registers and a broadcast of 32
+#else
+typedef lm_lanes8 lm_f32_column_lanes;
+constexpr int lm_f32_column_tile_rows = 6;  // 12 sums, two weight registers and a broadcast of 16
+#endif
+// MR rows of one block of columns over `depth` weight rows (a chunk), added to the sums in c
+// unless `first`.
+template <int MR>
+inline void lm_tile_f32_columns(const float* a, int64_t lda, const float* w, int64_t w_step, int64_t depth, float* c,
+                                int64_t ldc, bool first) {
+  typedef lm_f32_column_lanes S;
+  constexpr int L = S::kLanes;
+  typename S::V acc[MR][2] = {};
+  if (!first)
+    for (int m = 0; m < MR; ++m) {
+      acc[m][0] = S::load(c + m * ldc);
+      acc[m][1] = S::load(c + m * ldc + L);
+    }
+  const int64_t ahead = lm_f32_column_chunk * w_step;
+  for (int64_t k = 0; k < depth; ++k) {
+    const float* row = w + k * w_step;
+    __builtin_prefetch(row + ahead, 0, 2);
+    __builtin_prefetch(row + ahead + 2 * L - 1, 0, 2);
+    const typename S::V w0 = S::load(row), w1 = S::load(row + L);
+    for (int m = 0; m < MR; ++m) {
+      const typename S::V x = S::broadcast(a[m * lda + k]);
+      acc[m][0] = S::madd(x, w0, acc[m][0]);
+      acc[m][1] = S::madd(x, w1, acc[m][1]);
+    }
+  }
+  for (int m = 0; m < MR; ++m) {
+    __builtin_memcpy(c + m * ldc, &acc[m][0], sizeof acc[m][0]);
+    __builtin_memcpy(c + m * ldc + L, &acc[m][1], sizeof acc[m][1]);
+  }
+}
+// Rows m, m + R, ... of a block of columns in tiles of R rows while R are left; the next row.
+template <int R>
+inline int64_t lm_f32_column_tiles(const float* a, int64_t lda, int64_t rows, int64_t m, const float* w,
+                                   int64_t w_step, int64_t depth, float* sums, int64_t ldc, bool first) {
+  for (; m + R <= rows; m += R) lm_tile_f32_columns<R>(a + m * lda, lda, w, w_step, depth, sums + m * ldc, ldc, first);
+  return m;
+}
+inline void lm_gemm_f32_columns(const float* a, int64_t lda, int64_t rows, const float* w, int64_t w_step,
+                                int64_t depth, int64_t cols, float* sums, int64_t ldc) {
+  constexpr int64_t block = 2 * lm_f32_column_lanes::kLanes;
+  constexpr int MR = lm_f32_column_tile_rows;
+  const int64_t blocked = cols / block * block;
+  if (depth == 0)
+    for (int64_t m = 0; m < rows; ++m)
+      for (int64_t j = 0; j < cols; ++j) sums[m * ldc + j] = 0;
+  for (int64_t k0 = 0; k0 < depth; k0 += lm_f32_column_chunk) {
+    const int64_t kc = depth - k0 < lm_f32_column_chunk ? depth - k0 : lm_f32_column_chunk;
+    const bool first = k0 == 0;
+    const float* ak = a + k0;
+    const float* wk = w + k0 * w_step;
+    for (int64_t c = 0; c < blocked; c += block) {
+      int64_t m = lm_f32_column_tiles<MR>(ak, lda, rows, 0, wk + c, w_step, kc, sums + c, ldc, first);
+      if (MR > 8) m = lm_f32_column_tiles<8>(ak, lda, rows, m, wk + c, w_step, kc, sums + c, ldc, first);
+      m = lm_f32_column_tiles<4>(ak, lda, rows, m, wk + c, w_step, kc, sums + c, ldc, first);
+      m = lm_f32_column_tiles<2>(ak, lda, rows, m, wk + c, w_step, kc, sums + c, ldc, first);
+      lm_f32_column_tiles<1>(ak, lda, rows, m, wk + c, w_step, kc, sums + c, ldc, first);
+    }
+    for (int64_t m = 0; m < rows && blocked < cols; ++m) {  // the columns past the last block
+      float* out = sums + m * ldc + blocked;
+      if (first)
+        for (int64_t j = 0; j < cols - blocked; ++j) out[j] = 0;
+      for (int64_t k = 0; k < kc; ++k) {
+        const float x = ak[m * lda + k];
+        const float* row = wk + k * w_step + blocked;
+        for (int64_t j = 0; j < cols - blocked; ++j) out[j] = __builtin_fmaf(x, row[j], out[j]);
+      }
+    }
+  }
+}
 // An f32 grouped GEMV row is sum_g s_g * (sum_k a_k q_k - z_g * A_g), A_g the sum of `a` over
 // group g: the zero points come out of the loop over the weights as one dot product per row,
 // sum_g z_g s_g A_g, with the A_g made once for all rows. Per group the loop then does one FMA
