@@ -20,7 +20,11 @@ import pytest
 # busy for seconds (the interrupt test needs a build in flight).
 CHILD = textwrap.dedent(
     """
-    import logging, sys, torch, luminal
+    import copy, logging, signal, sys, torch, luminal
+    # Ctrl-C at a terminal reaches a process whose SIGINT is Python's handler. A test run started
+    # in a script's background (`scripts/test.sh &`) inherits SIGINT ignored, and exec keeps it
+    # ignored in this child and in its compilers: the interrupt would reach nothing.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     logging.basicConfig(level=logging.WARNING, format="LOG %(name)s %(levelname)s %(message)s")
     torch.manual_seed(0)
     layers = int(sys.argv[2]) if len(sys.argv) > 2 else 1
@@ -31,7 +35,14 @@ CHILD = textwrap.dedent(
     x = torch.randn(3, 16)
     with torch.no_grad():
         compiled = torch.compile(model, backend="luminal", options={"cache_dir": sys.argv[1]})
-        torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+        got, expected = compiled(x), model(x)
+        if layers == 1:
+            torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+        else:  # f32 rounding compounds through the LayerNorms: judge both by the f64 model
+            exact = copy.deepcopy(model).double()(x.double())
+            eager_error = (expected.double() - exact).abs().max().item()
+            error = (got.double() - exact).abs().max().item()
+            assert error <= 4 * eager_error + 1e-6, f"{error} from the f64 model (eager: {eager_error})"
     print("OK")
     """
 )
@@ -156,11 +167,12 @@ def test_ctrl_c_during_the_kernel_build_is_a_keyboard_interrupt_that_leaves_no_t
             assert time.monotonic() < deadline, "no kernel build started"
             time.sleep(0.02)
         os.killpg(child.pid, signal.SIGINT)
-        _, stderr = child.communicate(timeout=120)
+        stdout, stderr = child.communicate(timeout=120)
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
+    assert "OK" not in stdout, "the child ran to its end: the interrupt reached neither it nor its compilers"
     assert "KeyboardInterrupt" in stderr, stderr[-3000:]
     assert "InternalError" not in stderr and "please report" not in stderr, stderr[-3000:]
     assert list((cache / "cpu").glob("tmp-*")) == []
