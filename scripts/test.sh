@@ -38,6 +38,7 @@ scripts/build.sh
 # --dist loadfile: a file's tests share one process (module fixtures, compile counts). The limit
 # is per test (the slowest takes about 6 minutes on 2 cores); past it the worker prints every
 # thread's stack and exits, and is not replaced: xdist would run the hung test again in the new
-# worker, and again, each time for the whole limit.
+# worker, and again, each time for the whole limit. --durations names the slowest tests in CI's
+# log: its wall time is part of green (docs/lessons.md, 2026-12-02).
 python3 -m pytest -q -m "$marker" -n "$jobs" --dist loadfile --max-worker-restart 0 \
-  --timeout 1800 --timeout-method thread ${PYTEST_ARGS:-} tests
+  --timeout 1800 --timeout-method thread --durations 25 ${PYTEST_ARGS:-} tests
