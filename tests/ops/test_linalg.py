@@ -88,8 +88,12 @@ def test_few_row_f32_conv1d_reads_its_weight_in_place_on_both_isas(rows, tmp_pat
     are not contiguous."""
     from transformers.pytorch_utils import Conv1D
 
+    torch.manual_seed(0)
     conv = Conv1D(70, 301)
-    wide = torch.randn(301, 80)
+    # A weight at a Linear's scale (sums of unit variance): with unit-normal weights the 301-term
+    # sums reach ~50, and the order of f32 additions alone moves them by 3-6e-5 (eager's sgemm and
+    # this kernel sum in different orders), past the 1e-5 that this test holds them to.
+    wide = torch.randn(301, 80) / 301**0.5
 
     def model(x):
         return conv(x), x @ wide[:, 5:75]
