@@ -13,12 +13,15 @@ import inspect
 import io
 import linecache
 import operator
+import os
+import traceback
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
 import torch.fx
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from .decompositions import decomposition_table
 from .errors import UnsupportedError, UserError
@@ -584,6 +587,32 @@ def _export_caches_released():
                 del fake_cache[key]
 
 
+def _export_error_origin(error: BaseException, args: list[Any]) -> str:
+    """Where outside torch an export error was raised, for its message: a tensor subclass's own
+    Python (torchao's quantized weights, traced through their __torch_dispatch__) fails under
+    export in ways its message does not name. '' when torch raised it itself."""
+    torch_dir = os.path.dirname(torch.__file__) + os.sep
+    luminal_dir = os.path.dirname(__file__) + os.sep
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if not frame.filename.startswith((torch_dir, luminal_dir)) and not frame.filename.startswith("<")
+    ]
+    if not frames:
+        return ""
+    where = frames[-1]
+    packages_dir = os.path.dirname(os.path.dirname(torch.__file__)) + os.sep  # where torch is installed
+    path = where.filename.removeprefix(packages_dir)
+    subclasses = sorted({type(a).__name__ for a in args if is_traceable_wrapper_subclass(a)})
+    if not subclasses:
+        return f" (raised in {path}:{where.lineno})"
+    return (
+        f" (raised in {path}:{where.lineno}, the Python of a tensor subclass the graph reads: "
+        f"{', '.join(subclasses)}; torch.export traces that code, and this operation of it does not trace: "
+        "keep those tensors plain there, e.g. quantize only the nn.Linear layers)"
+    )
+
+
 def export_graph(
     gm: torch.fx.GraphModule, args: list[Any], scalar_values: dict[str, float | int | bool] | None = None
 ) -> ExportedGraph:
@@ -614,7 +643,9 @@ def export_graph(
                 ep = torch.export.export(gm, tuple(user_inputs), dynamic_shapes=dynamic_shapes, **_export_kwargs())
             ep = ep.run_decompositions(decomposition_table())
         except Exception as error:  # export raises many types; surface them as one, with the cause
-            raise UnsupportedError(f"torch.export could not export the graph luminal was given: {error}") from error
+            raise UnsupportedError(
+                f"torch.export could not export the graph luminal was given{_export_error_origin(error, [*args, *exported.weights.values()])}: {error}"
+            ) from error
         # An attribute export dropped (unread) needs no binding.
         targets = {spec.target for spec in ep.graph_signature.input_specs}
 

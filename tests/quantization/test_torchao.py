@@ -261,3 +261,30 @@ def test_the_documented_guard_filter_reaches_dynamo_and_weights_stay_bound():
         torch.testing.assert_close(compiled(x), layer(x), rtol=TOLERANCE["int8"], atol=TOLERANCE["int8"])
         layer.bias.add_(1.0)
         torch.testing.assert_close(compiled(x), layer(x), rtol=TOLERANCE["int8"], atol=TOLERANCE["int8"])
+
+
+def test_quantized_moe_experts_that_do_not_export_name_torchaos_code_and_what_to_do():
+    """torchao 0.18 quantizes Qwen3-MoE's 3-D expert weights through FqnToConfig, and only
+    transformers' per-expert loop (`_experts_implementation="eager"`) runs them in eager. That loop
+    selects an expert with a data-dependent index, which Int8Tensor's select cannot take under
+    torch.export (it indexes its zero points with the SymInt): an error that names neither torchao
+    nor the weight unless luminal says where it was raised. When a torchao release traces it, this
+    test fails and the quantized experts should join test_quantized_static_cache_decode_equals_eager."""
+    from torchao.quantization import FqnToConfig
+
+    model = build(MOE["qwen3_moe"], torch.float32)
+    model.config._experts_implementation = "eager"
+    experts = r"re:.*experts\.(gate_up_proj|down_proj)"
+    quantize_(model, FqnToConfig({experts: Int8WeightOnlyConfig(), "_default": Int8WeightOnlyConfig()}), filter_fn=None)
+    assert type(model.model.layers[0].mlp.experts.gate_up_proj).__name__ == "Int8Tensor"
+    prompt = torch.randint(0, VOCAB, (1, 5), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        model(prompt)  # eager runs it
+        with pytest.raises(Exception) as info:
+            torch.compile(model, backend="luminal")(prompt)
+    error = getattr(info.value, "inner_exception", info.value)
+    assert isinstance(error, luminal.UnsupportedError), repr(error)
+    message = str(error)
+    assert message.startswith("torch.export could not export the graph luminal was given (raised in"), message
+    assert re.search(r"raised in torchao/quantization/\S+int8_tensor\.py:\d+", message), message
+    assert "tensor subclass the graph reads: Int8Tensor" in message and "nn.Linear" in message, message
