@@ -591,7 +591,8 @@ def _export_error_origin(error: BaseException, args: list[Any]) -> str:
     """Where outside torch an export error was raised, for its message: a tensor subclass's own
     Python (torchao's quantized weights, traced through their __torch_dispatch__) fails under
     export in ways its message does not name. '' when torch raised it itself."""
-    torch_dir = os.path.dirname(torch.__file__) + os.sep
+    packages_dir = os.path.dirname(os.path.dirname(torch.__file__)) + os.sep  # where torch is installed
+    torch_dir = os.path.join(packages_dir, "torch") + os.sep
     luminal_dir = os.path.dirname(__file__) + os.sep
     frames = [
         frame
@@ -601,7 +602,6 @@ def _export_error_origin(error: BaseException, args: list[Any]) -> str:
     if not frames:
         return ""
     where = frames[-1]
-    packages_dir = os.path.dirname(os.path.dirname(torch.__file__)) + os.sep  # where torch is installed
     path = where.filename.removeprefix(packages_dir)
     subclasses = sorted({type(a).__name__ for a in args if is_traceable_wrapper_subclass(a)})
     if not subclasses:
@@ -643,9 +643,8 @@ def export_graph(
                 ep = torch.export.export(gm, tuple(user_inputs), dynamic_shapes=dynamic_shapes, **_export_kwargs())
             ep = ep.run_decompositions(decomposition_table())
         except Exception as error:  # export raises many types; surface them as one, with the cause
-            raise UnsupportedError(
-                f"torch.export could not export the graph luminal was given{_export_error_origin(error, [*args, *exported.weights.values()])}: {error}"
-            ) from error
+            origin = _export_error_origin(error, [*args, *exported.weights.values()])
+            raise UnsupportedError(f"torch.export could not export the graph luminal was given{origin}: {error}") from error
         # An attribute export dropped (unread) needs no binding.
         targets = {spec.target for spec in ep.graph_signature.input_specs}
 

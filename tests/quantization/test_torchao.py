@@ -275,7 +275,8 @@ def test_quantized_moe_experts_that_do_not_export_name_torchaos_code_and_what_to
     model = build(MOE["qwen3_moe"], torch.float32)
     model.config._experts_implementation = "eager"
     experts = r"re:.*experts\.(gate_up_proj|down_proj)"
-    quantize_(model, FqnToConfig({experts: Int8WeightOnlyConfig(), "_default": Int8WeightOnlyConfig()}), filter_fn=None)
+    config = FqnToConfig({experts: Int8WeightOnlyConfig(), "_default": Int8WeightOnlyConfig()})
+    quantize_(model, config, filter_fn=None)
     assert type(model.model.layers[0].mlp.experts.gate_up_proj).__name__ == "Int8Tensor"
     prompt = torch.randint(0, VOCAB, (1, 5), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
