@@ -6,6 +6,7 @@
 #include "runtime/aten_fallback/c10_dispatch.h"
 
 namespace luminal::bindings {
+void define_aten_threads(pybind11::module_& m);
 void define_compiled_program(pybind11::module_& m);
 void define_cuda(pybind11::module_& m);
 void define_schema(pybind11::module_& m);
@@ -19,6 +20,7 @@ PYBIND11_MODULE(_C, m) {
   luminal::bindings::define_warnings(m);
   luminal::bindings::define_runtime_factory(m);
   luminal::bindings::define_compiled_program(m);
+  luminal::bindings::define_aten_threads(m);
   luminal::bindings::define_schema(m);
   luminal::bindings::define_cuda(m);
   luminal::runtime::aten_fallback::install_c10_dispatch_executor();

@@ -28,10 +28,12 @@ class AtenCallExecutor {
   // products (oneDNN with AVX512-BF16/FP16 or AMX): then it is faster than widening to f32.
   virtual bool has_native_half_matmul(ir::DType dtype) const = 0;
   // Runs task over [0, items) split across ATen's intra-op threads (torch's OpenMP team), as
-  // ATen's own ops do. For the work right after an ATen call: that team's workers are still
-  // spinning for it then, holding the cores a pool of our own would contend for.
+  // ATen's own ops do, and returns true; returns false, having run nothing, where it cannot
+  // split the work (no OpenMP team in this process). For the work right after an ATen call:
+  // that team's workers are still spinning for it then, holding the cores a pool of our own
+  // would contend for.
   using Task = void (*)(void* context, int64_t begin, int64_t end);
-  virtual void parallel_for(int64_t items, Task task, void* context) const = 0;
+  virtual bool parallel_for(int64_t items, Task task, void* context) const = 0;
   // Ends the spinning of ATen's intra-op workers that are idle now (called outside any of their
   // parallel regions): they stop holding cores until ATen's next parallel region starts them
   // again. A no-op where they are busy or there are none.
@@ -50,8 +52,9 @@ bool aten_has_native_half_matmul(ir::DType dtype);
 // `overload_key` is "aten::foo.default"; true without an executor (the call then says why).
 bool aten_op_exists(const std::string& overload_key);
 
-// Through the executor's parallel_for; the caller checks has_aten_call_executor() first.
-void aten_parallel_for(int64_t items, AtenCallExecutor::Task task, void* context);
+// Through the executor's parallel_for (false: nothing ran, use another pool); the caller checks
+// has_aten_call_executor() first.
+bool aten_parallel_for(int64_t items, AtenCallExecutor::Task task, void* context);
 // Through the executor's release_idle_threads; a no-op without an executor.
 void aten_release_idle_threads();
 

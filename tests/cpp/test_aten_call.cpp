@@ -42,7 +42,10 @@ class FakeExecutor final : public runtime::AtenCallExecutor {
             10 * src[i * in.strides[0] + j * in.strides[1]] + static_cast<float>(s0);
   }
   bool has_native_half_matmul(ir::DType) const override { return false; }
-  void parallel_for(int64_t items, Task task, void* context) const override { task(context, 0, items); }
+  bool parallel_for(int64_t items, Task task, void* context) const override {
+    task(context, 0, items);
+    return true;
+  }
 };
 
 // x [s0, 3] -> fake(x.t() + 1) [3, s0] -> * 2
@@ -138,10 +141,11 @@ class HalfMatmulExecutor final : public runtime::AtenCallExecutor {
       }
   }
   bool has_native_half_matmul(DType dtype) const override { return dtype == DType::BF16; }
-  void parallel_for(int64_t items, Task task, void* context) const override {
+  bool parallel_for(int64_t items, Task task, void* context) const override {
     ++parallel_fors;
     task(context, 0, items / 2);
     task(context, items / 2, items);
+    return true;
   }
 };
 

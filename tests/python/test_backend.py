@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -347,6 +348,36 @@ def test_a_call_ends_the_openmp_workers_a_torch_op_left_spinning():
     with_team, after_call, after_next_op = map(int, last.split())
     assert after_call == with_team - 1, last  # the one worker of two threads
     assert after_next_op == with_team, last
+
+
+def test_kernels_after_an_aten_step_split_across_torchs_threads():
+    """For 10 ms after an ATen step the cpu runtime hands its kernels to torch's OpenMP team,
+    whose workers are still spinning then. That split once came from the header template
+    at::parallel_for, which splits only where its includer is compiled with OpenMP, and ran every
+    kernel there on the calling thread (a bf16 prompt's attention after its V projection at half
+    speed). Every item must run once, on each of torch's threads."""
+    script = textwrap.dedent(
+        """
+        import torch
+        import luminal
+
+        if not any("/libgomp" in line or "/libomp" in line for line in open("/proc/self/maps")):
+            print("SKIP torch runs no OpenMP here")
+            raise SystemExit(0)
+        torch.set_num_threads(2)
+        torch.randn(1 << 20).sum()  # a parallel op: the team exists and spins
+        print(luminal._C._aten_parallel_for_chunks(37))
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    last = run.stdout.strip().splitlines()[-1]
+    if last.startswith("SKIP"):
+        pytest.skip(last[5:])
+    chunks = sorted(ast.literal_eval(last))
+    covered = [i for begin, end, _ in chunks for i in range(begin, end)]
+    assert covered == list(range(37)), chunks
+    assert {thread for _, _, thread in chunks} == {0, 1}, chunks
 
 
 @pytest.mark.parametrize("given, expected", [(None, "4"), ("12", "12")])

@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/Parallel.h>
 #include <ATen/cpu/Utils.h>
@@ -13,6 +15,23 @@
 
 namespace luminal::runtime::aten_fallback {
 namespace {
+
+// The OpenMP runtime torch loaded (libgomp, or LLVM's libomp with its GNU entry points), by the
+// symbols a `#pragma omp parallel` compiles to; none found where torch has no OpenMP.
+struct OpenMpTeam {
+  void (*parallel)(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags) = nullptr;
+  int (*thread_num)() = nullptr;
+  int (*num_threads)() = nullptr;
+
+  bool found() const { return parallel != nullptr && thread_num != nullptr && num_threads != nullptr; }
+  static OpenMpTeam of_this_process() {
+    OpenMpTeam team;
+    team.parallel = reinterpret_cast<decltype(team.parallel)>(dlsym(RTLD_DEFAULT, "GOMP_parallel"));
+    team.thread_num = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_thread_num"));
+    team.num_threads = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_num_threads"));
+    return team;
+  }
+};
 
 using bindings::tensor_of;
 using ir::AtenArg;
@@ -138,9 +157,34 @@ class C10DispatchExecutor final : public AtenCallExecutor {
     }
   }
 
-  void parallel_for(int64_t items, Task task, void* context) const override {
+  bool parallel_for(int64_t items, Task task, void* context) const override {
+    // Not at::parallel_for: that header template splits work only where its includer is compiled
+    // with OpenMP, and this module is not (it would link an OpenMP runtime of its own beside
+    // torch's); here it ran every range on the calling thread, so each kernel within 10 ms of an
+    // ATen step ran on one core (a bf16 prompt's attention after its V projection: 25.6 ms
+    // against 12.9; docs/lessons.md, 2026-12-06). The team of the OpenMP runtime torch loaded
+    // instead, through its parallel-region entry point (libgomp's ABI, which LLVM's libomp
+    // provides too), looked up once.
+    static const OpenMpTeam team = OpenMpTeam::of_this_process();
+    if (!team.found()) return false;
+    at::internal::lazy_init_num_threads();  // torch's thread count, set in the runtime's ICV
+    struct Work {
+      Task task;
+      void* context;
+      int64_t items;
+      const OpenMpTeam* team;
+    } work{task, context, items, &team};
     // One contiguous range per thread, as our own pool's callers expect nothing finer.
-    at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) { task(context, begin, end); });
+    team.parallel(
+        [](void* data) {
+          const Work& w = *static_cast<const Work*>(data);
+          const int64_t threads = w.team->num_threads(), thread = w.team->thread_num();
+          const int64_t chunk = (w.items + threads - 1) / threads;
+          const int64_t begin = thread * chunk;
+          if (begin < w.items) w.task(w.context, begin, std::min(w.items, begin + chunk));
+        },
+        &work, /*num_threads=*/0, /*flags=*/0);
+    return true;
   }
 
   void release_idle_threads() const override {

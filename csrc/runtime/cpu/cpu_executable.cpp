@@ -756,12 +756,12 @@ void CpuExecutable::launch(const Step& step, KernelFn fn, void** params, const i
     run_kernel_chunk(&task, 0, items);
   } else {
     const bool aten_threads_spinning = steady_ns() < aten_threads_spin_until_ns.load(std::memory_order_relaxed);
+    bool ran = false;
     if (aten_threads_spinning && has_aten_call_executor()) {
       pool_.rest();  // our workers would only contend with torch's
-      aten_parallel_for(items, run_kernel_chunk, &task);
-    } else {
-      pool_.parallel_for(items, run_kernel_chunk, &task, step.min_chunk_items);
+      ran = aten_parallel_for(items, run_kernel_chunk, &task);
     }
+    if (!ran) pool_.parallel_for(items, run_kernel_chunk, &task, step.min_chunk_items);
   }
   raise_kernel_status(step.what, task.status.load(), task.info[0], task.info[1]);
 }
