@@ -158,6 +158,62 @@ std::string View::to_string() const {
   return s;
 }
 
+std::optional<View> read_through(const View& read, const View& stored) {
+  // A contiguous stored view is the buffer itself: the same elements in the same order.
+  if (stored.is_contiguous()) return read;
+  const Shape& inner = stored.shape();
+  const std::vector<Expr> contiguous = contiguous_strides(inner);
+  const std::optional<std::vector<int64_t>> sizes = constants(inner);
+  // Where read's first element lies in the contiguous buffer, one coordinate per dim.
+  std::vector<int64_t> start(inner.size(), 0);
+  if (!is_zero(read.offset())) {
+    if (!read.offset().is_constant() || !sizes) return std::nullopt;
+    int64_t rest = read.offset().constant_value();
+    for (size_t j = inner.size(); j-- > 0;) {
+      if ((*sizes)[j] <= 0) return std::nullopt;
+      start[j] = rest % (*sizes)[j];
+      rest /= (*sizes)[j];
+    }
+    if (rest != 0) return std::nullopt;
+  }
+  // Each dim of read steps one coordinate of the buffer by a multiple of one: the dim j whose
+  // contiguous stride c_j divides the step and lies in [c_j, c_j * size_j) (a split of dim j by a
+  // reshape steps it by more than 1). Its last coordinate, over every read dim stepping it, must
+  // stay inside dim j, or the step carries into the next dim and no stride says that. Symbolic
+  // sizes allow only a step of c_j over the whole dim.
+  std::vector<int64_t> last(start);
+  std::vector<bool> whole(inner.size(), false);
+  std::vector<Expr> strides(read.rank(), Expr(int64_t{0}));
+  for (size_t i = 0; i < read.rank(); ++i) {
+    const Expr& size = read.shape()[i];
+    const Expr& step = read.strides()[i];
+    if (is_one(size) || is_zero(step)) continue;  // one index, or the same element throughout
+    if (sizes && size.is_constant() && step.is_constant()) {
+      size_t j = 0;
+      int64_t c = 1;
+      for (; j < inner.size(); ++j) {
+        c = contiguous[j].constant_value();
+        if ((*sizes)[j] > 1 && c <= step.constant_value() && step.constant_value() < c * (*sizes)[j]) break;
+      }
+      if (j == inner.size() || step.constant_value() % c != 0) return std::nullopt;
+      const int64_t m = step.constant_value() / c;
+      last[j] += m * (size.constant_value() - 1);
+      if (last[j] >= (*sizes)[j]) return std::nullopt;
+      strides[i] = stored.strides()[j] * Expr(m);
+      continue;
+    }
+    size_t j = 0;
+    while (j < inner.size() && (whole[j] || is_one(inner[j]) || contiguous[j] != step)) ++j;
+    if (j == inner.size() || start[j] != 0 || last[j] != 0 || size != inner[j]) return std::nullopt;
+    whole[j] = true;
+    strides[i] = stored.strides()[j];
+  }
+  Expr offset = stored.offset();
+  for (size_t j = 0; j < inner.size(); ++j)
+    if (start[j] != 0) offset = offset + Expr(start[j]) * stored.strides()[j];
+  return View(read.shape(), strides, offset);
+}
+
 bool operator==(const View& a, const View& b) {
   return a.shape_ == b.shape_ && a.strides_ == b.strides_ && a.offset_ == b.offset_;
 }

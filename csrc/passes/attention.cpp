@@ -105,21 +105,26 @@ std::optional<AttentionPattern> match_attention(const ir::Graph& graph, NodeId m
   pattern.v = out.inputs[1];
   pattern.out = matmul;
   if (half_operands) {
-    // A widening cast that reads its whole input in its own layout and that only the pattern's
-    // products read: the view the product applies to the cast applies to its input as well.
+    // A widening cast that only the pattern's products read: they read its input through the
+    // product's view of the cast composed with the cast's own view of its input. That view is
+    // often a slice: a StaticCache's K and V are the filled rows of the cache buffer, and while
+    // only a contiguous input was read in place, their casts ran as kernels of their own and the
+    // attention read f32 copies (a bf16 prompt's attention could not round its probabilities to
+    // bf16 for pairs or AMX tiles; docs/lessons.md, 2026-12-06).
     const NodeId product_id = scores->inputs[0].node;
     for (ir::TensorRef* operand : {&pattern.q, &pattern.k_transposed, &pattern.v}) {
       const ir::Node& cast = graph.node(operand->node);
       if (cast.op != Op::Cast || cast.dtype != ir::DType::F32 || read_by_runtime[operand->node]) continue;
       const ir::TensorRef& source = cast.inputs[0];
       const ir::DType from = graph.node(source.node).dtype;
-      if ((from != ir::DType::BF16 && from != ir::DType::F16) || source.view != ir::View::contiguous(cast.shape))
-        continue;
+      if ((from != ir::DType::BF16 && from != ir::DType::F16) || source.view.shape() != cast.shape) continue;
+      const std::optional<ir::View> view = ir::read_through(operand->view, source.view);
+      if (!view) continue;
       const std::vector<NodeId>& readers = users[operand->node];
       if (!std::all_of(readers.begin(), readers.end(), [&](NodeId u) { return u == product_id || u == matmul; }))
         continue;
       m.nodes().push_back(operand->node);
-      operand->node = source.node;
+      *operand = ir::TensorRef{source.node, *view};
     }
   }
 

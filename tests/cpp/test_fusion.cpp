@@ -134,12 +134,18 @@ TEST(Fusion, HalfSoftmaxStashesExpOnTheStack) {
 // f16/bf16 `operands` are cast to f32 first, as the translator computes their attention;
 // `widened_k_out` also returns k's cast.
 ir::Graph attention_graph(int64_t heads, int64_t L, int64_t S, int64_t E, bool scores_out, DType operands = DType::F32,
-                          bool widened_k_out = false, bool bf16_out = false) {
+                          bool widened_k_out = false, bool bf16_out = false, int64_t cache_slots = 0) {
   IrTestBuilder b;
   auto widened = [&](const TensorRef& x) { return operands == DType::F32 ? x : b.unary(Op::Cast, x, DType::F32); };
+  // With cache_slots, k and v are caches [heads, cache_slots, E] read at slots [1, S + 1).
+  auto keys = [&](const char* name) {
+    if (cache_slots == 0) return b.input(name, operands, {heads, S, E});
+    const TensorRef cache = b.input(name, operands, {heads, cache_slots, E});
+    return viewed(cache, cache.view.slice(1, 1, S + 1, 1));
+  };
   auto q = widened(b.input("q", operands, {heads, L, E}));
-  auto k = widened(b.input("k", operands, {heads, S, E}));
-  auto v = widened(b.input("v", operands, {heads, S, E}));
+  auto k = widened(keys("k"));
+  auto v = widened(keys("v"));
   auto bias = b.input("bias", DType::F32, {L, S});
   const ir::Shape scores_shape = {heads, L, S};
   const ir::Shape row_shape = {heads, L, 1};
@@ -254,6 +260,33 @@ TEST(Fusion, HalfAttentionReadsItsOperandsThroughTheirCasts) {
            band_bias(L, 43)},
           std::string("half attention ") + ir::dtype_name(t), 1e-5, {}, /*same_bits=*/false);
     }
+  }
+}
+
+TEST(Fusion, HalfAttentionReadsASlicedCacheThroughItsCasts) {
+  // A StaticCache's K and V reach the attention as casts of a slice of the cache buffer: the
+  // casts join the attention, which reads the bf16 cache in place (they were f32 copies made by
+  // kernels of their own, and a bf16 prompt could not round its probabilities for bf16 pairs).
+  for (const int64_t L : {2, 41}) {
+    const ir::Graph graph =
+        attention_graph(3, L, 43, 20, /*scores_out=*/false, DType::BF16, false, /*bf16_out=*/true, /*cache_slots=*/64);
+    passes::PassContext cx;
+    cx.attention_kernels = true;
+    cx.attention_half_operands = true;
+    const passes::Partition p = passes::fuse(graph, cx);
+    EXPECT_EQ(group_kinds(p)[passes::GroupKind::Attention], 1);
+    for (int g : passes::topological_groups(p))
+      if (p.groups[g].kind == passes::GroupKind::Attention)
+        EXPECT_EQ(std::count_if(p.groups[g].nodes.begin(), p.groups[g].nodes.end(),
+                                [&](ir::NodeId id) { return graph.node(id).op == Op::Cast; }),
+                  3)
+            << "q, k and v's casts are the attention's";
+    std::mt19937 rng(17);
+    expect_both_isas_match_the_reference(
+        graph,
+        {random_tensor(DType::BF16, {3, L, 20}, rng), random_tensor(DType::BF16, {3, 64, 20}, rng),
+         random_tensor(DType::BF16, {3, 64, 20}, rng), band_bias(L, 43)},
+        "sliced cache attention " + std::to_string(L), 2e-2, {}, /*same_bits=*/false);
   }
 }
 

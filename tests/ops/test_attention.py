@@ -170,19 +170,22 @@ def test_repeated_kv_is_read_in_place(tmp_path):
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("L", [1, 6], ids=lambda n: f"L{n}")
-def test_half_attention_reads_its_operands_in_place(tmp_path, dtype, L):
+@pytest.mark.parametrize("filled", [32, 24], ids=lambda n: f"filled{n}")
+def test_half_attention_reads_its_operands_in_place(tmp_path, dtype, L, filled):
     """f16/bf16 attention computes in f32. The kernel widens q, k and v as it reads them instead
     of running a cast kernel over each first (the whole static cache on every decode step): the
-    only kernel beyond the f32 graph's is the output's cast. Widening is exact, so the result has
-    the bits of the f32 graph fed the widened tensors; a bf16 prompt's attention on AMX tiles
-    rounds its probabilities to bf16 (test_bf16_prompt_attention_rounds_probabilities_as_eager_does),
-    and is checked against that computation instead."""
+    only kernel beyond the f32 graph's is the output's cast. K and V may be the cache's first
+    `filled` slots (a StaticCache's prefill reads that slice), read in place too. Widening is
+    exact, so the result has the bits of the f32 graph fed the widened tensors; a bf16 prompt's
+    attention on AMX tiles rounds its probabilities to bf16
+    (test_bf16_prompt_attention_rounds_probabilities_as_eager_does), and is checked against that
+    computation instead."""
     amx_form = dtype == torch.bfloat16 and L >= 4 and cpu_has_amx_bf16()
     g = torch.Generator().manual_seed(L)
     q = torch.randn(1, 8, L, 16, generator=g).to(dtype)
     cache_k, cache_v = (torch.randn(1, 2, 32, 16, generator=g).to(dtype) for _ in range(2))
-    mask = torch.arange(32)[None, :] <= torch.arange(L)[:, None] + 9  # a static cache's filled slots
-    attend = lambda q, k, v: attend_repeated(q, k, v, mask)  # noqa: E731
+    mask = torch.arange(filled)[None, :] <= torch.arange(L)[:, None] + 9  # a static cache's filled slots
+    attend = lambda q, k, v: attend_repeated(q, k[:, :, :filled], v[:, :, :filled], mask)  # noqa: E731
     results, steps = [], []
     for inputs, debug_dir in (((q, cache_k, cache_v), tmp_path / "half"),
                               ((q.float(), cache_k.float(), cache_v.float()), tmp_path / "f32")):
@@ -194,7 +197,8 @@ def test_half_attention_reads_its_operands_in_place(tmp_path, dtype, L):
     assert len(steps[0]) == len(steps[1]) + 1, steps
     if amx_form:
         group = q.shape[1] // cache_k.shape[1]
-        expected = amx_attention_reference(q, repeat_kv(cache_k, group), repeat_kv(cache_v, group), mask)
+        expected = amx_attention_reference(q, repeat_kv(cache_k[:, :, :filled], group),
+                                           repeat_kv(cache_v[:, :, :filled], group), mask)
         torch.testing.assert_close(results[0].float(), expected, rtol=8e-3, atol=8e-3)
     else:
         assert torch.equal(results[0], results[1].to(dtype))
