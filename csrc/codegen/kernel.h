@@ -237,8 +237,8 @@ struct AttentionSpec {
   double scale = 1.0;
   // The output is read only rounded to bf16 (a bf16 SDPA's output Cast) and q, k and v are bf16:
   // the probabilities may be rounded to bf16 before P V, as eager's bf16 flash attention rounds
-  // them, which lets the cpu runtime multiply on AMX tiles (lm_attention_head_amx). Set by the cpu
-  // runtime (bf16_output_attention).
+  // them, which lets the cpu runtime multiply bf16 pairs, on AMX tiles or with vdpbf16ps
+  // (lm_attention_head_bf16_tiles). Set by the cpu runtime (bf16_output_attention).
   bool bf16_probabilities = false;
 };
 

@@ -290,13 +290,17 @@ TEST(Fusion, HalfAttentionReadsASlicedCacheThroughItsCasts) {
   }
 }
 
-TEST(Fusion, Bf16AttentionWithABf16OutputRunsOnAmxTilesWhereTheCpuHasThem) {
+TEST(Fusion, Bf16AttentionWithABf16OutputRunsOnBf16TilesWhereTheCpuHasThem) {
   // A bf16 SDPA as the translator writes it (bf16 q, k and v widened, the output cast back to
-  // bf16) rounds its probabilities to bf16 on AMX tiles, as eager does: within bf16's rounding of
-  // the reference. Sizes cross the tiles' edges: 70 query rows (blocks of 32, the last partial),
-  // 43 and 100 keys (chunks of 32), head dims 20 and 64 (padded to 32); the band skips key chunks.
+  // bf16) rounds its probabilities to bf16 and multiplies bf16 pairs, on AMX tiles or with
+  // vdpbf16ps (AVX512-BF16 without AMX), as eager does: within bf16's rounding of the reference.
+  // Sizes cross the tiles' edges: 70 query rows (blocks of 32, the last partial), 43 and 100 keys
+  // (chunks of 32), head dims 20, 40 and 64 (padded to 32; 40 is three column tiles of P V, the
+  // last product one tile wide); the band skips key chunks.
   const bool amx = runtime::cpu::kernels_have_amx_bf16(runtime::cpu::CpuIsa::Native);
-  for (const auto& [L, S, E] : {std::tuple<int64_t, int64_t, int64_t>{5, 43, 20}, {70, 100, 64}, {41, 43, 20}}) {
+  const bool pairs = runtime::cpu::kernels_have_bf16_pairs_without_amx(runtime::cpu::CpuIsa::Native);
+  for (const auto& [L, S, E] :
+       {std::tuple<int64_t, int64_t, int64_t>{5, 43, 20}, {70, 100, 64}, {41, 43, 20}, {37, 45, 40}}) {
     const ir::Graph graph = attention_graph(2, L, S, E, /*scores_out=*/false, DType::BF16, false, /*bf16_out=*/true);
     std::mt19937 rng(13);
     const std::vector<HostTensor> inputs = {random_tensor(DType::BF16, {2, L, E}, rng),
@@ -311,11 +315,14 @@ TEST(Fusion, Bf16AttentionWithABf16OutputRunsOnAmxTilesWhereTheCpuHasThem) {
     });
     ASSERT_NE(attention, program.steps.end());
     EXPECT_EQ(attention->what.find("on AMX tiles") != std::string::npos, amx) << attention->what;
+    EXPECT_EQ(attention->what.find("on bf16 pairs") != std::string::npos, pairs) << attention->what;
   }
   // An f32 output keeps the probabilities in f32 (HalfAttentionReadsItsOperandsThroughTheirCasts).
   auto exe = compile_cpu(attention_graph(2, 41, 43, 20, /*scores_out=*/false, DType::BF16), {});
-  for (const auto& step : program_of(*exe).steps)
+  for (const auto& step : program_of(*exe).steps) {
     EXPECT_EQ(step.what.find("on AMX tiles"), std::string::npos) << step.what;
+    EXPECT_EQ(step.what.find("on bf16 pairs"), std::string::npos) << step.what;
+  }
 }
 
 TEST(Fusion, HalfAttentionKeepsACastThatIsReadElsewhere) {

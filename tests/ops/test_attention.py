@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 import luminal
 from op_harness import FLOATS, TOLERANCE, Case, run_case
-from test_linalg import cpu_has_amx_bf16
+from test_linalg import cpu_multiplies_bf16_pairs
 
 
 def qkv(q_heads=4, kv_heads=4, L=5, S=5):
@@ -74,9 +74,9 @@ SPARSE_MASK[20, 0] = True
 BOOL_MASK = torch.tensor([[True, False, True, True, False]] * 5)
 BOOL_MASK[2] = False  # a fully masked row gives zeros, as torch's _safe_softmax does
 
-# bf16 prompts' attention runs on AMX tiles where the CPU has them (lm_attention_head_amx): query
-# rows in blocks of 32 and more, keys in chunks of 32, head dims padded to 32 and value columns to
-# 16. These shapes cross each of those boundaries: 70 rows (three blocks' worth of tiles, the last
+# bf16 prompts' attention runs on bf16 tiles where the CPU has them (AMX, or vdpbf16ps:
+# lm_attention_head_bf16_tiles): query rows in blocks of 32 and more, keys in chunks of 32, head
+# dims padded to 32 and value columns to 16. These shapes cross each of those boundaries: 70 rows (three blocks' worth of tiles, the last
 # partial), 100 and 45 keys, head dims 64, 40 and 128, value dims 48 and 24 (an odd count of
 # column tiles), causal and band masks that skip key chunks, and strided operands.
 LONG_BAND_MASK = ((torch.arange(100)[None, :] >= torch.arange(70)[:, None])
@@ -177,10 +177,10 @@ def test_half_attention_reads_its_operands_in_place(tmp_path, dtype, L, filled):
     only kernel beyond the f32 graph's is the output's cast. K and V may be the cache's first
     `filled` slots (a StaticCache's prefill reads that slice), read in place too. Widening is
     exact, so the result has the bits of the f32 graph fed the widened tensors; a bf16 prompt's
-    attention on AMX tiles rounds its probabilities to bf16
+    attention on bf16 tiles (AMX, or vdpbf16ps) rounds its probabilities to bf16
     (test_bf16_prompt_attention_rounds_probabilities_as_eager_does), and is checked against that
     computation instead."""
-    amx_form = dtype == torch.bfloat16 and L >= 4 and cpu_has_amx_bf16()
+    tiles_form = dtype == torch.bfloat16 and L >= 4 and cpu_multiplies_bf16_pairs()
     g = torch.Generator().manual_seed(L)
     q = torch.randn(1, 8, L, 16, generator=g).to(dtype)
     cache_k, cache_v = (torch.randn(1, 2, 32, 16, generator=g).to(dtype) for _ in range(2))
@@ -195,10 +195,10 @@ def test_half_attention_reads_its_operands_in_place(tmp_path, dtype, L, filled):
         steps.append(kernel_steps(debug_dir))
     assert sum("scaled dot-product attention" in line for line in steps[0]) == 1, steps[0]
     assert len(steps[0]) == len(steps[1]) + 1, steps
-    if amx_form:
+    if tiles_form:
         group = q.shape[1] // cache_k.shape[1]
-        expected = amx_attention_reference(q, repeat_kv(cache_k[:, :, :filled], group),
-                                           repeat_kv(cache_v[:, :, :filled], group), mask)
+        expected = bf16_tiles_attention_reference(q, repeat_kv(cache_k[:, :, :filled], group),
+                                                  repeat_kv(cache_v[:, :, :filled], group), mask)
         torch.testing.assert_close(results[0].float(), expected, rtol=8e-3, atol=8e-3)
     else:
         assert torch.equal(results[0], results[1].to(dtype))
@@ -206,8 +206,8 @@ def test_half_attention_reads_its_operands_in_place(tmp_path, dtype, L, filled):
     torch.testing.assert_close(results[0], attend(q, cache_k, cache_v), rtol=tolerance, atol=tolerance)
 
 
-def amx_attention_reference(q, k, v, mask):
-    """Attention as the AMX path computes it (and eager's flash attention on such CPUs): f32
+def bf16_tiles_attention_reference(q, k, v, mask):
+    """Attention as the bf16 tiles compute it (and eager's flash attention on such CPUs): f32
     scores of the bf16 operands, the softmax's probabilities rounded to bf16 before P V, each row
     divided by the f32 sum of its probabilities."""
     q, k, v = q.float(), k.float(), v.float()
@@ -216,11 +216,13 @@ def amx_attention_reference(q, k, v, mask):
     return (probs.bfloat16().float() @ v) / probs.sum(-1, keepdim=True)
 
 
-@pytest.mark.skipif(not cpu_has_amx_bf16(), reason="needs a CPU with AMX-BF16 (the bf16 attention's tiles)")
+@pytest.mark.skipif(not cpu_multiplies_bf16_pairs(),
+                    reason="needs a CPU with AVX512-BF16 or AMX-BF16 (the bf16 attention's tiles)")
 def test_bf16_prompt_attention_rounds_probabilities_as_eager_does(tmp_path):
-    """On AMX a bf16 prompt's attention is one kernel that reads q, k and v in place, as the f32
-    path does, and rounds its probabilities to bf16 for P V: within a bf16 rounding of that
-    computation in f32, and within bf16's tolerance of eager."""
+    """Where the CPU multiplies bf16 pairs (vdpbf16ps, or AMX tiles) a bf16 prompt's attention is
+    one kernel that reads q, k and v in place, as the f32 path does, and rounds its probabilities
+    to bf16 for P V: within a bf16 rounding of that computation in f32, and within bf16's
+    tolerance of eager."""
     g = torch.Generator().manual_seed(5)
     q = torch.randn(1, 4, 70, 64, generator=g).bfloat16()
     k, v = (torch.randn(1, 4, 100, 64, generator=g).bfloat16() for _ in range(2))
@@ -231,9 +233,10 @@ def test_bf16_prompt_attention_rounds_probabilities_as_eager_does(tmp_path):
     result = torch.compile(attend, backend="luminal", options=options)(q, k, v)
     steps = kernel_steps(tmp_path)
     # One attention kernel, and one cast: the output's (the mask's bias is a kernel of its own).
-    assert sum("scaled dot-product attention" in line for line in steps) == 1, steps
+    assert sum("scaled dot-product attention" in line and ("on AMX tiles" in line or "on bf16 pairs" in line)
+               for line in steps) == 1, steps
     assert sum("Cast" in line for line in steps) == 1, steps
-    expected = amx_attention_reference(q, k, v, mask)
+    expected = bf16_tiles_attention_reference(q, k, v, mask)
     expected[:, :, 3] = 0
     torch.testing.assert_close(result.float(), expected, rtol=8e-3, atol=8e-3)
     torch.testing.assert_close(result, attend(q, k, v), rtol=TOLERANCE[torch.bfloat16], atol=TOLERANCE[torch.bfloat16])

@@ -778,11 +778,12 @@ template <class A>
 struct lm_is_same<A, A> {
   static constexpr bool value = true;
 };
-#if defined(__AMX_BF16__)
-inline bool lm_attention_head_amx(const uint16_t* q, int64_t q_rs, int64_t q_cs, const uint16_t* k, int64_t k_rs,
-                                  int64_t k_cs, const uint16_t* v, int64_t v_rs, int64_t v_cs, const float* bias,
-                                  int64_t b_rs, int64_t b_cs, float* out, int64_t L, int64_t S, int64_t E,
-                                  int64_t Ev, float scale, int64_t block, lm_attention_windows& windows);
+#if defined(__AVX512BF16__)
+inline bool lm_attention_head_bf16_tiles(const uint16_t* q, int64_t q_rs, int64_t q_cs, const uint16_t* k,
+                                         int64_t k_rs, int64_t k_cs, const uint16_t* v, int64_t v_rs, int64_t v_cs,
+                                         const float* bias, int64_t b_rs, int64_t b_cs, float* out, int64_t L,
+                                         int64_t S, int64_t E, int64_t Ev, float scale, int64_t block,
+                                         lm_attention_windows& windows);
 #endif
 template <class Q, class K, class V>
 inline bool lm_attention_head(const typename Q::TA* q, int64_t q_rs, int64_t q_cs, const typename K::TA* k,
@@ -790,13 +791,13 @@ inline bool lm_attention_head(const typename Q::TA* q, int64_t q_rs, int64_t q_c
                               const float* bias, int64_t b_rs, int64_t b_cs, float* out, int64_t L, int64_t S,
                               int64_t E, int64_t Ev, float scale, int64_t block, lm_attention_windows& windows,
                               bool bf16_probabilities) {
-#if defined(__AMX_BF16__)
-  // A bf16 prompt's attention whose output is bf16 on AMX tiles (lm_attention_head_amx,
+#if defined(__AVX512BF16__)
+  // A bf16 prompt's attention whose output is bf16 on bf16 tiles (lm_attention_head_bf16_tiles,
   // AttentionSpec::bf16_probabilities); a few query rows (decode) below.
   if constexpr (lm_is_same<Q, lm_bf16>::value && lm_is_same<K, lm_bf16>::value && lm_is_same<V, lm_bf16>::value)
     if (bf16_probabilities && L >= 4)
-      return lm_attention_head_amx(q, q_rs, q_cs, k, k_rs, k_cs, v, v_rs, v_cs, bias, b_rs, b_cs, out, L, S, E, Ev,
-                                   scale, block, windows);
+      return lm_attention_head_bf16_tiles(q, q_rs, q_cs, k, k_rs, k_cs, v, v_rs, v_cs, bias, b_rs, b_cs, out, L, S,
+                                          E, Ev, scale, block, windows);
 #endif
   // Rows padded to whole 6-row tiles; the padding rows of q and of the scores are zeros.
   const int64_t rows = ((block < L ? block : L) + 5) / 6 * 6;
@@ -1512,6 +1513,7 @@ inline void lm_amx_chunks(const float* packed, int64_t rows, int64_t depth, floa
   }
   lm_amx_end();
 }
+#endif
 // lm_softmax_expf on sixteen lanes, the same values: the clamp a vmaxps whose NaN operand wins, n
 // from vrndscaleps (rint), and 2^n applied by vscalefps, zeroing the lanes below ln(FLT_MIN) in
 // the same instruction: 15 operations where the scalar form's loop, vectorised by GCC, took 24
@@ -1537,7 +1539,8 @@ inline lm_f32x16 lm_softmax_exp16(lm_f32x16 x) {
   asm("vscalefps %2, %1, %0%{%3%}%{z%}" : "=v"(e) : "v"(er), "v"(n), "Yk"(attended));
   return e;
 }
-// lm_attention_softmax for the AMX path, on its tile-major blocks: row r's scores for keys
+// lm_attention_softmax for the bf16 tiles' path (lm_attention_head_bf16_tiles), on its
+// tile-major blocks: row r's scores for keys
 // [16 jb, 16 jb + 16) at scores + ((r / 16) * (n32 / 16) + jb) * 256 + (r % 16) * 16 (the C tiles
 // of Q Kᵀ as stored), its probabilities rounded to bf16 for keys [32 kc, 32 kc + 32) at
 // probs + ((r / 16) * (n32 / 32) + kc) * 512 + (r % 16) * 32 (the A tiles of P V), zero from key n
@@ -1667,11 +1670,13 @@ inline void lm_pack_value_tiles(const uint16_t* v, int64_t v_rs, int64_t v_cs, i
 }
 // Two row tiles by one or (Two) two column tiles of 16 x 16 f32 sums (c tile (i, j) at
 // c + i * c_row + j * 256), each the sum over `steps` of A tiles (a + i * a_row + t * a_step)
-// times B tiles (b + j * b_next + t * b_step): every tile 1 KiB in one run (16 rows of 64 bytes),
-// so that each tile load streams lines the prefetchers follow. (A tiles read as rows of a
-// 2 KiB-stride matrix ran P V at a seventh of the tiles' rate.)
+// times B tiles (b + j * b_next + t * b_step): an A tile is 16 rows of 16 bf16 pairs, a B tile
+// 16 pairs of rows by 16 columns, every tile 1 KiB in one run (16 rows of 64 bytes), so that
+// each tile load streams lines the prefetchers follow. (A tiles read as rows of a 2 KiB-stride
+// matrix ran P V at a seventh of the AMX tiles' rate.)
+#if defined(__AMX_BF16__)
 template <bool Two>
-inline void lm_amx_product(const uint16_t* a, int64_t a_row, int64_t a_step, const uint16_t* b, int64_t b_next,
+inline void lm_tile_product(const uint16_t* a, int64_t a_row, int64_t a_step, const uint16_t* b, int64_t b_next,
                            int64_t b_step, int64_t steps, float* c, int64_t c_row) {
   lm_amx_zero_sums<Two>();
   for (int64_t t = 0; t < steps; ++t) {
@@ -1688,25 +1693,58 @@ inline void lm_amx_product(const uint16_t* a, int64_t a_row, int64_t a_step, con
   }
   lm_amx_store_sums<Two>(c, c_row, 256, 64);
 }
+#else
+// Without AMX the same products on vdpbf16ps, in register tiles of 8 rows by the column tiles'
+// 16 or 32 columns (16 accumulators where Two): each step a B tile's row of pairs is one load per
+// column tile and each row's pair one broadcast, the A and B tiles read from L1 or L2 once per
+// 8 rows. The sums are the same exact bf16 products added in f32 as on AMX tiles, in another
+// order.
+template <bool Two>
+inline void lm_tile_product(const uint16_t* a, int64_t a_row, int64_t a_step, const uint16_t* b, int64_t b_next,
+                            int64_t b_step, int64_t steps, float* c, int64_t c_row) {
+  constexpr int S = Two ? 2 : 1;
+  for (int h = 0; h < 4; ++h) {  // rows [8h, 8h + 8) of the two row tiles' 32
+    const uint16_t* rows = a + h / 2 * a_row + h % 2 * 8 * 32;
+    lm_f32x16 acc[8][S] = {};
+    for (int64_t t = 0; t < steps; ++t) {
+      const uint16_t* at = rows + t * a_step;
+      const uint16_t* bt = b + t * b_step;
+      for (int p = 0; p < 16; ++p) {
+        lm_f32x16 x[S];
+        for (int j = 0; j < S; ++j) __builtin_memcpy(&x[j], bt + j * b_next + p * 32, sizeof x[j]);
+        for (int r = 0; r < 8; ++r) {
+          const lm_f32x16 y = lm_broadcast_bf16_pairs<1>(at + r * 32 + 2 * p);
+          for (int j = 0; j < S; ++j) acc[r][j] = lm_dot_bf16_pairs(acc[r][j], x[j], y);
+        }
+      }
+    }
+    float* out = c + h / 2 * c_row + h % 2 * 8 * 16;
+    for (int r = 0; r < 8; ++r)
+      for (int j = 0; j < S; ++j) __builtin_memcpy(out + j * 256 + r * 16, &acc[r][j], sizeof acc[r][j]);
+  }
+}
+#endif
 // A bf16 attention head of at least four query rows whose output is bf16 (lm_attention_head,
-// AttentionSpec::bf16_probabilities) on AMX tiles, as eager's flash attention computes it: the
+// AttentionSpec::bf16_probabilities) on bf16 tiles (lm_tile_product: AMX tiles, or vdpbf16ps
+// where the CPU has AVX512-BF16 and no AMX), as eager's flash attention computes it: the
 // scores Q Kᵀ as exact bf16 products summed in f32, the softmax in f32 (lm_attention_probs_bf16),
 // the probabilities rounded to bf16 for P V (summed in f32), each output row divided by its f32 sum.
-// Denormal inputs and results of the tile products are taken as zero (as oneDNN's AMX products
+// Denormal inputs and results of the products are taken as zero (as oneDNN's bf16 products
 // are). Query rows go in blocks of a multiple of 32 (two A tiles); keys, head dims and value
 // columns are zero-padded to whole tiles, so any E and Ev work. Per head: K packed once as the B
 // tiles of Q Kᵀ (16 keys by 16 pairs of head dims, each tile a 16 x 16 transpose of 32-bit pairs,
 // lm_transpose16_u32), V as those of P V (16 pairs of keys by 16 columns); each block's Q and its
-// bf16 probabilities are zero-padded tile-major copies (lm_amx_product). Causal and banded masks
-// skip key chunks as the f32 path does (lm_attention_windows), in chunks of 32 keys.
+// bf16 probabilities are zero-padded tile-major copies. Causal and banded masks skip key chunks
+// as the f32 path does (lm_attention_windows), in chunks of 32 keys.
 // A 1,024-token, 32-head, head-dim-128 bf16 attention on two Xeon cores: 18.0 ms against
 // inductor's 16.9 in one kernel-bench run, where computing it in f32 took about 70 (a run earlier
 // the same day); the softmax's exps are now the largest part (docs/lessons.md, 2026-12-02
 // afternoon).
-inline bool lm_attention_head_amx(const uint16_t* q, int64_t q_rs, int64_t q_cs, const uint16_t* k, int64_t k_rs,
-                                  int64_t k_cs, const uint16_t* v, int64_t v_rs, int64_t v_cs, const float* bias,
-                                  int64_t b_rs, int64_t b_cs, float* out, int64_t L, int64_t S, int64_t E,
-                                  int64_t Ev, float scale, int64_t block, lm_attention_windows& windows) {
+inline bool lm_attention_head_bf16_tiles(const uint16_t* q, int64_t q_rs, int64_t q_cs, const uint16_t* k,
+                                         int64_t k_rs, int64_t k_cs, const uint16_t* v, int64_t v_rs, int64_t v_cs,
+                                         const float* bias, int64_t b_rs, int64_t b_cs, float* out, int64_t L,
+                                         int64_t S, int64_t E, int64_t Ev, float scale, int64_t block,
+                                         lm_attention_windows& windows) {
   const int64_t rows = ((block < L ? block : L) + 31) / 32 * 32;
   if (!windows.find(bias, b_rs, b_cs, L, S, rows)) return false;
   const int64_t lo = windows.lo, hi = windows.hi;
@@ -1738,7 +1776,9 @@ inline bool lm_attention_head_amx(const uint16_t* q, int64_t q_rs, int64_t q_cs,
   float* sums = (float*)take(4 * rows);
   lm_pack_key_tiles(k + lo * k_rs, k_rs, k_cs, n, E, chunks, n32 / 16, kb);
   lm_pack_value_tiles(v + lo * v_rs, v_rs, v_cs, n, Ev, n32 / 32, col_blocks, vb);
+#if defined(__AMX_BF16__)
   lm_amx_begin();
+#endif
   for (int64_t r0 = 0, i = 0; r0 < L; r0 += rows, ++i) {
     const int64_t count = L - r0 < rows ? L - r0 : rows;
     int64_t w0, bn;  // from a chunk of 32 keys' first
@@ -1763,7 +1803,7 @@ inline bool lm_attention_head_amx(const uint16_t* q, int64_t q_rs, int64_t q_cs,
       }
     for (int64_t rt = 0; rt < count32 / 16; rt += 2)
       for (int64_t jb = 0; jb < kb16; jb += 2)
-        lm_amx_product<true>(qb + rt * chunks * 512, chunks * 512, 512, kb + (w0 / 16 + jb) * chunks * 512,
+        lm_tile_product<true>(qb + rt * chunks * 512, chunks * 512, 512, kb + (w0 / 16 + jb) * chunks * 512,
                              chunks * 512, 512, chunks, sc + (rt * kb16 + jb) * 256, kb16 * 256);
     lm_attention_probs_bf16(sc, count, bn, bn32, bias ? bias + r0 * b_rs + (lo + w0) * b_cs : nullptr, b_rs, b_cs,
                             scale, sums, pb);
@@ -1776,25 +1816,37 @@ inline bool lm_attention_head_amx(const uint16_t* q, int64_t q_rs, int64_t q_cs,
       float* c = op + rt * col_blocks * 256;
       int64_t cb = 0;
       for (; cb + 2 <= col_blocks; cb += 2)
-        lm_amx_product<true>(a, kc32 * 512, 512, vw + cb * 512, 512, col_blocks * 512, kc32, c + cb * 256,
+        lm_tile_product<true>(a, kc32 * 512, 512, vw + cb * 512, 512, col_blocks * 512, kc32, c + cb * 256,
                              col_blocks * 256);
       if (cb < col_blocks)
-        lm_amx_product<false>(a, kc32 * 512, 512, vw + cb * 512, 0, col_blocks * 512, kc32, c + cb * 256,
+        lm_tile_product<false>(a, kc32 * 512, 512, vw + cb * 512, 0, col_blocks * 512, kc32, c + cb * 256,
                               col_blocks * 256);
     }
     // The output's rows from the C tiles of P V: row r, columns [16 cb, 16 cb + 16) at
     // op + ((r / 16) * col_blocks + cb) * 256 + (r % 16) * 16.
+    // Sixteen columns at a time: element by element (the index arithmetic kept GCC from
+    // vectorising it) this took a twentieth of a 1,024-token causal head on a Zen 4.
     for (int64_t r = 0; r < count; ++r) {
       float* o = out + (r0 + r) * Ev;
-      const float sum = sums[r];
-      for (int64_t c = 0; c < Ev; ++c)
-        o[c] = op[(r / 16 * col_blocks + c / 16) * 256 + r % 16 * 16 + c % 16] / sum;
+      const float* row = op + r / 16 * col_blocks * 256 + r % 16 * 16;  // columns [16 cb, + 16) at row + cb * 256
+      const lm_f32x16 sum = lm_splat16(sums[r]);
+      int64_t c = 0;
+      for (; c + 16 <= Ev; c += 16) {
+        lm_f32x16 x;
+        __builtin_memcpy(&x, row + c / 16 * 256, sizeof x);
+        x = x / sum;
+        __builtin_memcpy(o + c, &x, sizeof x);
+      }
+      for (; c < Ev; ++c) o[c] = row[c / 16 * 256 + c % 16] / sums[r];
     }
   }
+#if defined(__AMX_BF16__)
   lm_amx_end();
+#endif
   __builtin_free(base);
   return true;
 }
+#if defined(__AMX_BF16__)
 #undef LM_TILE_LOAD
 #undef LM_TILE_STORE
 #undef LM_TILE_ZERO

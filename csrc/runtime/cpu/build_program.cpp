@@ -353,9 +353,14 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
                                   cx.attention_half_operands);
       INTERNAL_CHECK(pattern.has_value()) << "attention group %" << group.nodes.back() << " no longer matches";
       lowered = codegen::lower_attention(graph, *pattern);
+      // A bf16 prompt's attention on bf16 tiles wherever the kernels multiply bf16 pairs: computed
+      // in f32 from the widened operands, llama-membound-bf16's 1,024-token causal prompt (16 heads
+      // of 64) took 13.3 ms a layer on two Zen 4 cores, on vdpbf16ps 8.0 (eager's flash attention
+      // about 21; docs/lessons.md, 2026-12-06).
       lowered.kernel.attention.bf16_probabilities =
-          amx_tiles && bf16_output_attention(graph, partition, pattern->out, lowered.kernel);
-      if (lowered.kernel.attention.bf16_probabilities) lowered.kernel.label += " on AMX tiles";
+          kernels_multiply_bf16_pairs(isa) && bf16_output_attention(graph, partition, pattern->out, lowered.kernel);
+      if (lowered.kernel.attention.bf16_probabilities)
+        lowered.kernel.label += amx_tiles ? " on AMX tiles" : " on bf16 pairs";
       program.fused_nodes += group.nodes.size();
       ++program.attention_kernels;
     } else if (group.kind == GroupKind::QuantizedGemv) {
