@@ -70,6 +70,10 @@ RESULT_COLUMNS = {
     # iterations (the median): the floor for the interleaved TTFT, which one sample at the start
     # of a run can miss by a third on a shared machine.
     "sgemm_gflops_interleaved": "REAL",
+    # A bf16/f16 config's floor divides by its dtype's GEMM peak instead (the faster of torch's
+    # GEMM in that dtype and sgemm's; benchmarks/kernels/roofline.py), sampled the same two ways.
+    "half_gemm_gflops": "REAL",
+    "half_gemm_gflops_interleaved": "REAL",
     "decode_bytes_copied": "INTEGER",
     "graphs": "INTEGER",
     "tokens": "TEXT",

@@ -95,5 +95,15 @@ def sgemm_peak_gflops() -> float:
     return best
 
 
+def half_gemm_peak_gflops(dtype: torch.dtype, f32_peak: float) -> float:
+    """GFLOP/s a bf16 or f16 GEMM can reach here: the faster of torch's GEMM in that dtype and
+    `f32_peak` (sgemm's), since any path may widen to f32. torch's half mm depends on the layout
+    and the CPU: without native dot products its row-major x row-major product runs at under
+    1 GFLOP/s while F.linear's transposed weight runs at a third of sgemm, so the half rate is
+    F.linear's at 1024^3 (three runs, bounded in time)."""
+    a, w = torch.randn(1024, 1024, dtype=dtype), torch.randn(1024, 1024, dtype=dtype)
+    return max(f32_peak, 2 * 1024**3 / _median_s(lambda: torch.nn.functional.linear(a, w), 3) / 1e9)
+
+
 def measure() -> dict[str, float]:
     return {"copy_gbps": copy_bandwidth_gbps(), "sgemm_gflops": sgemm_peak_gflops()}

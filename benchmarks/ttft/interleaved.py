@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # repo root, so `b
 import torch  # noqa: E402
 
 from benchmarks.common.stats import summarize  # noqa: E402
-from benchmarks.kernels.roofline import sgemm_peak_gflops  # noqa: E402
+from benchmarks.kernels.roofline import half_gemm_peak_gflops, sgemm_peak_gflops  # noqa: E402
 from benchmarks.ttft.measure import (  # noqa: E402
     Prepare,
     Session,
@@ -104,6 +104,7 @@ def measure_interleaved(prepares: dict[str, Prepare], args) -> dict[str, dict[st
             fns.pop(path, None)
     samples: dict[str, dict[str, list[float]]] = {path: {m: [] for m in METRICS} for path in fns}
     peaks: list[float] = []  # the f32 GEMM peak, sampled once per timed round
+    half_peaks: list[float] = []  # a bf16/f16 config's GEMM peak, likewise
     order = list(fns)
     for i in range(warmups + iters):
         stage(iteration_stage(i, warmups, iters))
@@ -122,12 +123,16 @@ def measure_interleaved(prepares: dict[str, Prepare], args) -> dict[str, dict[st
                     samples[path][metric].append(value)
         if i >= warmups and not config.is_encoder:
             peaks.append(sgemm_peak_gflops())
+            if config.dtype in ("bf16", "f16"):
+                half_peaks.append(half_gemm_peak_gflops(config.torch_dtype, peaks[-1]))
     for path, by_metric in samples.items():
         if "error" not in results[path]:
             for metric, values in by_metric.items():
                 results[path].update(summarize(metric + SUFFIX, values))
             if peaks:
                 results[path]["sgemm_gflops_interleaved"] = statistics.median(peaks)
+            if half_peaks:
+                results[path]["half_gemm_gflops_interleaved"] = statistics.median(half_peaks)
     return results
 
 

@@ -45,13 +45,15 @@ CHART_METRICS = ["ttft_seq_ms", "ttft_batched_ms", "tpot_ms", "compile_ms"]
 
 # The bandwidth a decode floor divides the weight bytes by: (column, label).
 FLOORS = (("copy_gbps", "copy"), ("read_gbps", "read-only stream"))
-# The GEMM peak a prefill floor divides the FLOPs by, the TTFT divided by that floor, and their
-# rows' labels: one sample from the start of the run for each path's own TTFT, the median of the
+# The GEMM peak a prefill floor divides the FLOPs by (f32's, or a bf16/f16 config's own dtype's
+# where the run measured it), the TTFT divided by that floor, and their rows' labels ({} is the
+# peak's dtype): one sample from the start of the run for each path's own TTFT, the median of the
 # samples from every interleaved round for the interleaved TTFT.
 COMPUTE_FLOORS = (
-    ("sgemm_gflops", "ttft_batched_ms", "TTFT floor (ms): prefill FLOPs ÷ f32 GEMM peak", "batched TTFT ÷ compute floor"),
-    ("sgemm_gflops_interleaved", "ttft_batched_interleaved_ms",
-     "TTFT floor, interleaved (ms): prefill FLOPs ÷ f32 GEMM peak sampled each round",
+    (("half_gemm_gflops", "sgemm_gflops"), "ttft_batched_ms", "TTFT floor (ms): prefill FLOPs ÷ {} GEMM peak",
+     "batched TTFT ÷ compute floor"),
+    (("half_gemm_gflops_interleaved", "sgemm_gflops_interleaved"), "ttft_batched_interleaved_ms",
+     "TTFT floor, interleaved (ms): prefill FLOPs ÷ {} GEMM peak sampled each round",
      "batched TTFT, interleaved ÷ that floor"),
 )
 
@@ -66,14 +68,24 @@ def bandwidth_floor_ms(rows: list[dict[str, Any] | None], bandwidth: str = "copy
 
 
 def compute_floor_ms(rows: list[dict[str, Any] | None], peak: str = "sgemm_gflops") -> float | None:
-    """The fastest the batched prefill's FLOPs run at the machine's f32 GEMM peak (bf16 GEMMs
-    are widened to f32 on a CPU without bf16 dot products, as eager's and inductor's are).
-    `peak`: sgemm_gflops (sampled once at the start of the run) or sgemm_gflops_interleaved
-    (sampled in every round of the interleaved timing)."""
+    """The fastest the batched prefill's FLOPs run at the machine's GEMM peak `peak`: sgemm_gflops
+    (sampled once at the start of the run) or sgemm_gflops_interleaved (sampled in every round of
+    the interleaved timing), or a bf16/f16 config's half_gemm_gflops(_interleaved), the faster of
+    its dtype's GEMM and sgemm's."""
     for row in rows:
         if row and row.get("prefill_flops") and row.get(peak):
             return row["prefill_flops"] / (row[peak] * 1e9) * 1e3
     return None
+
+
+def floor_peak(rows: list[dict[str, Any] | None], peaks: tuple[str, str]) -> tuple[str, str]:
+    """The peak column a config's floor uses, and that peak's dtype for the label: its own half
+    dtype's where the run measured it (runs before 2026-12-06 did not), else f32's."""
+    half, f32 = peaks
+    for row in rows:
+        if row and row.get(half):
+            return half, row.get("dtype") or "half"
+    return f32, "f32"
 
 
 def by_config(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -152,8 +164,9 @@ def table_rows(paths: dict[str, dict[str, Any]]) -> list[list[str]]:
     for bandwidth, name in FLOORS:
         floor_rows(bandwidth_floor_ms(shown, bandwidth), f"TPOT floor (ms/token): weight bytes ÷ {name} bandwidth",
                    "tpot_ms", f"TPOT ÷ {name} floor")
-    for peak, metric, floor_label, ratio_label in COMPUTE_FLOORS:
-        floor_rows(compute_floor_ms(shown, peak), floor_label, metric, ratio_label)
+    for peaks, metric, floor_label, ratio_label in COMPUTE_FLOORS:
+        peak, dtype = floor_peak(shown, peaks)
+        floor_rows(compute_floor_ms(shown, peak), floor_label.format(dtype), metric, ratio_label)
     for metric, label in COUNT_ROWS:
         if any(p and p.get(metric) is not None for p in shown):
             rows.append(without_speedups(metric, label))

@@ -149,6 +149,21 @@ def measure_bandwidths(args: argparse.Namespace) -> dict[str, float]:
     return measured
 
 
+def measure_half_gemm_peaks(args: argparse.Namespace, sgemm_gflops: float) -> dict[str, float]:
+    """The GEMM peak of each half dtype among the run's configs ("bf16", "f16"), the denominator
+    of their compute floors (half_gemm_gflops): a bf16 prefill's GEMMs run on bf16 dot products
+    where the CPU has them, at twice sgemm's rate or more, so f32's peak made its floor say
+    nothing."""
+    from benchmarks.kernels.roofline import half_gemm_peak_gflops
+
+    peaks = {}
+    for config in args.config_list:
+        if config.dtype in ("bf16", "f16") and config.dtype not in peaks:
+            peaks[config.dtype] = half_gemm_peak_gflops(config.torch_dtype, sgemm_gflops)
+            print(f"{config.dtype} GEMM peak {peaks[config.dtype]:.0f} GFLOP/s", file=sys.stderr)
+    return peaks
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     conn = db.connect(args.db)
@@ -157,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         db.insert_run(conn, {"run_id": run_id, "mode": "ttft", **machine_info(args.threads), "args": _args_json(args)})
         jobs = [(c.name, p) for c in args.config_list for p in args.paths]
         bandwidths = measure_bandwidths(args)
+        half_peaks = measure_half_gemm_peaks(args, bandwidths["sgemm_gflops"])
         interleave = args.interleaved and len(args.paths) > 1
         progress = Progress(len(jobs) + (len(args.config_list) if interleave else 0))
         with tempfile.TemporaryDirectory(prefix="bench-interleaved-caches-") as interleaved_cache:
@@ -164,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows = []
                 for path in args.paths:
                     row = {**run_one(path, config.name, args, progress), **bandwidths}
+                    if config.dtype in half_peaks:
+                        row["half_gemm_gflops"] = half_peaks[config.dtype]
                     rows.append(row)
                     if row["error"]:
                         print(f"{config.name} x {path}: {row['error'][:300]}", file=sys.stderr)

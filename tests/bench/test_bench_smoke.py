@@ -200,6 +200,32 @@ def test_token_disagreement_says_how_many_leading_tokens_agree():
     assert token_agreement({"tokens_match_eager": None}, eager) == "–"
 
 
+def test_a_half_configs_compute_floor_divides_by_its_dtypes_gemm_peak():
+    # A bf16 prefill's GEMMs run on bf16 dot products where the CPU has them, at twice sgemm's rate
+    # or more: its floor divides by the bf16 peak the run measured (half_gemm_gflops); an f32
+    # config, or a row from before that column, by sgemm's, each labelled with the peak's dtype.
+    sys.path.insert(0, str(REPO))
+    from benchmarks.ttft.render import table_rows
+
+    def row(path, dtype, **peaks):
+        return {"path": path, "dtype": dtype, "prefill_flops": 4e9, "ttft_batched_ms": 40.0,
+                "ttft_batched_interleaved_ms": 30.0, "sgemm_gflops": 100.0, "sgemm_gflops_interleaved": 100.0,
+                **peaks}
+
+    def floors(paths):
+        return {r[0]: r[1:4] for r in table_rows(paths) if "floor" in r[0]}
+
+    half = {"half_gemm_gflops": 400.0, "half_gemm_gflops_interleaved": 200.0}
+    bf16 = floors({p: row(p, "bf16", **half) for p in ("eager", "inductor", "luminal")})
+    assert bf16["TTFT floor (ms): prefill FLOPs ÷ bf16 GEMM peak"] == ["10.00"] * 3
+    assert bf16["batched TTFT ÷ compute floor"] == ["4.00x"] * 3
+    assert bf16["TTFT floor, interleaved (ms): prefill FLOPs ÷ bf16 GEMM peak sampled each round"] == ["20.00"] * 3
+    assert bf16["batched TTFT, interleaved ÷ that floor"] == ["1.50x"] * 3
+    f32 = floors({p: row(p, "f32") for p in ("eager", "inductor", "luminal")})
+    assert f32["TTFT floor (ms): prefill FLOPs ÷ f32 GEMM peak"] == ["40.00"] * 3
+    assert f32["batched TTFT ÷ compute floor"] == ["1.00x"] * 3
+
+
 def test_attention_flops_count_only_the_attended_pairs():
     # torch's counter gives CPU attention 0 FLOPs; the floor counts q·kᵀ and p·v over the pairs the
     # mask lets through: a causal 6-token prompt into an 8-slot cache attends 21 of 48 pairs per head.
