@@ -53,9 +53,9 @@ class View {
 // The view of `stored`'s buffer that reads what `read` reads from a contiguous buffer holding
 // stored's elements (read is a view of shape stored.shape()'s row-major buffer): an elementwise
 // op through `stored` followed by `read`, as one read of stored's source. Nullopt unless each
-// dim of `read` steps along one dim of that buffer within its extent (a permute, expand, slice or
-// select of it; not a reshape that splits or merges dims), with an offset of 0 or constant over
-// a static shape.
+// dim of `read` steps along one dim of that buffer within its extent (a permute, expand, slice,
+// select or split of it; not a reshape that merges dims), with an offset of 0 or constant over a
+// static shape.
 std::optional<View> read_through(const View& read, const View& stored);
 
 }  // namespace luminal::ir

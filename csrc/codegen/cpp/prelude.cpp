@@ -1540,9 +1540,9 @@ inline lm_f32x16 lm_softmax_exp16(lm_f32x16 x) {
   return e;
 }
 // lm_attention_softmax for the bf16 tiles' path (lm_attention_head_bf16_tiles), on its
-// tile-major blocks: row r's scores for keys
-// [16 jb, 16 jb + 16) at scores + ((r / 16) * (n32 / 16) + jb) * 256 + (r % 16) * 16 (the C tiles
-// of Q Kᵀ as stored), its probabilities rounded to bf16 for keys [32 kc, 32 kc + 32) at
+// tile-major blocks: row r's scores for keys [16 jb, 16 jb + 16) at
+// scores + ((r / 16) * (n32 / 16) + jb) * 256 + (r % 16) * 16 (the C tiles of Q Kᵀ as stored), its
+// probabilities rounded to bf16 for keys [32 kc, 32 kc + 32) at
 // probs + ((r / 16) * (n32 / 32) + kc) * 512 + (r % 16) * 32 (the A tiles of P V), zero from key n
 // to n32 (a multiple of 32). The sums are of the f32 values, as eager's flash attention sums them.
 inline void lm_attention_probs_bf16(float* scores, int64_t rows, int64_t n, int64_t n32, const float* bias,
@@ -1677,7 +1677,7 @@ inline void lm_pack_value_tiles(const uint16_t* v, int64_t v_rs, int64_t v_cs, i
 #if defined(__AMX_BF16__)
 template <bool Two>
 inline void lm_tile_product(const uint16_t* a, int64_t a_row, int64_t a_step, const uint16_t* b, int64_t b_next,
-                           int64_t b_step, int64_t steps, float* c, int64_t c_row) {
+                            int64_t b_step, int64_t steps, float* c, int64_t c_row) {
   lm_amx_zero_sums<Two>();
   for (int64_t t = 0; t < steps; ++t) {
     LM_TILE_LOAD(0, a + t * a_step, 64);
@@ -1804,7 +1804,7 @@ inline bool lm_attention_head_bf16_tiles(const uint16_t* q, int64_t q_rs, int64_
     for (int64_t rt = 0; rt < count32 / 16; rt += 2)
       for (int64_t jb = 0; jb < kb16; jb += 2)
         lm_tile_product<true>(qb + rt * chunks * 512, chunks * 512, 512, kb + (w0 / 16 + jb) * chunks * 512,
-                             chunks * 512, 512, chunks, sc + (rt * kb16 + jb) * 256, kb16 * 256);
+                              chunks * 512, 512, chunks, sc + (rt * kb16 + jb) * 256, kb16 * 256);
     lm_attention_probs_bf16(sc, count, bn, bn32, bias ? bias + r0 * b_rs + (lo + w0) * b_cs : nullptr, b_rs, b_cs,
                             scale, sums, pb);
     // Rows past the block's: zero probabilities.
@@ -1817,10 +1817,10 @@ inline bool lm_attention_head_bf16_tiles(const uint16_t* q, int64_t q_rs, int64_
       int64_t cb = 0;
       for (; cb + 2 <= col_blocks; cb += 2)
         lm_tile_product<true>(a, kc32 * 512, 512, vw + cb * 512, 512, col_blocks * 512, kc32, c + cb * 256,
-                             col_blocks * 256);
+                              col_blocks * 256);
       if (cb < col_blocks)
         lm_tile_product<false>(a, kc32 * 512, 512, vw + cb * 512, 0, col_blocks * 512, kc32, c + cb * 256,
-                              col_blocks * 256);
+                               col_blocks * 256);
     }
     // The output's rows from the C tiles of P V: row r, columns [16 cb, 16 cb + 16) at
     // op + ((r / 16) * col_blocks + cb) * 256 + (r % 16) * 16.
@@ -1828,7 +1828,8 @@ inline bool lm_attention_head_bf16_tiles(const uint16_t* q, int64_t q_rs, int64_
     // vectorising it) this took a twentieth of a 1,024-token causal head on a Zen 4.
     for (int64_t r = 0; r < count; ++r) {
       float* o = out + (r0 + r) * Ev;
-      const float* row = op + r / 16 * col_blocks * 256 + r % 16 * 16;  // columns [16 cb, + 16) at row + cb * 256
+      // Row r's columns [16 cb, 16 cb + 16) at row + cb * 256.
+      const float* row = op + r / 16 * col_blocks * 256 + r % 16 * 16;
       const lm_f32x16 sum = lm_splat16(sums[r]);
       int64_t c = 0;
       for (; c + 16 <= Ev; c += 16) {

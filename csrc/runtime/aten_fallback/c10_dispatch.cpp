@@ -16,19 +16,25 @@
 namespace luminal::runtime::aten_fallback {
 namespace {
 
-// The OpenMP runtime torch loaded (libgomp, or LLVM's libomp with its GNU entry points), by the
-// symbols a `#pragma omp parallel` compiles to; none found where torch has no OpenMP.
+// The entry points of the OpenMP runtime torch loaded (libgomp, or LLVM's libomp with its GNU
+// ones), looked up once in this process, so that a torch without OpenMP needs none: the symbols a
+// `#pragma omp parallel` compiles to, and OpenMP 5.0's omp_pause_resource_all. Null where absent.
 struct OpenMpTeam {
   void (*parallel)(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags) = nullptr;
   int (*thread_num)() = nullptr;
   int (*num_threads)() = nullptr;
+  int (*pause_all)(int kind) = nullptr;
 
-  bool found() const { return parallel != nullptr && thread_num != nullptr && num_threads != nullptr; }
-  static OpenMpTeam of_this_process() {
-    OpenMpTeam team;
-    team.parallel = reinterpret_cast<decltype(team.parallel)>(dlsym(RTLD_DEFAULT, "GOMP_parallel"));
-    team.thread_num = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_thread_num"));
-    team.num_threads = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_num_threads"));
+  bool can_split() const { return parallel != nullptr && thread_num != nullptr && num_threads != nullptr; }
+  static const OpenMpTeam& of_this_process() {
+    static const OpenMpTeam team = [] {
+      OpenMpTeam t;
+      t.parallel = reinterpret_cast<decltype(t.parallel)>(dlsym(RTLD_DEFAULT, "GOMP_parallel"));
+      t.thread_num = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_thread_num"));
+      t.num_threads = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_num_threads"));
+      t.pause_all = reinterpret_cast<int (*)(int)>(dlsym(RTLD_DEFAULT, "omp_pause_resource_all"));
+      return t;
+    }();
     return team;
   }
 };
@@ -164,9 +170,9 @@ class C10DispatchExecutor final : public AtenCallExecutor {
     // ATen step ran on one core (a bf16 prompt's attention after its V projection: 25.6 ms
     // against 12.9; docs/lessons.md, 2026-12-06). The team of the OpenMP runtime torch loaded
     // instead, through its parallel-region entry point (libgomp's ABI, which LLVM's libomp
-    // provides too), looked up once.
-    static const OpenMpTeam team = OpenMpTeam::of_this_process();
-    if (!team.found()) return false;
+    // provides too).
+    const OpenMpTeam& team = OpenMpTeam::of_this_process();
+    if (!team.can_split()) return false;
     at::internal::lazy_init_num_threads();  // torch's thread count, set in the runtime's ICV
     struct Work {
       Task task;
@@ -188,14 +194,13 @@ class C10DispatchExecutor final : public AtenCallExecutor {
   }
 
   void release_idle_threads() const override {
-    // OpenMP 5.0's omp_pause_resource_all(omp_pause_soft) from whichever OpenMP runtime torch
-    // loaded (libgomp ends the calling thread's idle team, LLVM's libomp puts it to sleep; inside
-    // a parallel region libgomp refuses), looked up once so that a torch without OpenMP needs
-    // none. Torch's next parallel region starts its workers again: about 0.1 ms when that
+    // omp_pause_resource_all(omp_pause_soft) of the OpenMP runtime torch loaded (libgomp ends the
+    // calling thread's idle team, LLVM's libomp puts it to sleep; inside a parallel region libgomp
+    // refuses). Torch's next parallel region starts its workers again: about 0.1 ms when that
     // follows our call at once, as it does in a decode loop.
-    static const auto pause_all = reinterpret_cast<int (*)(int)>(dlsym(RTLD_DEFAULT, "omp_pause_resource_all"));
+    const OpenMpTeam& team = OpenMpTeam::of_this_process();
     constexpr int kOmpPauseSoft = 1;
-    if (pause_all != nullptr) pause_all(kOmpPauseSoft);
+    if (team.pause_all != nullptr) team.pause_all(kOmpPauseSoft);
   }
 
   bool has_op(const std::string& op, const std::string& overload) const override {
