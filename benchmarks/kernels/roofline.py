@@ -106,4 +106,12 @@ def half_gemm_peak_gflops(dtype: torch.dtype, f32_peak: float) -> float:
 
 
 def measure() -> dict[str, float]:
-    return {"copy_gbps": copy_bandwidth_gbps(), "sgemm_gflops": sgemm_peak_gflops()}
+    sgemm = sgemm_peak_gflops()
+    return {"copy_gbps": copy_bandwidth_gbps(), "sgemm_gflops": sgemm,
+            "bf16_gemm_gflops": half_gemm_peak_gflops(torch.bfloat16, sgemm)}
+
+
+def gemm_peak_gflops(roof: dict[str, float], dtype: str) -> float:
+    """The compute peak a kernel of `dtype` ("f32", "bf16") is held to: its own dtype's GEMM peak
+    where the roofline measured one, else sgemm's."""
+    return roof.get(f"{dtype}_gemm_gflops", roof["sgemm_gflops"])

@@ -127,8 +127,10 @@ def build_rows(measured: dict[str, dict[str, dict]], roof: dict[str, float], inf
                 if result.get("latency_us"):
                     seconds = result["latency_us"] / 1e6
                     # Roofline time: the larger of moving the bytes at copy bandwidth and doing the
-                    # flops at sgemm peak (bf16 is held to the f32 peak: this CPU has no faster bf16 FMA).
-                    bound = max(result["bytes"] / (roof["copy_gbps"] * 1e9), result["flops"] / (roof["sgemm_gflops"] * 1e9))
+                    # flops at the GEMM peak of the kernel's dtype (bf16's is its own where the CPU
+                    # multiplies bf16 pairs faster than f32, as a Zen 4 or AMX Xeon does).
+                    peak = roofline.gemm_peak_gflops(roof, dtype)
+                    bound = max(result["bytes"] / (roof["copy_gbps"] * 1e9), result["flops"] / (peak * 1e9))
                     row.update(
                         latency_us=round(result["latency_us"], 3), gbps=round(result["bytes"] / seconds / 1e9, 3),
                         gflops=round(result["flops"] / seconds / 1e9, 3) if result["flops"] else None,
@@ -168,8 +170,10 @@ def markdown(rows: list[dict], roof: dict[str, float], info: dict, args: argpars
         f"{args.threads} threads · {args.warmups} warmups + {args.runs} runs per kernel, capped at {args.time_cap:g} s "
         "(the notes column says where the cap cut runs).", "",
         f"Roofline measured in this run: copy bandwidth **{roof['copy_gbps']:.1f} GB/s**, "
-        f"f32 GEMM peak **{roof['sgemm_gflops']:.1f} GFLOP/s**. `% roof` = roofline time / latency "
-        "(roofline time = max(bytes / bandwidth, flops / peak)). Speedups: > 1 = luminal faster.", "",
+        f"f32 GEMM peak **{roof['sgemm_gflops']:.1f} GFLOP/s**, bf16 GEMM peak "
+        f"**{roofline.gemm_peak_gflops(roof, 'bf16'):.1f} GFLOP/s** (torch's bf16 F.linear at 1024^3, or sgemm's "
+        "where that is slower). `% roof` = roofline time / latency (roofline time = max(bytes / bandwidth, "
+        "flops / the peak of the row's dtype)). Speedups: > 1 = luminal faster.", "",
         "`luminal call µs`: the program luminal's backend returned to dynamo, called directly with the "
         "same inputs: luminal's own share of a call. Every compiled column also pays dynamo's per-call Python "
         "(guards, the frame's wrapper), which no backend can skip and which dominates kernels under ~100 µs "
@@ -207,9 +211,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     info = machine_info(args.threads)
-    print("measuring the roofline (copy bandwidth, sgemm peak)...", file=sys.stderr)
+    print("measuring the roofline (copy bandwidth, sgemm and bf16 GEMM peaks)...", file=sys.stderr)
     roof = roofline.measure()
-    print(f"copy {roof['copy_gbps']:.1f} GB/s, sgemm {roof['sgemm_gflops']:.1f} GFLOP/s", file=sys.stderr)
+    print(f"copy {roof['copy_gbps']:.1f} GB/s, sgemm {roof['sgemm_gflops']:.1f} GFLOP/s, "
+          f"bf16 GEMM {roof['bf16_gemm_gflops']:.1f} GFLOP/s", file=sys.stderr)
     keys = [k.key(d) for k in all_kernels() for d in args.dtypes if not args.kernels or k.kernel_id in args.kernels]
     progress = Progress(len(keys))
     # Impls take turns within each kernel, never side by side: each gets both cores to itself.
