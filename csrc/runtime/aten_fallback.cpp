@@ -26,15 +26,10 @@ bool aten_op_exists(const std::string& overload_key) {
   return executor->has_op(overload_key.substr(0, dot), overload_key.substr(dot + 1));
 }
 
-bool aten_parallel_for(int64_t items, AtenCallExecutor::Task task, void* context) {
+bool aten_parallel_for(int64_t items, int threads, int64_t min_chunk, AtenCallExecutor::Task task, void* context) {
   const AtenCallExecutor* executor = g_executor.load();
   INTERNAL_CHECK(executor != nullptr) << "aten_parallel_for without an ATen executor installed";
-  return executor->parallel_for(items, task, context);
-}
-
-void aten_release_idle_threads() {
-  const AtenCallExecutor* executor = g_executor.load();
-  if (executor != nullptr) executor->release_idle_threads();
+  return executor->parallel_for(items, threads, min_chunk, task, context);
 }
 
 void run_aten_call(const ir::AtenCall& call, const std::vector<BufferRef>& inputs, const ir::SymbolBindings& bindings,

@@ -27,17 +27,13 @@ class AtenCallExecutor {
   // Whether ATen's matmul in this f16/bf16 dtype runs on the CPU's own half-precision dot
   // products (oneDNN with AVX512-BF16/FP16 or AMX): then it is faster than widening to f32.
   virtual bool has_native_half_matmul(ir::DType dtype) const = 0;
-  // Runs task over [0, items) split across ATen's intra-op threads (torch's OpenMP team), as
-  // ATen's own ops do, and returns true; returns false, having run nothing, where it cannot
-  // split the work (no OpenMP team in this process). For the work right after an ATen call:
-  // that team's workers are still spinning for it then, holding the cores a pool of our own
-  // would contend for.
+  // Runs task over [0, items) on `threads` threads of ATen's intra-op team (torch's OpenMP
+  // runtime), in chunks of work_chunk_items(items, threads, min_chunk) claimed one at a time,
+  // and returns true; returns false, having run nothing, where it cannot split the work (no
+  // OpenMP team in this process). The cpu runtime's kernels run there whenever it can: two
+  // pools on the same cores each spin after their work while the other needs the cores.
   using Task = void (*)(void* context, int64_t begin, int64_t end);
-  virtual bool parallel_for(int64_t items, Task task, void* context) const = 0;
-  // Ends the spinning of ATen's intra-op workers that are idle now (called outside any of their
-  // parallel regions): they stop holding cores until ATen's next parallel region starts them
-  // again. A no-op where they are busy or there are none.
-  virtual void release_idle_threads() const {}
+  virtual bool parallel_for(int64_t items, int threads, int64_t min_chunk, Task task, void* context) const = 0;
   // Whether `op` ("aten::foo") with `overload` ("default", "Tensor") can be called in this
   // process; asked at compile, so that an unknown op fails there and not at the first call.
   // An executor that cannot tell says true.
@@ -54,9 +50,7 @@ bool aten_op_exists(const std::string& overload_key);
 
 // Through the executor's parallel_for (false: nothing ran, use another pool); the caller checks
 // has_aten_call_executor() first.
-bool aten_parallel_for(int64_t items, AtenCallExecutor::Task task, void* context);
-// Through the executor's release_idle_threads; a no-op without an executor.
-void aten_release_idle_threads();
+bool aten_parallel_for(int64_t items, int threads, int64_t min_chunk, AtenCallExecutor::Task task, void* context);
 
 void run_aten_call(const ir::AtenCall& call, const std::vector<BufferRef>& inputs, const ir::SymbolBindings& bindings,
                    const BufferRef& output);

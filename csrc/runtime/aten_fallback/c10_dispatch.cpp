@@ -3,41 +3,28 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/Parallel.h>
 #include <ATen/cpu/Utils.h>
 #include <c10/core/InferenceMode.h>
 
 #include "bindings/tensor_buffer.h"
 #include "common/error.h"
 #include "runtime/aten_fallback.h"
+#include "runtime/work_chunks.h"
 
 namespace luminal::runtime::aten_fallback {
 namespace {
 
-// The entry points of the OpenMP runtime torch loaded (libgomp, or LLVM's libomp with its GNU
-// ones), looked up once in this process, so that a torch without OpenMP needs none: the symbols a
-// `#pragma omp parallel` compiles to, and OpenMP 5.0's omp_pause_resource_all. Null where absent.
-struct OpenMpTeam {
-  void (*parallel)(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags) = nullptr;
-  int (*thread_num)() = nullptr;
-  int (*num_threads)() = nullptr;
-  int (*pause_all)(int kind) = nullptr;
-
-  bool can_split() const { return parallel != nullptr && thread_num != nullptr && num_threads != nullptr; }
-  static const OpenMpTeam& of_this_process() {
-    static const OpenMpTeam team = [] {
-      OpenMpTeam t;
-      t.parallel = reinterpret_cast<decltype(t.parallel)>(dlsym(RTLD_DEFAULT, "GOMP_parallel"));
-      t.thread_num = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_thread_num"));
-      t.num_threads = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_num_threads"));
-      t.pause_all = reinterpret_cast<int (*)(int)>(dlsym(RTLD_DEFAULT, "omp_pause_resource_all"));
-      return t;
-    }();
-    return team;
-  }
-};
+// The parallel-region entry point of the OpenMP runtime torch loaded (libgomp's, which LLVM's
+// libomp provides too): what a `#pragma omp parallel` compiles to. Looked up once in this
+// process, so that a torch without OpenMP needs none; null where absent.
+using OpenMpParallel = void (*)(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags);
+OpenMpParallel openmp_parallel_of_this_process() {
+  static const OpenMpParallel parallel = reinterpret_cast<OpenMpParallel>(dlsym(RTLD_DEFAULT, "GOMP_parallel"));
+  return parallel;
+}
 
 using bindings::tensor_of;
 using ir::AtenArg;
@@ -163,44 +150,30 @@ class C10DispatchExecutor final : public AtenCallExecutor {
     }
   }
 
-  bool parallel_for(int64_t items, Task task, void* context) const override {
+  bool parallel_for(int64_t items, int threads, int64_t min_chunk, Task task, void* context) const override {
     // Not at::parallel_for: that header template splits work only where its includer is compiled
     // with OpenMP, and this module is not (it would link an OpenMP runtime of its own beside
-    // torch's); here it ran every range on the calling thread, so each kernel within 10 ms of an
-    // ATen step ran on one core (a bf16 prompt's attention after its V projection: 25.6 ms
-    // against 12.9; docs/lessons.md, 2026-12-06). The team of the OpenMP runtime torch loaded
-    // instead, through its parallel-region entry point (libgomp's ABI, which LLVM's libomp
-    // provides too).
-    const OpenMpTeam& team = OpenMpTeam::of_this_process();
-    if (!team.can_split()) return false;
-    at::internal::lazy_init_num_threads();  // torch's thread count, set in the runtime's ICV
+    // torch's); here it ran every range on the calling thread (a bf16 prompt's attention after
+    // its V projection: 25.6 ms against 12.9; docs/lessons.md, 2026-12-06). The team of the
+    // OpenMP runtime torch loaded instead, through its parallel-region entry point, the chunks
+    // claimed from a counter as our own pool claims them (a static half per thread made the
+    // small Gemma 3's bf16 prefill 6% slower than the pool's chunks).
+    const OpenMpParallel parallel = openmp_parallel_of_this_process();
+    if (parallel == nullptr) return false;
     struct Work {
       Task task;
       void* context;
-      int64_t items;
-      const OpenMpTeam* team;
-    } work{task, context, items, &team};
-    // One contiguous range per thread, as our own pool's callers expect nothing finer.
-    team.parallel(
+      int64_t items, chunk;
+      std::atomic<int64_t> next{0};
+    } work{task, context, items, work_chunk_items(items, threads, min_chunk)};
+    parallel(
         [](void* data) {
-          const Work& w = *static_cast<const Work*>(data);
-          const int64_t threads = w.team->num_threads(), thread = w.team->thread_num();
-          const int64_t chunk = (w.items + threads - 1) / threads;
-          const int64_t begin = thread * chunk;
-          if (begin < w.items) w.task(w.context, begin, std::min(w.items, begin + chunk));
+          Work& w = *static_cast<Work*>(data);
+          for (int64_t begin; (begin = w.next.fetch_add(w.chunk, std::memory_order_relaxed)) < w.items;)
+            w.task(w.context, begin, std::min(w.items, begin + w.chunk));
         },
-        &work, /*num_threads=*/0, /*flags=*/0);
+        &work, static_cast<unsigned>(threads), /*flags=*/0);
     return true;
-  }
-
-  void release_idle_threads() const override {
-    // omp_pause_resource_all(omp_pause_soft) of the OpenMP runtime torch loaded (libgomp ends the
-    // calling thread's idle team, LLVM's libomp puts it to sleep; inside a parallel region libgomp
-    // refuses). Torch's next parallel region starts its workers again: about 0.1 ms when that
-    // follows our call at once, as it does in a decode loop.
-    const OpenMpTeam& team = OpenMpTeam::of_this_process();
-    constexpr int kOmpPauseSoft = 1;
-    if (team.pause_all != nullptr) team.pause_all(kOmpPauseSoft);
   }
 
   bool has_op(const std::string& op, const std::string& overload) const override {

@@ -99,37 +99,6 @@ struct KernelTask {
   std::mutex info_mutex;
 };
 
-// Until when torch's OpenMP workers may still be spinning after the last ATen call of any
-// executable (steady-clock nanoseconds): libgomp's workers spin for milliseconds after a
-// parallel region (about 9 ms measured here). A kernel split across our own pool meanwhile puts
-// three busy threads on two cores, and the caller waits whenever the OS parks our worker
-// mid-chunk (a bf16 prefill ran 1.5-1.9x slower in half of all processes that way); split across
-// the spinning team instead, the work starts at once. Process-wide, as that team is.
-std::atomic<int64_t> aten_threads_spin_until_ns{0};
-constexpr int64_t kAtenThreadsSpinNs = 10'000'000;
-
-int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// After a step that ran on torch's threads.
-void note_aten_threads_spinning() {
-  aten_threads_spin_until_ns.store(steady_ns() + kAtenThreadsSpinNs, std::memory_order_relaxed);
-}
-
-// At the start of a call: the caller's own ATen ops just before it (a StaticCache's reset, an
-// argmax over a large vocabulary) leave torch's OpenMP workers spinning for ~9 ms, on the cores
-// the call's kernels need; the caller's thread sends them away (aten_release_idle_threads). The
-// small Gemma 3's 32-token bf16 prefill after a cache reset took 15.8 ms with them spinning and
-// 11.0 without, the whole loop of reset and prefill 17.2 and 14.2 (docs/lessons.md, 2026-11-29
-// (afternoon)).
-void release_aten_threads() {
-  if (!has_aten_call_executor()) return;
-  aten_release_idle_threads();
-  aten_threads_spin_until_ns.store(0, std::memory_order_relaxed);
-}
-
 void run_kernel_chunk(void* context, int64_t begin, int64_t end) {
   auto* task = static_cast<KernelTask*>(context);
   int64_t info[2] = {0, 0};
@@ -477,13 +446,12 @@ int64_t CpuExecutable::expert_gemvs(const Step& step, const StepPlan& plan, cons
         // compute 16 rows' worth of products for it; one bf16 row's pairs (8 rows' worth) still
         // outrun the weight's bytes, and oneDNN would wake torch's threads for it.
         if (count > step.few_rows_limit || (count < 2 && !bf16_pairs)) {
-          pool_.rest();
           if (step.groups_through_aten) {
+            pool_.rest();  // torch's own threads run the op
             aten_group_product(step, plan, ptr, bindings, g, begin, end);
-            note_aten_threads_spinning();
             ++aten_calls;
           } else {
-            blas_group_product(step.dtype, a_data, a, b_data, b, g, begin, end, out);
+            blas_group_product(step.dtype, a_data, a, b_data, b, g, begin, end, out, blas_columns_split());
           }
           return;
         }
@@ -534,7 +502,6 @@ void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindin
   const ir::Graph& graph = program_.graph;
   std::vector<BufferRef> outputs = caller_outputs;  // outputs sized by a data symbol are allocated last
 
-  release_aten_threads();
   int64_t bytes_copied = 0;
   std::vector<void*> ptr(program_.slots.size(), nullptr);
   std::vector<const BufferRef*> caller_buffer(program_.slots.size(), nullptr);  // Input and Weight slots
@@ -700,13 +667,13 @@ void CpuExecutable::run_step(size_t index, const StepPlan& plan, const std::vect
   if (step.kind == Step::Kind::Gemm && plan.few_rows && !plan.matmul_through_aten)
     return run_kernel(*step.few_rows, plan, ptr, arena);
   if (step.kind == Step::Kind::Gemm) {
-    pool_.rest();
     if (plan.matmul_through_aten) {
+      pool_.rest();  // torch's own threads run the op
       aten_matmul(step, plan, ptr, bindings);
-      note_aten_threads_spinning();
       ++aten_matmuls;
     } else {
-      blas_matmul(step.dtype, ptr[step.slots[0]], plan.a, ptr[step.slots[1]], plan.b, ptr[step.slots[2]]);
+      blas_matmul(step.dtype, ptr[step.slots[0]], plan.a, ptr[step.slots[1]], plan.b, ptr[step.slots[2]],
+                  blas_columns_split());
     }
     return;
   }
@@ -715,20 +682,19 @@ void CpuExecutable::run_step(size_t index, const StepPlan& plan, const std::vect
       aten_matmuls += expert_gemvs(step, plan, ptr, bindings, arena);
       return;
     }
-    pool_.rest();
     if (step.groups_through_aten) {
+      pool_.rest();  // torch's own threads run the op
       aten_matmuls += aten_grouped_matmul(step, plan, ptr, bindings);
-      note_aten_threads_spinning();
       return;
     }
     blas_grouped_matmul(step.dtype, ptr[step.slots[0]], plan.a, ptr[step.slots[1]], plan.b,
-                        static_cast<const int64_t*>(ptr[step.slots[2]]), plan.offs, ptr[step.slots[3]]);
+                        static_cast<const int64_t*>(ptr[step.slots[2]]), plan.offs, ptr[step.slots[3]],
+                        blas_columns_split());
     return;
   }
   if (step.kind == Step::Kind::AtenCall) {
     pool_.rest();  // torch's own threads run the op
     run_aten_call_step(program_.graph, program_.graph.node(step.aten_call), step, ptr, bindings);
-    note_aten_threads_spinning();
     return;
   }
   // A Scatter copies its data into its result first, unless they are one buffer (in place).
@@ -752,18 +718,46 @@ void CpuExecutable::launch(const Step& step, KernelFn fn, void** params, const i
   task.fn = fn;
   task.params = params;
   task.symbols = symbols;
-  if (!parallel || items <= 1) {
+  if (!parallel || items <= 1)
     run_kernel_chunk(&task, 0, items);
-  } else {
-    const bool aten_threads_spinning = steady_ns() < aten_threads_spin_until_ns.load(std::memory_order_relaxed);
-    bool ran = false;
-    if (aten_threads_spinning && has_aten_call_executor()) {
-      pool_.rest();  // our workers would only contend with torch's
-      ran = aten_parallel_for(items, run_kernel_chunk, &task);
-    }
-    if (!ran) pool_.parallel_for(items, run_kernel_chunk, &task, step.min_chunk_items);
-  }
+  else
+    split_across_threads(items, step.min_chunk_items, run_kernel_chunk, &task);
   raise_kernel_status(step.what, task.status.load(), task.info[0], task.info[1]);
+}
+
+void CpuExecutable::split_across_threads(int64_t items, int64_t min_chunk, ThreadPool::Task task,
+                                         void* context) const {
+  // On torch's OpenMP team wherever torch has one: a pool of our own beside it put three busy
+  // threads on two cores whenever either spun after its work (libgomp's workers ~9 ms after each
+  // parallel region of the caller's or of our ATen steps, ours 1 ms), and the caller waited a
+  // scheduler tick for a descheduled worker: BERT's bf16 prefill took 15 or 20-24 ms by process
+  // (docs/lessons.md, 2026-12-06 (morning)). One team spins for its own next work.
+  if (has_aten_call_executor() && aten_parallel_for(items, pool_.threads(), min_chunk, task, context)) return;
+  pool_.parallel_for(items, task, context, min_chunk);
+}
+
+ColumnSplit CpuExecutable::blas_columns_split() const {
+  return [this](int64_t m, int64_t n, int64_t k, const std::function<void(int64_t, int64_t)>& columns) {
+    // Blocks of a multiple of 16 columns (whole vectors of BLAS's kernels), one per thread, for
+    // products OpenBLAS itself would thread: m n k of 2^18 or more, a GEMV's n k of 9,216 (its
+    // interface's thresholds). A smaller one is over before a parallel region would start: GPT-2's
+    // attention products (32 x 64 x 32 per head) split in two took its f32 prefill 10% slower.
+    const int64_t threads = pool_.threads();
+    const int64_t block = ((n + threads - 1) / threads + 15) & ~int64_t{15};
+    const bool big = m == 1 ? n * k >= 9216 : m * n * k >= (int64_t{1} << 18);
+    if (threads == 1 || n <= block || !big) return columns(0, n);
+    struct Blocks {
+      const std::function<void(int64_t, int64_t)>* columns;
+      int64_t n, block;
+    } blocks{&columns, n, block};
+    split_across_threads(
+        (n + block - 1) / block, 1,
+        [](void* context, int64_t begin, int64_t end) {
+          const auto& b = *static_cast<const Blocks*>(context);
+          (*b.columns)(begin * b.block, std::min(b.n, end * b.block));
+        },
+        &blocks);
+  };
 }
 
 }  // namespace luminal::runtime::cpu

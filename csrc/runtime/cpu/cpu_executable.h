@@ -18,10 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "runtime/collectives.h"
 #include "runtime/cpu/arena_pool.h"
+#include "runtime/cpu/gemm.h"
 #include "runtime/cpu/in_place_scatter.h"
 #include "runtime/cpu/program.h"
-#include "runtime/collectives.h"
 #include "runtime/cpu/thread_pool.h"
 #include "runtime/runtime.h"
 
@@ -76,10 +77,16 @@ class CpuExecutable final : public Executable {
                 std::vector<std::unique_ptr<InFlightCollective>>& in_flight) const;
   // A Kernel step (or a Gemm's few_rows kernel) with the plan's symbols, items and split.
   void run_kernel(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr, Arena& arena) const;
-  // A kernel's chunks over `items` work items, split across the pool when `parallel`; raises the
+  // A kernel's chunks over `items` work items, split across threads when `parallel`; raises the
   // kernel's status naming the step.
   void launch(const Step& step, KernelFn fn, void** params, const int64_t* symbols, int64_t items,
               bool parallel) const;
+  // task over [0, items) in chunks of at least min_chunk items across the threads kernels run on:
+  // torch's OpenMP team wherever torch has one, else the pool.
+  void split_across_threads(int64_t items, int64_t min_chunk, ThreadPool::Task task, void* context) const;
+  // A BLAS product's output columns in one block per thread, each a single-threaded BLAS call
+  // (gemm.h ColumnSplit).
+  ColumnSplit blas_columns_split() const;
   // A GroupedGemm step with an expert GEMV (Step::few_rows): that kernel for each expert of 2
   // (bf16: 1) to Step::few_rows_limit rows, the others through ATen (groups_through_aten) or BLAS.
   // Returns the ATen matmul calls it made.

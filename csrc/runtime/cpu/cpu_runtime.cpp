@@ -15,8 +15,9 @@ std::unique_ptr<Executable> CpuRuntime::compile(const ir::Graph& graph, const st
   ir::verify(graph);
   const int threads = program_threads(options);
   Program program = build_program(graph, options);
-  // BLAS runs between our kernels, never beside them: it may use every thread we would.
-  openblas_set_num_threads(threads);
+  // BLAS runs single-threaded, one block of a product's columns on each thread our kernels run
+  // on (CpuExecutable::blas_columns_split): its own threads would run beside that team's.
+  openblas_set_num_threads(1);
   SearchOptions search{options.search_iterations, options.cache_dir, options.debug_dir, parse_cpu_isa(options.cpu_isa)};
   if (options.search_iterations == 0 || program.attention_kernels == 0)
     return std::make_unique<CpuExecutable>(std::move(program), weights, threads, std::move(search), options.time_steps);

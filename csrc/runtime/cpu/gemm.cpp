@@ -49,13 +49,16 @@ const T* operand(const T* data, const Matrix& m, std::vector<T>& storage, BlasVi
   return storage.data();
 }
 
-void gemm(const BlasView& va, const BlasView& vb, int m, int n, int k, const float* a, const float* b, float* c) {
+// c's rows are ldc apart (a block of columns of a wider output).
+void gemm(const BlasView& va, const BlasView& vb, int m, int n, int k, const float* a, const float* b, float* c,
+          int ldc) {
   cblas_sgemm(CblasRowMajor, va.transpose, vb.transpose, m, n, k, 1.0f, a, static_cast<int>(va.ld), b,
-              static_cast<int>(vb.ld), 0.0f, c, std::max(n, 1));
+              static_cast<int>(vb.ld), 0.0f, c, std::max(ldc, 1));
 }
-void gemm(const BlasView& va, const BlasView& vb, int m, int n, int k, const double* a, const double* b, double* c) {
+void gemm(const BlasView& va, const BlasView& vb, int m, int n, int k, const double* a, const double* b, double* c,
+          int ldc) {
   cblas_dgemm(CblasRowMajor, va.transpose, vb.transpose, m, n, k, 1.0, a, static_cast<int>(va.ld), b,
-              static_cast<int>(vb.ld), 0.0, c, std::max(n, 1));
+              static_cast<int>(vb.ld), 0.0, c, std::max(ldc, 1));
 }
 
 // M = 1: GEMV. OpenBLAS's sgemm packs all of b first (a full extra pass over a weight that a
@@ -73,25 +76,36 @@ void gemv(const BlasView& vb, int n, int k, const double* x, int x_stride, const
     cblas_dgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0, b, static_cast<int>(vb.ld), x, x_stride, 0.0, y, 1);
 }
 
-// out (contiguous [ma.rows, mb.cols]) = ma x mb, with K > 0; operands BLAS cannot read in
-// place are packed into the storage vectors.
+// out (contiguous [ma.rows, mb.cols]) = ma x mb, with K > 0, its columns as `split` divides them;
+// operands BLAS cannot read in place are packed into the storage vectors first.
 template <typename T>
 void product(const T* a, const Matrix& ma, const T* b, const Matrix& mb, T* out, std::vector<T>& a_storage,
-             std::vector<T>& b_storage) {
+             std::vector<T>& b_storage, const ColumnSplit& split) {
   BlasView va{}, vb{};
   const T* pa = operand(a, ma, a_storage, va);
   const T* pb = operand(b, mb, b_storage, vb);
-  if (ma.rows == 1) {
-    // a is one row: its elements are 1 apart (NoTrans) or ld apart (Trans, a column view).
-    const int x_stride = va.transpose == CblasNoTrans ? 1 : static_cast<int>(va.ld);
-    gemv(vb, static_cast<int>(mb.cols), static_cast<int>(ma.cols), pa, x_stride, pb, out);
-  } else {
-    gemm(va, vb, static_cast<int>(ma.rows), static_cast<int>(mb.cols), static_cast<int>(ma.cols), pa, pb, out);
-  }
+  const auto columns = [&](int64_t begin, int64_t end) {
+    // Column `begin` of b: `begin` elements into a row of [K, N], or `begin` rows into [N, K].
+    const T* pb_block = pb + (vb.transpose == CblasNoTrans ? begin : begin * vb.ld);
+    const int n = static_cast<int>(end - begin);
+    if (ma.rows == 1) {
+      // a is one row: its elements are 1 apart (NoTrans) or ld apart (Trans, a column view).
+      const int x_stride = va.transpose == CblasNoTrans ? 1 : static_cast<int>(va.ld);
+      gemv(vb, n, static_cast<int>(ma.cols), pa, x_stride, pb_block, out + begin);
+    } else {
+      gemm(va, vb, static_cast<int>(ma.rows), n, static_cast<int>(ma.cols), pa, pb_block, out + begin,
+           static_cast<int>(mb.cols));
+    }
+  };
+  if (split)
+    split(ma.rows, mb.cols, ma.cols, columns);
+  else
+    columns(0, mb.cols);
 }
 
 template <typename T>
-void batched(const T* a, const StridedLayout& al, const T* b, const StridedLayout& bl, T* out) {
+void batched(const T* a, const StridedLayout& al, const T* b, const StridedLayout& bl, T* out,
+             const ColumnSplit& split) {
   const size_t rank = al.shape.size();
   const size_t batch_rank = rank - 2;
   int64_t m = al.shape[rank - 2];
@@ -133,7 +147,7 @@ void batched(const T* a, const StridedLayout& al, const T* b, const StridedLayou
     }
     const Matrix ma{m, k, a_row_stride, al.strides[rank - 1]};
     const Matrix mb{k, n, bl.strides[rank - 2], bl.strides[rank - 1]};
-    product(a + ao, ma, b + bo, mb, out + e * m * n, a_storage, b_storage);
+    product(a + ao, ma, b + bo, mb, out + e * m * n, a_storage, b_storage, split);
     for (size_t d = folded_rank; d-- > 0;) {
       if (++index[d] < batch[d]) break;
       index[d] = 0;
@@ -167,18 +181,20 @@ struct GroupScratch {
 // out [S, N].
 template <typename T>
 void group_product(const T* a, const StridedLayout& al, const T* b, const StridedLayout& bl, int64_t g, int64_t begin,
-                   int64_t end, T* out, std::vector<T>& a_storage, std::vector<T>& b_storage) {
+                   int64_t end, T* out, std::vector<T>& a_storage, std::vector<T>& b_storage,
+                   const ColumnSplit& split) {
   const int64_t n = bl.shape[2];
   const Matrix ma{end - begin, al.shape[1], al.strides[0], al.strides[1]};
   const Matrix mb{bl.shape[1], n, bl.strides[1], bl.strides[2]};
   product(a + al.offset + begin * al.strides[0], ma, b + bl.offset + g * bl.strides[0], mb, out + begin * n,
-          a_storage, b_storage);
+          a_storage, b_storage, split);
 }
 
 // f16/bf16: the expert's weights and its rows are widened to f32 (never the experts no row is
 // routed to), multiplied with sgemm and rounded once, as the reference runtime does.
 void group_product_half(const uint16_t* a, const StridedLayout& al, const uint16_t* b, const StridedLayout& bl,
-                        int64_t g, int64_t begin, int64_t end, uint16_t* out, bool bfloat, GroupScratch& scratch) {
+                        int64_t g, int64_t begin, int64_t end, uint16_t* out, bool bfloat, GroupScratch& scratch,
+                        const ColumnSplit& split) {
   const int64_t n = bl.shape[2];
   float (*to_float)(uint16_t) = bfloat ? bf16_to_float : half_to_float;
   uint16_t (*from_float)(float) = bfloat ? float_to_bf16 : float_to_half;
@@ -188,12 +204,12 @@ void group_product_half(const uint16_t* a, const StridedLayout& al, const uint16
   widen(b + bl.offset + g * bl.strides[0], mb, to_float, scratch.b_wide);
   std::vector<float>& rows = scratch.product_rows;
   rows.resize(static_cast<size_t>(ma.rows * n));
-  product(scratch.a_wide.data(), ma, scratch.b_wide.data(), mb, rows.data(), scratch.a_f32, scratch.b_f32);
+  product(scratch.a_wide.data(), ma, scratch.b_wide.data(), mb, rows.data(), scratch.a_f32, scratch.b_f32, split);
   for (size_t i = 0; i < rows.size(); ++i) out[begin * n + static_cast<int64_t>(i)] = from_float(rows[i]);
 }
 
 void group_product(ir::DType dtype, const void* a, const StridedLayout& al, const void* b, const StridedLayout& bl,
-                   int64_t g, int64_t begin, int64_t end, void* out, GroupScratch& scratch) {
+                   int64_t g, int64_t begin, int64_t end, void* out, GroupScratch& scratch, const ColumnSplit& split) {
   const int64_t k = al.shape[1], n = bl.shape[2];
   if (n == 0 || k == 0) return;  // out's rows stay as the caller zeroed them
   USER_CHECK(end - begin <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX)
@@ -201,14 +217,14 @@ void group_product(ir::DType dtype, const void* a, const StridedLayout& al, cons
   switch (dtype) {
     case ir::DType::F32:
       return group_product(static_cast<const float*>(a), al, static_cast<const float*>(b), bl, g, begin, end,
-                           static_cast<float*>(out), scratch.a_f32, scratch.b_f32);
+                           static_cast<float*>(out), scratch.a_f32, scratch.b_f32, split);
     case ir::DType::F64:
       return group_product(static_cast<const double*>(a), al, static_cast<const double*>(b), bl, g, begin, end,
-                           static_cast<double*>(out), scratch.a_f64, scratch.b_f64);
+                           static_cast<double*>(out), scratch.a_f64, scratch.b_f64, split);
     case ir::DType::BF16:
     case ir::DType::F16:
       return group_product_half(static_cast<const uint16_t*>(a), al, static_cast<const uint16_t*>(b), bl, g, begin,
-                                end, static_cast<uint16_t*>(out), dtype == ir::DType::BF16, scratch);
+                                end, static_cast<uint16_t*>(out), dtype == ir::DType::BF16, scratch, split);
     default: INTERNAL_ERROR() << "grouped matmul of " << ir::dtype_name(dtype);
   }
 }
@@ -216,27 +232,30 @@ void group_product(ir::DType dtype, const void* a, const StridedLayout& al, cons
 }  // namespace
 
 void blas_group_product(ir::DType dtype, const void* a, const StridedLayout& al, const void* b,
-                        const StridedLayout& bl, int64_t g, int64_t begin, int64_t end, void* out) {
+                        const StridedLayout& bl, int64_t g, int64_t begin, int64_t end, void* out,
+                        const ColumnSplit& split) {
   GroupScratch scratch;
-  group_product(dtype, a, al, b, bl, g, begin, end, out, scratch);
+  group_product(dtype, a, al, b, bl, g, begin, end, out, scratch, split);
 }
 
 void blas_grouped_matmul(ir::DType dtype, const void* a, const StridedLayout& al, const void* b,
-                         const StridedLayout& bl, const int64_t* offs, const StridedLayout& ol, void* out) {
+                         const StridedLayout& bl, const int64_t* offs, const StridedLayout& ol, void* out,
+                         const ColumnSplit& split) {
   const int64_t rows = al.shape[0];
   std::memset(out, 0, static_cast<size_t>(rows * bl.shape[2]) * ir::dtype_size(dtype));
   GroupScratch scratch;
   for_each_row_group(offs, ol, rows, [&](int64_t g, int64_t begin, int64_t end) {
-    group_product(dtype, a, al, b, bl, g, begin, end, out, scratch);
+    group_product(dtype, a, al, b, bl, g, begin, end, out, scratch, split);
   });
 }
 
 void blas_matmul(ir::DType dtype, const void* a, const StridedLayout& al, const void* b, const StridedLayout& bl,
-                 void* out) {
+                 void* out, const ColumnSplit& split) {
   if (dtype == ir::DType::F32)
-    return batched(static_cast<const float*>(a), al, static_cast<const float*>(b), bl, static_cast<float*>(out));
+    return batched(static_cast<const float*>(a), al, static_cast<const float*>(b), bl, static_cast<float*>(out),
+                   split);
   INTERNAL_CHECK(dtype == ir::DType::F64) << "BLAS matmul of " << ir::dtype_name(dtype);
-  batched(static_cast<const double*>(a), al, static_cast<const double*>(b), bl, static_cast<double*>(out));
+  batched(static_cast<const double*>(a), al, static_cast<const double*>(b), bl, static_cast<double*>(out), split);
 }
 
 }  // namespace luminal::runtime::cpu

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "ir/dtype.h"
@@ -19,9 +20,18 @@ struct StridedLayout {
   int64_t offset = 0;
 };
 
+// How each product's output columns [0, n) are computed: split(m, n, k, columns) calls
+// columns(begin, end) for ranges that cover [0, n) once, on any threads, and returns when all are
+// done. The cpu runtime splits them across the threads its kernels run on, each range one
+// single-threaded BLAS call (BLAS's own threads beside that team's spinning workers put three
+// busy threads on two cores: GPT-2's f32 decode ran 2.3x slower that way). Empty: one call, as
+// BLAS threads it.
+using ColumnSplit = std::function<void(int64_t m, int64_t n, int64_t k,
+                                       const std::function<void(int64_t begin, int64_t end)>& columns)>;
+
 // out (contiguous, shape = a's batch dims + [M, N]) = a [.., M, K] x b [.., K, N]; dtype f32 or f64.
 void blas_matmul(ir::DType dtype, const void* a, const StridedLayout& a_layout, const void* b,
-                 const StridedLayout& b_layout, void* out);
+                 const StridedLayout& b_layout, void* out, const ColumnSplit& split = {});
 
 // Calls `multiply(g, begin, end)` for each of GroupedMatmul's row groups that has rows, in order:
 // group g's rows run from the previous group's end to offs[g], both clamped to [0, rows) (see
@@ -39,13 +49,14 @@ void for_each_row_group(const int64_t* offs, const StridedLayout& offs_layout, i
 // Rows [begin, end) of out (contiguous [S, N]) = the same rows of a [S, K] times expert g of
 // b [G, K, N]: one group of blas_grouped_matmul.
 void blas_group_product(ir::DType dtype, const void* a, const StridedLayout& a_layout, const void* b,
-                        const StridedLayout& b_layout, int64_t g, int64_t begin, int64_t end, void* out);
+                        const StridedLayout& b_layout, int64_t g, int64_t begin, int64_t end, void* out,
+                        const ColumnSplit& split = {});
 
 // out (contiguous [S, N]) = the grouped product of a [S, K] and b [G, K, N] whose row groups end
 // at offs (i64): GroupedMatmul in ir/ops.def. One BLAS call per expert with rows; f16/bf16 widen
 // only those experts' weights to f32, and round the product once.
 void blas_grouped_matmul(ir::DType dtype, const void* a, const StridedLayout& a_layout, const void* b,
                          const StridedLayout& b_layout, const int64_t* offs, const StridedLayout& offs_layout,
-                         void* out);
+                         void* out, const ColumnSplit& split = {});
 
 }  // namespace luminal::runtime::cpu

@@ -1,13 +1,15 @@
 #include "runtime/cpu/thread_pool.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
-
-#include <pthread.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+
+#include "runtime/work_chunks.h"
 
 namespace luminal::runtime::cpu {
 
@@ -22,19 +24,9 @@ inline void cpu_relax() {
 // has gone to sleep takes tens of microseconds to wake, and a small kernel is over by then, so
 // it runs on one thread. libgomp, which eager and inductor use, spins on the same scale.
 constexpr auto kSpin = std::chrono::microseconds(1000);
-// Chunks per thread: enough that a late or slow thread's share is picked up by the others.
-constexpr int64_t kChunksPerThread = 4;
 constexpr uint64_t kClosed = uint64_t{1} << 31;
 constexpr uint64_t kJoinedMask = kClosed - 1;
 }  // namespace
-
-ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < threads; ++i) {
-    workers_.emplace_back([this] { worker_loop(); });
-    // Named, so that top -H and perf tell our workers from torch's OpenMP threads.
-    pthread_setname_np(workers_.back().native_handle(), "luminal-pool");
-  }
-}
 
 ThreadPool::~ThreadPool() {
   {
@@ -58,17 +50,16 @@ void ThreadPool::parallel_for(int64_t items, Task task, void* context, int64_t m
     task(context, 0, items);
     return;
   }
+  while (static_cast<int>(workers_.size()) < n - 1) {
+    workers_.emplace_back([this] { worker_loop(); });
+    // Named, so that top -H and perf tell our workers from torch's OpenMP threads.
+    pthread_setname_np(workers_.back().native_handle(), "luminal-pool");
+  }
   resting_.store(false, std::memory_order_relaxed);
   task_ = task;
   context_ = context;
   items_ = items;
-  // The same number of chunks for every thread (three chunks of a 1024-row GEMV on two threads
-  // left one thread a whole chunk alone at the end: 5-10% slower than two).
-  const int64_t per_thread =
-      min_chunk > 1 ? std::clamp<int64_t>(items / (static_cast<int64_t>(n) * min_chunk), 1, kChunksPerThread)
-                    : kChunksPerThread;
-  const int64_t chunks = static_cast<int64_t>(n) * per_thread;
-  chunk_ = std::max<int64_t>(1, (items + chunks - 1) / chunks);
+  chunk_ = work_chunk_items(items, n, min_chunk);
   next_.store(0, std::memory_order_relaxed);
   finished_.store(0, std::memory_order_relaxed);
   {
