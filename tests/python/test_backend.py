@@ -363,6 +363,34 @@ def test_a_calls_kernels_run_on_torchs_openmp_team_not_a_pool_beside_it():
     assert int(other_ticks) > 0, last
 
 
+def test_a_forked_child_with_one_torch_thread_runs_a_compiled_call():
+    """A forked child (a DataLoader worker) has none of its parent's OpenMP team, and libgomp
+    hangs there in a parallel region of two; torch's own ops run there because the worker sets
+    torch.set_num_threads(1). The cpu runtime's kernels, which run on torch's team, take no more
+    threads than torch's ops do, so the child's compiled call runs (on one thread)."""
+    script = textwrap.dedent(
+        """
+        import os
+        import torch
+        import luminal
+
+        torch.set_num_threads(2)
+        compiled = torch.compile(lambda x: (x * 2 + 1).exp(), backend="luminal", options={"num_threads": 2})
+        x = torch.randn(1024, 4096)
+        compiled(x)  # the parent's team exists
+        pid = os.fork()
+        if pid == 0:
+            torch.set_num_threads(1)
+            os._exit(0 if torch.allclose(compiled(x), (x * 2 + 1).exp(), rtol=1e-5) else 3)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip().splitlines()[-1] == "0", run.stdout
+
+
 def test_kernels_split_across_torchs_openmp_threads():
     """The cpu runtime hands its kernels to torch's OpenMP team. That split once came from the
     header template at::parallel_for, which splits only where its includer is compiled with

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/Parallel.h>
 #include <ATen/cpu/Utils.h>
 #include <c10/core/InferenceMode.h>
 
@@ -160,19 +161,27 @@ class C10DispatchExecutor final : public AtenCallExecutor {
     // small Gemma 3's bf16 prefill 6% slower than the pool's chunks).
     const OpenMpParallel parallel = openmp_parallel_of_this_process();
     if (parallel == nullptr) return false;
+    // No more threads than torch's own ops take (torch.set_num_threads): a DataLoader worker, a
+    // forked child whose parent's team does not exist in it, sets one, and libgomp hangs there
+    // in a region of two, as torch's own ops would with two.
+    const int team_threads = std::min(threads, at::get_num_threads());
+    if (team_threads <= 1) {
+      task(context, 0, items);
+      return true;
+    }
     struct Work {
       Task task;
       void* context;
       int64_t items, chunk;
       std::atomic<int64_t> next{0};
-    } work{task, context, items, work_chunk_items(items, threads, min_chunk)};
+    } work{task, context, items, work_chunk_items(items, team_threads, min_chunk)};
     parallel(
         [](void* data) {
           Work& w = *static_cast<Work*>(data);
           for (int64_t begin; (begin = w.next.fetch_add(w.chunk, std::memory_order_relaxed)) < w.items;)
             w.task(w.context, begin, std::min(w.items, begin + w.chunk));
         },
-        &work, static_cast<unsigned>(threads), /*flags=*/0);
+        &work, static_cast<unsigned>(team_threads), /*flags=*/0);
     return true;
   }
 
