@@ -1,0 +1,57 @@
+#include "bindings/huge_page_allocator.h"
+
+#include <c10/core/CPUAllocator.h>
+#include <sys/mman.h>
+
+#include <cstdint>
+
+namespace luminal::bindings {
+namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+
+struct Mapping {
+  void* start;
+  size_t length;
+};
+
+void unmap(void* context) {
+  auto* mapping = static_cast<Mapping*>(context);
+  munmap(mapping->start, mapping->length);
+  delete mapping;
+}
+
+class HugePageAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t n) override {
+    if (n < kHugePageThreshold) return c10::GetCPUAllocator()->allocate(n);
+    // Over-map by one huge page, then unmap the parts before the first 2 MiB boundary and after
+    // the rounded-up length: what is left is whole huge pages.
+    const size_t length = (n + kHugePage - 1) / kHugePage * kHugePage;
+    void* raw = mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    // Out of address space: torch's allocator raises its own out-of-memory error.
+    if (raw == MAP_FAILED) return c10::GetCPUAllocator()->allocate(n);
+    const auto address = reinterpret_cast<uintptr_t>(raw);
+    const uintptr_t aligned = (address + kHugePage - 1) & ~(uintptr_t{kHugePage} - 1);
+    if (aligned > address) munmap(raw, aligned - address);
+    const uintptr_t end = address + length + kHugePage;
+    if (end > aligned + length) munmap(reinterpret_cast<void*>(aligned + length), end - (aligned + length));
+    void* data = reinterpret_cast<void*>(aligned);
+    // Advice only: where transparent huge pages are off, the mapping works with 4 KiB pages.
+    madvise(data, length, MADV_HUGEPAGE);
+    return {data, new Mapping{data, length}, &unmap, c10::Device(c10::DeviceType::CPU)};
+  }
+
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+};
+
+}  // namespace
+
+c10::Allocator* huge_page_allocator() {
+  static HugePageAllocator allocator;
+  return &allocator;
+}
+
+}  // namespace luminal::bindings
