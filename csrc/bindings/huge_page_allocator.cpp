@@ -4,21 +4,37 @@
 #include <sys/mman.h>
 
 #include <cstdint>
+#include <mutex>
+#include <unordered_map>
 
 namespace luminal::bindings {
 namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;
 
-struct Mapping {
-  void* start;
-  size_t length;
+// Each mapping's length by its start. The data pointers this allocator returns are "simple"
+// (their context is the data itself), as torch's own are: copy-on-write clones
+// (torch._lazy_clone) accept only those.
+struct Mappings {
+  std::mutex mutex;
+  std::unordered_map<void*, size_t> lengths;
 };
 
-void unmap(void* context) {
-  auto* mapping = static_cast<Mapping*>(context);
-  munmap(mapping->start, mapping->length);
-  delete mapping;
+Mappings& mappings() {
+  static auto* all = new Mappings;  // never destroyed: a tensor may be freed during exit
+  return *all;
+}
+
+void unmap(void* start) {
+  Mappings& all = mappings();
+  size_t length = 0;
+  {
+    std::lock_guard<std::mutex> lock(all.mutex);
+    const auto found = all.lengths.find(start);
+    length = found->second;
+    all.lengths.erase(found);
+  }
+  munmap(start, length);
 }
 
 class HugePageAllocator final : public c10::Allocator {
@@ -39,7 +55,12 @@ class HugePageAllocator final : public c10::Allocator {
     void* data = reinterpret_cast<void*>(aligned);
     // Advice only: where transparent huge pages are off, the mapping works with 4 KiB pages.
     madvise(data, length, MADV_HUGEPAGE);
-    return {data, new Mapping{data, length}, &unmap, c10::Device(c10::DeviceType::CPU)};
+    {
+      Mappings& all = mappings();
+      std::lock_guard<std::mutex> lock(all.mutex);
+      all.lengths.emplace(data, length);
+    }
+    return {data, data, &unmap, c10::Device(c10::DeviceType::CPU)};
   }
 
   void copy_data(void* dest, const void* src, std::size_t count) const override {

@@ -79,3 +79,14 @@ def test_a_large_output_resizes_keeping_its_values():
     flat.resize_(10)
     assert torch.equal(flat, (x * 2).view(-1)[:10])
 
+
+
+def test_a_large_output_clones_lazily():
+    # Copy-on-write clones take only data pointers whose context is the data, as torch's are.
+    torch.manual_seed(0)
+    x = torch.randn(1024, 34 * 256)
+    out = torch.compile(doubled, backend=CountingBackend())(x)
+    clone = torch._lazy_clone(out)
+    clone.add_(1)
+    assert torch.equal(out, x * 2)
+    assert torch.equal(clone, x * 2 + 1)
