@@ -12,12 +12,14 @@ namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;
 
-// Each mapping's length by its start. The data pointers this allocator returns are "simple"
-// (their context is the data itself), as torch's own are: copy-on-write clones
-// (torch._lazy_clone) accept only those.
+// Each live mapping's length by its start, and the last one freed, kept for the next output
+// that fits it. The data pointers this allocator returns are "simple" (their context is the
+// data itself), as torch's own are: copy-on-write clones (torch._lazy_clone) accept only those.
 struct Mappings {
   std::mutex mutex;
   std::unordered_map<void*, size_t> lengths;
+  void* kept = nullptr;
+  size_t kept_length = 0;
 };
 
 Mappings& mappings() {
@@ -25,16 +27,43 @@ Mappings& mappings() {
   return *all;
 }
 
-void unmap(void* start) {
+// Keeps the mapping for reuse, unmapping the one kept before.
+void release(void* start) {
   Mappings& all = mappings();
-  size_t length = 0;
+  void* unmapped = nullptr;
+  size_t unmapped_length = 0;
   {
     std::lock_guard<std::mutex> lock(all.mutex);
     const auto found = all.lengths.find(start);
-    length = found->second;
+    unmapped = all.kept;
+    unmapped_length = all.kept_length;
+    all.kept = start;
+    all.kept_length = found->second;
     all.lengths.erase(found);
   }
-  munmap(start, length);
+  if (unmapped != nullptr) munmap(unmapped, unmapped_length);
+}
+
+// The kept mapping if it holds `length` bytes and is at most twice that (so that a small
+// output does not pin a large one's memory), else nullptr, the kept one unmapped.
+void* reuse(size_t length) {
+  Mappings& all = mappings();
+  void* unmapped = nullptr;
+  size_t unmapped_length = 0;
+  {
+    std::lock_guard<std::mutex> lock(all.mutex);
+    if (all.kept != nullptr && all.kept_length >= length && all.kept_length / 2 <= length) {
+      void* start = all.kept;
+      all.lengths.emplace(start, all.kept_length);
+      all.kept = nullptr;
+      return start;
+    }
+    unmapped = all.kept;
+    unmapped_length = all.kept_length;
+    all.kept = nullptr;
+  }
+  if (unmapped != nullptr) munmap(unmapped, unmapped_length);
+  return nullptr;
 }
 
 class HugePageAllocator final : public c10::Allocator {
@@ -44,6 +73,7 @@ class HugePageAllocator final : public c10::Allocator {
     // Over-map by one huge page, then unmap the parts before the first 2 MiB boundary and after
     // the rounded-up length: what is left is whole huge pages.
     const size_t length = (n + kHugePage - 1) / kHugePage * kHugePage;
+    if (void* kept = reuse(length)) return {kept, kept, &release, c10::Device(c10::DeviceType::CPU)};
     void* raw = mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     // Out of address space: torch's allocator raises its own out-of-memory error.
     if (raw == MAP_FAILED) return c10::GetCPUAllocator()->allocate(n);
@@ -60,7 +90,7 @@ class HugePageAllocator final : public c10::Allocator {
       std::lock_guard<std::mutex> lock(all.mutex);
       all.lengths.emplace(data, length);
     }
-    return {data, data, &unmap, c10::Device(c10::DeviceType::CPU)};
+    return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
   }
 
   void copy_data(void* dest, const void* src, std::size_t count) const override {
@@ -69,6 +99,12 @@ class HugePageAllocator final : public c10::Allocator {
 };
 
 }  // namespace
+
+size_t huge_page_bytes_kept() {
+  Mappings& all = mappings();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  return all.kept == nullptr ? 0 : all.kept_length;
+}
 
 c10::Allocator* huge_page_allocator() {
   static HugePageAllocator allocator;
