@@ -4,7 +4,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
 
-#include "bindings/huge_page_allocator.h"
+#include "bindings/large_output_allocator.h"
 #include "common/error.h"
 
 namespace luminal::bindings {
@@ -73,7 +73,7 @@ at::Tensor tensor_of(const runtime::BufferRef& buffer) {
 
 at::Tensor empty_tensor(const std::vector<int64_t>& sizes, ir::DType dtype, const c10::Device& device) {
   if (device.is_cpu())
-    return at::detail::empty_generic(sizes, huge_page_allocator(), c10::DispatchKeySet(c10::DispatchKey::CPU),
+    return at::detail::empty_generic(sizes, large_output_allocator(), c10::DispatchKeySet(c10::DispatchKey::CPU),
                                      to_torch_dtype(dtype), std::nullopt);
   return at::empty(sizes, at::TensorOptions().dtype(to_torch_dtype(dtype)).device(device));
 }

@@ -23,8 +23,8 @@ runtime::BufferRef buffer_of(const at::Tensor& t, const std::string& what, const
 // outlive it).
 at::Tensor tensor_of(const runtime::BufferRef& buffer);
 
-// A new contiguous tensor of this shape and dtype on `device` (on the CPU, a large one in huge
-// pages: huge_page_allocator.h).
+// A new contiguous tensor of this shape and dtype on `device` (on the CPU, a large one in the
+// mapping of the last large one freed, if it fits: large_output_allocator.h).
 at::Tensor empty_tensor(const std::vector<int64_t>& sizes, ir::DType dtype, const c10::Device& device = c10::kCPU);
 
 }  // namespace luminal::bindings

@@ -1,4 +1,4 @@
-#include "bindings/huge_page_allocator.h"
+#include "bindings/large_output_allocator.h"
 
 #include <c10/core/CPUAllocator.h>
 #include <sys/mman.h>
@@ -10,7 +10,7 @@
 namespace luminal::bindings {
 namespace {
 
-constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kPage = 4096;
 
 // Each live mapping's length by its start, and the last one freed, kept for the next output
 // that fits it. The data pointers this allocator returns are "simple" (their context is the
@@ -66,25 +66,15 @@ void* reuse(size_t length) {
   return nullptr;
 }
 
-class HugePageAllocator final : public c10::Allocator {
+class LargeOutputAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t n) override {
-    if (n < kHugePageThreshold) return c10::GetCPUAllocator()->allocate(n);
-    // Over-map by one huge page, then unmap the parts before the first 2 MiB boundary and after
-    // the rounded-up length: what is left is whole huge pages.
-    const size_t length = (n + kHugePage - 1) / kHugePage * kHugePage;
+    if (n < kLargeOutputBytes) return c10::GetCPUAllocator()->allocate(n);
+    const size_t length = (n + kPage - 1) / kPage * kPage;
     if (void* kept = reuse(length)) return {kept, kept, &release, c10::Device(c10::DeviceType::CPU)};
-    void* raw = mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* data = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     // Out of address space: torch's allocator raises its own out-of-memory error.
-    if (raw == MAP_FAILED) return c10::GetCPUAllocator()->allocate(n);
-    const auto address = reinterpret_cast<uintptr_t>(raw);
-    const uintptr_t aligned = (address + kHugePage - 1) & ~(uintptr_t{kHugePage} - 1);
-    if (aligned > address) munmap(raw, aligned - address);
-    const uintptr_t end = address + length + kHugePage;
-    if (end > aligned + length) munmap(reinterpret_cast<void*>(aligned + length), end - (aligned + length));
-    void* data = reinterpret_cast<void*>(aligned);
-    // Advice only: where transparent huge pages are off, the mapping works with 4 KiB pages.
-    madvise(data, length, MADV_HUGEPAGE);
+    if (data == MAP_FAILED) return c10::GetCPUAllocator()->allocate(n);
     {
       Mappings& all = mappings();
       std::lock_guard<std::mutex> lock(all.mutex);
@@ -100,14 +90,14 @@ class HugePageAllocator final : public c10::Allocator {
 
 }  // namespace
 
-size_t huge_page_bytes_kept() {
+size_t large_output_bytes_kept() {
   Mappings& all = mappings();
   std::lock_guard<std::mutex> lock(all.mutex);
   return all.kept == nullptr ? 0 : all.kept_length;
 }
 
-c10::Allocator* huge_page_allocator() {
-  static HugePageAllocator allocator;
+c10::Allocator* large_output_allocator() {
+  static LargeOutputAllocator allocator;
   return &allocator;
 }
 
