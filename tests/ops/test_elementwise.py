@@ -31,8 +31,10 @@ UNARY_FLOAT = [
     Case("cos", torch.cos),
     Case("tan", torch.tan, domains=((-1.4, 1.4),)),
     Case("tanh", torch.tanh),
-    Case("erf", torch.erf),
-    Case("sigmoid", torch.sigmoid),
+    Case("erf", torch.erf, extra_inputs=[lambda d: (t([0.0, -0.0, 0.99999, 1.0, -1.0, 3.9, 4.0, 4.5, float("inf"), float("-inf"), float("nan")], d),)]),
+    # Past the clamps of the generated kernels' e^-x: sigmoid is 1 above ~87.3, a denormal or 0
+    # below ~-87.3, and keeps inf and NaN.
+    Case("sigmoid", torch.sigmoid, extra_inputs=[lambda d: (t([87.0, 88.0, 89.0, 100.0, -87.0, -88.0, -88.5, -89.0, -100.0, float("inf"), float("-inf"), float("nan")], d),)]),
     Case("sqrt", torch.sqrt, domains=((0.0, 5.0),)),
     Case("rsqrt", torch.rsqrt, domains=POSITIVE),
     Case("reciprocal", torch.reciprocal, domains=POSITIVE),

@@ -45,7 +45,8 @@ CASES = [
           variants=V_ROWS),
     ncase("gelu", F.gelu),
     ncase("gelu_tanh", lambda x: F.gelu(x, approximate="tanh")),
-    ncase("silu", F.silu),
+    # silu(-inf) is -inf * 0 = NaN in eager; +inf stays inf.
+    ncase("silu", F.silu, extra_inputs=[lambda d: (torch.tensor([88.5, -88.5, -100.0, 100.0, float("inf"), float("-inf"), float("nan")], dtype=d),)]),
     ncase("mish", F.mish),
     ncase("softplus", F.softplus),
     ncase("hardswish", F.hardswish),
