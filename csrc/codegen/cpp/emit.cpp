@@ -529,14 +529,27 @@ class Emitter {
           code += line;
         }
         const std::vector<int64_t> splits = inner_split_points(k_, inner_);
+        std::vector<const Store*> stores;
+        for (const Store& s : k_.stores) stores.push_back(&s);
         if (splits.empty()) {
-          out << simd_pragma("") << loop_header("    ") << code << "    }\n";
+          const std::string lanes = lane_loop(stores, "0", expr_text(k_.domain[inner_]));
+          out << lanes << simd_pragma("") << loop_header("    ", lanes.empty() ? "0" : "lm_lane_end") << code
+              << "    }\n";
         } else {
-          std::vector<std::string> bounds = {"INT64_C(0)"};
-          for (int64_t p : splits) bounds.push_back("INT64_C(" + std::to_string(p) + ")");
-          bounds.push_back(expr_text(k_.domain[inner_]));
-          for (size_t r = 0; r + 1 < bounds.size(); ++r)
-            out << simd_pragma("") << loop_header("    ", bounds[r], bounds[r + 1]) << code << "    }\n";
+          // (Splits exist only over a constant extent.)
+          std::vector<int64_t> bounds = {0};
+          bounds.insert(bounds.end(), splits.begin(), splits.end());
+          bounds.push_back(k_.domain[inner_].constant_value());
+          for (size_t r = 0; r + 1 < bounds.size(); ++r) {
+            const std::string begin = "INT64_C(" + std::to_string(bounds[r]) + ")";
+            const std::string end = "INT64_C(" + std::to_string(bounds[r + 1]) + ")";
+            piece_ = {bounds[r], bounds[r + 1]};
+            const std::string lanes = lane_loop(stores, begin, end);
+            piece_.reset();
+            out << (lanes.empty() ? "" : "    {\n" + lanes) << simd_pragma("")
+                << loop_header("    ", lanes.empty() ? begin : "lm_lane_end", end) << code << "    }\n"
+                << (lanes.empty() ? "" : "    }\n");
+          }
         }
       }
       out << "  }\n";
@@ -598,6 +611,7 @@ class Emitter {
     // for them first; the per-row store lines themselves come after it.
     std::string row_stores;
     Scope row_scope{&row_code_, &row_done_, true, "    "};
+    std::vector<const Store*> varying;
     for (const Store& s : k_.stores) {
       if (per_row_[s.value] && index_per_row(s.index)) {
         std::string line = store_line(s, row_scope);
@@ -605,11 +619,18 @@ class Emitter {
       } else {
         std::string line = store_line(s, final_scope);
         final_body += line;
+        varying.push_back(&s);
       }
     }
+    // (A stash is read back by the scalar loop only.)
+    const std::string lanes =
+        stash.store || stash.scratch || final_body.empty() ? "" : lane_loop(varying, "0", expr_text(k_.domain[inner_]));
     out << row_code_;
     row_code_.clear();
-    if (!final_body.empty()) out << simd_pragma("") << loop_header("    ") << final_body << "    }\n";
+    if (!lanes.empty())
+      out << lanes << simd_pragma("") << loop_header("    ", "lm_lane_end") << final_body << "    }\n";
+    else if (!final_body.empty())
+      out << simd_pragma("") << loop_header("    ") << final_body << "    }\n";
     out << row_stores;
     out << "  }\n";
     return out.str();
@@ -672,6 +693,215 @@ class Emitter {
     out << "      const int64_t " << lane_var << " = lm_lane0 + lm_j;\n" << finish << row_code_ << stores << "    }\n";
     out << "  }\n";
     return out.str();
+  }
+
+  // ---- explicit 16-lane loops ----
+  // Where the CPU has AVX-512, a simd loop over the inner dim whose every value is f32 or bf16,
+  // read contiguously (or the same along the whole loop: a per-row value, a literal) and computed
+  // by +, -, *, /, negation, reciprocal, sigmoid and casts between the two, with a bf16 value or
+  // output, first runs as explicit 16-lane code (prelude's kLaneHelpers) over its whole vectors;
+  // the scalar loop does the rest. GCC vectorises the scalar loop too, but rounds to bf16 in
+  // seven integer operations per vector where this is one vcvtneps2bf16: a bf16 RMSNorm's final
+  // pass spent two thirds of its instructions rounding (docs/lessons.md, 2026-12-06 (morning)).
+  // Each lane computes what the scalar code computes, in the same order: the same bits.
+  bool lane_value(int id) const {
+    const Value& v = k_.values[id];
+    if (v.dtype != DType::F32 && v.dtype != DType::BF16) return false;
+    if (row_ && per_row_[id]) return true;
+    switch (v.kind) {
+      case ValueKind::Literal: return true;
+      case ValueKind::Load: {
+        if (inner_ >= static_cast<int>(v.index.strides.size())) return false;
+        const ir::Expr& stride = v.index.strides[inner_];
+        return is_zero(stride) || is_one(stride);
+      }
+      case ValueKind::GatherLoad: return gather_lane_stride(v).has_value();
+      case ValueKind::Compute: {
+        if (v.op == ir::Op::Where) {
+          const std::optional<bool> condition = piece_condition(v.args[0]);
+          return condition && lane_value(v.args[*condition ? 1 : 2]);
+        }
+        switch (v.op) {
+          case ir::Op::Add: case ir::Op::Sub: case ir::Op::Mul: case ir::Op::Div: case ir::Op::Neg:
+          case ir::Op::Recip: case ir::Op::Sigmoid: case ir::Op::Cast: break;
+          default: return false;
+        }
+        for (int a : v.args)
+          if (!lane_value(a)) return false;
+        return true;
+      }
+      default: return false;
+    }
+  }
+  bool reaches_bf16(int id) const {
+    const Value& v = k_.values[id];
+    if (v.dtype == DType::BF16) return true;
+    if (v.kind != ValueKind::Compute || (row_ && per_row_[id])) return false;
+    for (int a : v.args)
+      if (reaches_bf16(a)) return true;
+    return false;
+  }
+
+  // Inside one piece of a split inner loop (inner_split_points), [first, last): cat's piece
+  // selects and clamped positions there are constants and i + c, which make rotate_half's
+  // gathers contiguous loads (RoPE).
+  std::optional<std::pair<int64_t, int64_t>> piece_;
+  struct Affine {  // a * i + b, i the inner loop index
+    int64_t a = 0, b = 0;
+  };
+  // Value `id` as an affine function of the inner index over the piece, where it is one.
+  std::optional<Affine> piece_affine(int id) const {
+    if (!piece_) return std::nullopt;
+    const Value& v = k_.values[id];
+    if (v.dtype != DType::I64 && v.dtype != DType::I32) return std::nullopt;
+    if (v.kind == ValueKind::IotaAt && iota_loop_dim(k_, v) == inner_) return Affine{1, 0};
+    if (v.kind == ValueKind::Literal && v.literal.is_integer) return Affine{0, v.literal.integer};
+    if (v.kind != ValueKind::Compute) return std::nullopt;
+    const auto at = [&](const Affine& f, int64_t i) { return f.a * i + f.b; };
+    const int64_t first = piece_->first, last = piece_->second - 1;
+    switch (v.op) {
+      case ir::Op::Copy: return piece_affine(v.args[0]);
+      case ir::Op::Add:
+      case ir::Op::Sub:
+      case ir::Op::Min:
+      case ir::Op::Max: {
+        const std::optional<Affine> x = piece_affine(v.args[0]), y = piece_affine(v.args[1]);
+        if (!x || !y) return std::nullopt;
+        if (v.op == ir::Op::Add) return Affine{x->a + y->a, x->b + y->b};
+        if (v.op == ir::Op::Sub) return Affine{x->a - y->a, x->b - y->b};
+        // Both affine, so x - y is monotone: its sign at the piece's ends is its sign throughout.
+        const bool x_le_y = at(*x, first) <= at(*y, first) && at(*x, last) <= at(*y, last);
+        const bool y_le_x = at(*y, first) <= at(*x, first) && at(*y, last) <= at(*x, last);
+        if (!x_le_y && !y_le_x) return std::nullopt;
+        return (v.op == ir::Op::Min) == x_le_y ? x : y;
+      }
+      default: return std::nullopt;
+    }
+  }
+  // Bool value `id` where it is the same over the whole piece.
+  std::optional<bool> piece_condition(int id) const {
+    if (!piece_) return std::nullopt;
+    const Value& v = k_.values[id];
+    if (v.kind != ValueKind::Compute || v.dtype != DType::Bool) return std::nullopt;
+    if (v.op != ir::Op::Lt && v.op != ir::Op::Le && v.op != ir::Op::Eq && v.op != ir::Op::Ne) return std::nullopt;
+    const std::optional<Affine> x = piece_affine(v.args[0]), y = piece_affine(v.args[1]);
+    if (!x || !y) return std::nullopt;
+    const auto holds = [&](int64_t i) {
+      const int64_t l = x->a * i + x->b, r = y->a * i + y->b;
+      return v.op == ir::Op::Lt ? l < r : v.op == ir::Op::Le ? l <= r : v.op == ir::Op::Eq ? l == r : l != r;
+    };
+    // x - y is monotone, so < and <= hold throughout where they hold at both ends; == and != only
+    // where x - y is constant.
+    const int64_t first = piece_->first, last = piece_->second - 1;
+    const bool constant_difference = x->a == y->a;
+    if ((v.op == ir::Op::Eq || v.op == ir::Op::Ne) && !constant_difference) return std::nullopt;
+    if (holds(first) != holds(last)) return std::nullopt;
+    return holds(first);
+  }
+  // A gather's position in the piece as an affine function whose element stride along the inner
+  // index is 0 or 1: then it is a broadcast or a contiguous load.
+  std::optional<Affine> gather_lane_stride(const Value& v) const {
+    const std::optional<Affine> position = piece_affine(v.args[0]);
+    if (!position || !v.gather_stride.is_constant() || inner_ >= static_cast<int>(v.index.strides.size()) ||
+        !v.index.strides[inner_].is_constant())
+      return std::nullopt;
+    const int64_t stride = v.index.strides[inner_].constant_value() + position->a * v.gather_stride.constant_value();
+    if (stride != 0 && stride != 1) return std::nullopt;
+    return position;
+  }
+
+  std::string lane_name(int id) const { return "w" + std::to_string(id); }
+
+  // ref() for the lane loop: value `id` as an lm_f32x16 of the 16 elements from the loop index.
+  std::string lane_ref(int id, Scope& loop, bool unrounded = false) {
+    if (row_ && per_row_[id]) {
+      Scope row{&row_code_, &row_done_, true, "    "};
+      return "lm_splat16(" + ref(id, row) + ")";
+    }
+    if (loop.done->count(id)) return lane_name(id);
+    const Value& v = k_.values[id];
+    std::string e;
+    switch (v.kind) {
+      case ValueKind::Literal: e = "lm_splat16(" + table_.literal(v.literal, v.dtype) + ")"; break;
+      case ValueKind::Load: {
+        const std::string at = "p" + std::to_string(v.param) + "[" + index_text(v.index, false) + "]";
+        if (is_zero(v.index.strides[inner_])) e = "lm_splat16(" + table_.load(v.dtype, at) + ")";
+        else e = std::string(v.dtype == DType::BF16 ? "lm_lanes_bf16(&" : "lm_lanes_f32(&") + at + ")";
+        break;
+      }
+      case ValueKind::GatherLoad: {
+        const Affine position = *gather_lane_stride(v);
+        const std::string i = "i" + std::to_string(inner_);
+        const std::string at = "p" + std::to_string(v.param) + "[" + index_text(v.index, false) + " + (" +
+                               (position.a == 0 ? "" : std::to_string(position.a) + " * " + i + " + ") +
+                               std::to_string(position.b) + ") * " + expr_text(v.gather_stride) + "]";
+        const bool broadcast = v.index.strides[inner_].constant_value() + position.a * v.gather_stride.constant_value() == 0;
+        if (broadcast) e = "lm_splat16(" + table_.load(v.dtype, at) + ")";
+        else e = std::string(v.dtype == DType::BF16 ? "lm_lanes_bf16(&" : "lm_lanes_f32(&") + at + ")";
+        break;
+      }
+      case ValueKind::Compute: {
+        if (v.op == ir::Op::Where) return lane_ref(v.args[*piece_condition(v.args[0]) ? 1 : 2], loop, unrounded);
+        std::vector<std::string> args;
+        for (int a : v.args) args.push_back(lane_ref(a, loop));
+        const DType in = k_.values[v.args[0]].dtype;
+        if (v.op == ir::Op::Cast) {
+          // f32 -> bf16 rounds; bf16 -> f32 and same-dtype casts keep the value.
+          e = in == DType::F32 && v.dtype == DType::BF16 && !unrounded ? "lm_rbf(" + args[0] + ")" : args[0];
+        } else {
+          bool may_fail = false;
+          e = table_.op(v.op, in, v.dtype, args, may_fail);
+          if (unrounded) e = without_rounding(e, v.dtype);
+        }
+        break;
+      }
+      default: INTERNAL_ERROR() << "value " << id << " is not a lane value in " << k_.label;
+    }
+    *loop.code += loop.indent + "const lm_f32x16 " + lane_name(id) + " = " + e + ";\n";
+    loop.done->insert(id);
+    return lane_name(id);
+  }
+
+  // store_line() for the lane loop.
+  std::string lane_store_line(const Store& s, Scope& scope) {
+    const DType t = k_.params[s.param].dtype;
+    const std::string at = "&p" + std::to_string(s.param) + "[" + index_text(s.index, false) + "]";
+    const Value& stored = k_.values[s.value];
+    std::string call;
+    if (t == DType::F32) {
+      call = "lm_store_lanes_f32(" + at + ", " + lane_ref(s.value, scope) + ")";  // (a bf16 value is exact in f32)
+    } else if (bf16_as_loaded(s.value)) {
+      call = "lm_store_lanes_bf16_bits(" + at + ", " + lane_ref(s.value, scope) + ")";
+    } else {
+      // As store_line: a bf16 result read by nothing else is stored unrounded, the store rounding.
+      const bool unrounded = stored.dtype == DType::BF16 && uses_[s.value] == 1 &&
+                             (stored.kind == ValueKind::Compute && !(row_ && per_row_[s.value]));
+      call = "lm_store_lanes_bf16(" + at + ", " + lane_ref(s.value, scope, unrounded) + ")";
+    }
+    return scope.indent + call + ";\n";
+  }
+
+  // The lane loop over [begin, lm_lane_end) for `stores`, declaring lm_lane_end (begin without
+  // AVX-512) for the scalar loop that follows up to `end`; "" where the loop does not qualify.
+  std::string lane_loop(const std::vector<const Store*>& stores, const std::string& begin, const std::string& end) {
+    if (may_fail_ || inner_ < 0 || stores.empty()) return "";
+    bool bf16 = false;
+    for (const Store* s : stores) {
+      const DType t = k_.params[s->param].dtype;
+      if ((t != DType::F32 && t != DType::BF16) || inner_ >= static_cast<int>(s->index.strides.size()) ||
+          !is_one(s->index.strides[inner_]) || !lane_value(s->value))
+        return "";
+      bf16 = bf16 || t == DType::BF16 || reaches_bf16(s->value);
+    }
+    if (!bf16) return "";
+    std::string code;
+    std::set<int> done;
+    Scope scope{&code, &done, false, "      "};
+    for (const Store* s : stores) code += lane_store_line(*s, scope);
+    const std::string i = "i" + std::to_string(inner_);
+    return "#if defined(__AVX512F__)\n    const int64_t lm_lane_end = " + begin + " + (" + end + " - " + begin +
+           ") / 16 * 16;\n    for (int64_t " + i + " = " + begin + "; " + i + " < lm_lane_end; " + i + " += 16) {\n" +
+           code + "    }\n#else\n    const int64_t lm_lane_end = " + begin + ";\n#endif\n";
   }
 
   // ---- gemv ----
