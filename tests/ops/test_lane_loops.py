@@ -125,3 +125,10 @@ def test_rope_rotate_half(head_dim):
     scalar, lanes = compiled_both_ways(rope, x, cos, sin)
     assert_same_bits(scalar, lanes, any_nan=True)
     assert_same_bits(torch.where(lanes.isnan(), rope(x, cos, sin), lanes), rope(x, cos, sin))
+
+
+def test_exp_bf16():
+    # Past both of lm_expf's clamps (-104, 89), denormal results included.
+    x = (rounding_probes() * 30).to(torch.bfloat16)
+    scalar, lanes = compiled_both_ways(torch.exp, x)
+    assert_same_bits(scalar, lanes, any_nan=True)

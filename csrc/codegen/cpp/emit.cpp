@@ -698,12 +698,13 @@ class Emitter {
   // ---- explicit 16-lane loops ----
   // Where the CPU has AVX-512, a simd loop over the inner dim whose every value is f32 or bf16,
   // read contiguously (or the same along the whole loop: a per-row value, a literal) and computed
-  // by +, -, *, /, negation, reciprocal, sigmoid and casts between the two, with a bf16 value or
-  // output, first runs as explicit 16-lane code (prelude's kLaneHelpers) over its whole vectors;
-  // the scalar loop does the rest. GCC vectorises the scalar loop too, but rounds to bf16 in
-  // seven integer operations per vector where this is one vcvtneps2bf16: a bf16 RMSNorm's final
-  // pass spent two thirds of its instructions rounding (docs/lessons.md, 2026-12-06 (morning)).
-  // Each lane computes what the scalar code computes, in the same order: the same bits.
+  // by + - * /, negation, reciprocal, exp, sigmoid and casts between the two, with a bf16
+  // value or output, first runs as explicit 16-lane code (prelude's kLaneHelpers) over its whole
+  // vectors; the scalar loop does the rest. GCC vectorises the scalar loop too, but rounds to
+  // bf16 in seven integer operations per vector where this is one vcvtneps2bf16: a bf16
+  // RMSNorm's final pass spent two thirds of its instructions rounding (docs/lessons.md,
+  // 2026-12-06 (morning)). Each lane computes what the scalar code computes, in the same order:
+  // the same bits.
   bool lane_value(int id) const {
     const Value& v = k_.values[id];
     if (v.dtype != DType::F32 && v.dtype != DType::BF16) return false;
@@ -723,7 +724,7 @@ class Emitter {
         }
         switch (v.op) {
           case ir::Op::Add: case ir::Op::Sub: case ir::Op::Mul: case ir::Op::Div: case ir::Op::Neg:
-          case ir::Op::Recip: case ir::Op::Sigmoid: case ir::Op::Cast: break;
+          case ir::Op::Recip: case ir::Op::Sigmoid: case ir::Op::Exp: case ir::Op::Cast: break;
           default: return false;
         }
         for (int a : v.args)
