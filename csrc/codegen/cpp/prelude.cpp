@@ -221,6 +221,19 @@ inline lm_f32x16 lm_madd16(lm_f32x16 a, lm_f32x16 b, lm_f32x16 c) {
   return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)-1, 4 /* current rounding */);
 }
 inline lm_f32x16 lm_splat16(float v) { return lm_f32x16{v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v}; }
+// lm_exp_reduced's e^r on sixteen lanes, from y and its n = rint(y / ln 2), which the callers
+// (lm_softmax_exp16, the lane loops' exps) round their own ways.
+inline lm_f32x16 lm_exp_reduced_lanes(lm_f32x16 y, lm_f32x16 n) {
+  lm_f32x16 r = lm_madd16(n, lm_splat16(-0.693359375f), y);
+  r = lm_madd16(n, lm_splat16(2.12194440e-4f), r);
+  lm_f32x16 p = lm_splat16(1.9875691500e-4f);
+  p = lm_madd16(p, r, lm_splat16(1.3981999507e-3f));
+  p = lm_madd16(p, r, lm_splat16(8.3334519073e-3f));
+  p = lm_madd16(p, r, lm_splat16(4.1665795894e-2f));
+  p = lm_madd16(p, r, lm_splat16(1.6666665459e-1f));
+  p = lm_madd16(p, r, lm_splat16(5.0000001201e-1f));
+  return lm_madd16(p * r, r, r) + 1.0f;
+}
 // Lanes 0-7 plus lanes 8-15: the sum an AVX2 kernel's two eight-lane halves would make. (A
 // memcpy of the halves made GCC keep the accumulators on the stack through the whole loop.)
 inline lm_f32x8 lm_fold16(lm_f32x16 v) {
@@ -1541,15 +1554,7 @@ inline lm_f32x16 lm_softmax_exp16(lm_f32x16 x) {
   lm_f32x16 y, n;
   asm("vmaxps %1, %2, %0" : "=v"(y) : "v"(x), "v"(lowest));  // NaN stays NaN
   asm("vrndscaleps $0, %1, %0" : "=v"(n) : "v"(y * 1.44269504088896341f));  // to nearest
-  lm_f32x16 r = lm_madd16(n, lm_splat16(-0.693359375f), y);
-  r = lm_madd16(n, lm_splat16(2.12194440e-4f), r);
-  lm_f32x16 p = lm_splat16(1.9875691500e-4f);
-  p = lm_madd16(p, r, lm_splat16(1.3981999507e-3f));
-  p = lm_madd16(p, r, lm_splat16(8.3334519073e-3f));
-  p = lm_madd16(p, r, lm_splat16(4.1665795894e-2f));
-  p = lm_madd16(p, r, lm_splat16(1.6666665459e-1f));
-  p = lm_madd16(p, r, lm_splat16(5.0000001201e-1f));
-  const lm_f32x16 er = lm_madd16(p * r, r, r) + 1.0f;
+  const lm_f32x16 er = lm_exp_reduced_lanes(y, n);
   lm_f32x16 e;
   asm("vscalefps %2, %1, %0%{%3%}%{z%}" : "=v"(e) : "v"(er), "v"(n), "Yk"(attended));
   return e;
@@ -3066,15 +3071,7 @@ inline void lm_store_lanes_bf16(uint16_t* p, lm_f32x16 v) {
 // its lane twin did, and with one rounding per element the lanes had nothing to win there.
 inline lm_f32x16 lm_exp_reduced(lm_f32x16 y, lm_f32x16& n) {
   n = __builtin_ia32_rndscaleps_mask(y * 1.44269504088896341f, 4 /* rint */, lm_f32x16{}, (unsigned short)-1, 4);
-  lm_f32x16 r = lm_madd16(n, lm_splat16(-0.693359375f), y);
-  r = lm_madd16(n, lm_splat16(2.12194440e-4f), r);
-  lm_f32x16 p = lm_splat16(1.9875691500e-4f);
-  p = lm_madd16(p, r, lm_splat16(1.3981999507e-3f));
-  p = lm_madd16(p, r, lm_splat16(8.3334519073e-3f));
-  p = lm_madd16(p, r, lm_splat16(4.1665795894e-2f));
-  p = lm_madd16(p, r, lm_splat16(1.6666665459e-1f));
-  p = lm_madd16(p, r, lm_splat16(5.0000001201e-1f));
-  return lm_madd16(p * r, r, r) + 1.0f;
+  return lm_exp_reduced_lanes(y, n);
 }
 inline lm_f32x16 lm_exp_one_power(lm_f32x16 x) {
   lm_f32x16 n;
