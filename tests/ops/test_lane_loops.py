@@ -132,3 +132,23 @@ def test_exp_bf16():
     x = (rounding_probes() * 30).to(torch.bfloat16)
     scalar, lanes = compiled_both_ways(torch.exp, x)
     assert_same_bits(scalar, lanes, any_nan=True)
+
+
+def test_long_chain_of_shared_values_compiles_quickly():
+    # Regression: x = x * x forty times is one kernel whose every op reads its argument twice;
+    # the emitter's unmemoised walk over it was exponential (32 squarings took 104 s to compile).
+    # In a child process, so that the regression fails on the timeout instead of hanging.
+    import subprocess
+    import sys
+
+    program = (
+        "import torch, luminal\n"
+        "def f(x):\n"
+        "    for _ in range(40):\n"
+        "        x = x * x\n"
+        "    return x\n"
+        "x = torch.rand(8, 64).bfloat16()\n"
+        "out = torch.compile(f, backend='luminal')(x)\n"
+        "assert torch.equal(out, f(x)), 'the squarings differ from eager'\n"
+    )
+    subprocess.run([sys.executable, "-c", program], check=True, timeout=120)

@@ -705,7 +705,13 @@ class Emitter {
   // RMSNorm's final pass spent two thirds of its instructions rounding (docs/lessons.md,
   // 2026-12-06 (morning)). Each lane computes what the scalar code computes, in the same order:
   // the same bits.
-  bool lane_value(int id) const {
+  // Memoised per value (lane_known_: -1 not yet known): a value read twice by each of a chain
+  // of ops (x = x * x, 32 times) made the walk exponential.
+  bool lane_value(int id) {
+    if (lane_known_[id] < 0) lane_known_[id] = lane_value_uncached(id) ? 1 : 0;
+    return lane_known_[id] == 1;
+  }
+  bool lane_value_uncached(int id) {
     const Value& v = k_.values[id];
     if (v.dtype != DType::F32 && v.dtype != DType::BF16) return false;
     if (row_ && per_row_[id]) return true;
@@ -734,14 +740,19 @@ class Emitter {
       default: return false;
     }
   }
-  bool reaches_bf16(int id) const {
-    const Value& v = k_.values[id];
-    if (v.dtype == DType::BF16) return true;
-    if (v.kind != ValueKind::Compute || (row_ && per_row_[id])) return false;
-    for (int a : v.args)
-      if (reaches_bf16(a)) return true;
-    return false;
+  // Whether a bf16 value is among `id` and what it is computed from within the loop (memoised in
+  // reaches_bf16_ as lane_known_ is).
+  bool reaches_bf16(int id) {
+    if (reaches_bf16_[id] < 0) {
+      const Value& v = k_.values[id];
+      bool found = v.dtype == DType::BF16;
+      if (!found && v.kind == ValueKind::Compute && !(row_ && per_row_[id]))
+        for (int a : v.args) found = found || reaches_bf16(a);
+      reaches_bf16_[id] = found ? 1 : 0;
+    }
+    return reaches_bf16_[id] == 1;
   }
+  std::vector<signed char> lane_known_, reaches_bf16_;
 
   // Inside one piece of a split inner loop (inner_split_points), [first, last): cat's piece
   // selects and clamped positions there are constants and i + c, which make rotate_half's
@@ -750,8 +761,14 @@ class Emitter {
   struct Affine {  // a * i + b, i the inner loop index
     int64_t a = 0, b = 0;
   };
-  // Value `id` as an affine function of the inner index over the piece, where it is one.
-  std::optional<Affine> piece_affine(int id) const {
+  // Value `id` as an affine function of the inner index over the piece, where it is one
+  // (memoised per piece in piece_affine_).
+  std::vector<std::optional<std::optional<Affine>>> piece_affine_;
+  std::optional<Affine> piece_affine(int id) {
+    if (!piece_affine_[id]) piece_affine_[id] = piece_affine_uncached(id);
+    return *piece_affine_[id];
+  }
+  std::optional<Affine> piece_affine_uncached(int id) {
     if (!piece_) return std::nullopt;
     const Value& v = k_.values[id];
     if (v.dtype != DType::I64 && v.dtype != DType::I32) return std::nullopt;
@@ -780,7 +797,7 @@ class Emitter {
     }
   }
   // Bool value `id` where it is the same over the whole piece.
-  std::optional<bool> piece_condition(int id) const {
+  std::optional<bool> piece_condition(int id) {
     if (!piece_) return std::nullopt;
     const Value& v = k_.values[id];
     if (v.kind != ValueKind::Compute || v.dtype != DType::Bool) return std::nullopt;
@@ -801,7 +818,7 @@ class Emitter {
   }
   // A gather's position in the piece as an affine function whose element stride along the inner
   // index is 0 or 1: then it is a broadcast or a contiguous load.
-  std::optional<Affine> gather_lane_stride(const Value& v) const {
+  std::optional<Affine> gather_lane_stride(const Value& v) {
     const std::optional<Affine> position = piece_affine(v.args[0]);
     if (!position || !v.gather_stride.is_constant() || inner_ >= static_cast<int>(v.index.strides.size()) ||
         !v.index.strides[inner_].is_constant())
@@ -886,6 +903,10 @@ class Emitter {
   // AVX-512) for the scalar loop that follows up to `end`; "" where the loop does not qualify.
   std::string lane_loop(const std::vector<const Store*>& stores, const std::string& begin, const std::string& end) {
     if (may_fail_ || inner_ < 0 || stores.empty()) return "";
+    // (What a value is can differ between the pieces of a split loop.)
+    lane_known_.assign(k_.values.size(), -1);
+    reaches_bf16_.assign(k_.values.size(), -1);
+    piece_affine_.assign(k_.values.size(), std::nullopt);
     bool bf16 = false;
     for (const Store* s : stores) {
       const DType t = k_.params[s->param].dtype;
