@@ -1,6 +1,6 @@
 """The explicit 16-lane loops of the cpu runtime (codegen/cpp/emit.cpp, lane loops) give the bits
-its scalar loops give: bf16 elementwise and row kernels built for AVX-512 (lanes, vcvtneps2bf16
-where the CPU has AVX512-BF16) against the same kernels built with cpu_isa="avx2" (scalar loops
+its scalar loops give: bf16 elementwise and row kernels built for this CPU (lanes on
+vcvtneps2bf16, AVX512-BF16) against the same kernels built with cpu_isa="avx2" (scalar loops
 only), on values that probe the rounding: ties, denormals (which vcvtneps2bf16 flushes to zero),
 NaN payloads, infinities, overflow to infinity. Rows of 1,000 elements: 62 whole vectors and a
 scalar tail of 8."""
@@ -11,8 +11,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-pytestmark = pytest.mark.skipif(not torch._C._cpu._get_cpu_capability().get("avx512_f"),
-                                reason="needs a CPU with AVX-512 (the lane loops' ISA)")
+pytestmark = pytest.mark.skipif(not torch._C._cpu._get_cpu_capability().get("avx512_bf16"),
+                                reason="needs a CPU with AVX512-BF16 (where the lane loops are built)")
 
 
 def rounding_probes(rows: int = 37, cols: int = 1000) -> torch.Tensor:

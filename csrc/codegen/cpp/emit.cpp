@@ -696,15 +696,15 @@ class Emitter {
   }
 
   // ---- explicit 16-lane loops ----
-  // Where the CPU has AVX-512, a simd loop over the inner dim whose every value is f32 or bf16,
-  // read contiguously (or the same along the whole loop: a per-row value, a literal) and computed
-  // by + - * /, negation, reciprocal, exp, sigmoid and casts between the two, with a bf16
-  // value or output, first runs as explicit 16-lane code (prelude's kLaneHelpers) over its whole
-  // vectors; the scalar loop does the rest. GCC vectorises the scalar loop too, but rounds to
-  // bf16 in seven integer operations per vector where this is one vcvtneps2bf16: a bf16
-  // RMSNorm's final pass spent two thirds of its instructions rounding (docs/lessons.md,
-  // 2026-12-06 (morning)). Each lane computes what the scalar code computes, in the same order:
-  // the same bits.
+  // Where the CPU has AVX512-BF16 (LM_LANE_LOOPS in the prelude), a simd loop over the inner dim
+  // whose every value is f32 or bf16, read contiguously (or the same along the whole loop: a
+  // per-row value, a literal) and computed by + - * /, negation, reciprocal, exp, sigmoid and
+  // casts between the two, with a bf16 value or output, first runs as explicit 16-lane code
+  // (prelude's kLaneHelpers) over its whole vectors; the scalar loop does the rest. GCC
+  // vectorises the scalar loop too, but rounds to bf16 in seven integer operations per vector
+  // where this is one vcvtneps2bf16: a bf16 RMSNorm's final pass spent two thirds of its
+  // instructions rounding (docs/lessons.md, 2026-12-06 (morning)). Each lane computes what the
+  // scalar code computes, in the same order: the same bits.
   // Memoised per value (lane_known_: -1 not yet known): a value read twice by each of a chain
   // of ops (x = x * x, 32 times) made the walk exponential.
   bool lane_value(int id) {
@@ -900,7 +900,7 @@ class Emitter {
   }
 
   // The lane loop over [begin, lm_lane_end) for `stores`, declaring lm_lane_end (begin without
-  // AVX-512) for the scalar loop that follows up to `end`; "" where the loop does not qualify.
+  // LM_LANE_LOOPS) for the scalar loop that follows up to `end`; "" where the loop does not qualify.
   std::string lane_loop(const std::vector<const Store*>& stores, const std::string& begin, const std::string& end) {
     if (may_fail_ || inner_ < 0 || stores.empty()) return "";
     // (What a value is can differ between the pieces of a split loop.)
@@ -921,7 +921,7 @@ class Emitter {
     Scope scope{&code, &done, false, "      "};
     for (const Store* s : stores) code += lane_store_line(*s, scope);
     const std::string i = "i" + std::to_string(inner_);
-    return "#if defined(__AVX512F__)\n    const int64_t lm_lane_end = " + begin + " + (" + end + " - " + begin +
+    return "#if LM_LANE_LOOPS\n    const int64_t lm_lane_end = " + begin + " + (" + end + " - " + begin +
            ") / 16 * 16;\n    for (int64_t " + i + " = " + begin + "; " + i + " < lm_lane_end; " + i + " += 16) {\n" +
            code + "    }\n#else\n    const int64_t lm_lane_end = " + begin + ";\n#endif\n";
   }

@@ -3011,12 +3011,15 @@ inline void lm_gemv_rows_grouped_pair(const TA* a, const signed char* w, int64_t
 )LUMINAL";
 
 // The helpers of the explicit 16-lane loops (codegen/cpp/emit.cpp, lane loops): elementwise f32
-// and bf16 code over contiguous elements where the CPU has AVX-512. Each gives the bits its
+// and bf16 code over contiguous elements where the CPU has AVX512-BF16. Each gives the bits its
 // scalar twin gives every lane. GCC cannot vectorise the scalar bf16 rounding (lm_f2bf, lm_rbf)
-// into AVX512-BF16's vcvtneps2bf16: its seven integer operations per vector were two thirds of a
-// bf16 RMSNorm's (2026-12-06 (morning)).
+// into vcvtneps2bf16: its seven integer operations per vector were two thirds of a bf16
+// RMSNorm's (2026-12-06 (morning)). Only there: on AVX-512 without BF16 the same lanes rounding
+// with those integer operations ran a bf16 RMSNorm 12-15% slower than GCC's vectorised scalar
+// loop (2026-12-06 (afternoon)).
 constexpr const char* kLaneHelpers = R"LUMINAL(namespace {
-#if defined(__AVX512F__)
+#if defined(__AVX512BF16__) && defined(__AVX512DQ__)
+#define LM_LANE_LOOPS 1
 typedef uint32_t lm_u32x16 __attribute__((vector_size(64)));  // (as above, where AVX512-BF16 defines it)
 typedef int lm_i32x16 __attribute__((vector_size(64)));
 typedef unsigned short lm_u16x16 __attribute__((vector_size(32)));
@@ -3051,14 +3054,11 @@ inline lm_u16x16 lm_f2bf_lanes_exact(lm_f32x16 x) {
 // and top payload, as lm_f2bf does, but takes a denormal input as zero: a vector holding one goes
 // the integer way.
 inline lm_u16x16 lm_f2bf_lanes(lm_f32x16 x) {
-#if defined(__AVX512BF16__) && defined(__AVX512DQ__)
-  if (__builtin_expect(__builtin_ia32_fpclassps512_mask(x, 0x20 /* denormal */, (unsigned short)-1) == 0, 1)) {
-    lm_u16x16 h;
-    asm("vcvtneps2bf16 %1, %0" : "=v"(h) : "v"(x));
-    return h;
-  }
-#endif
-  return lm_f2bf_lanes_exact(x);
+  if (__builtin_expect(__builtin_ia32_fpclassps512_mask(x, 0x20 /* denormal */, (unsigned short)-1) != 0, 0))
+    return lm_f2bf_lanes_exact(x);
+  lm_u16x16 h;
+  asm("vcvtneps2bf16 %1, %0" : "=v"(h) : "v"(x));
+  return h;
 }
 inline lm_f32x16 lm_rbf(lm_f32x16 x) { return lm_widen_bf16_lanes(lm_f2bf_lanes(x)); }
 inline void lm_store_lanes_bf16(uint16_t* p, lm_f32x16 v) {
@@ -3096,6 +3096,8 @@ inline void lm_store_lanes_bf16_bits(uint16_t* p, lm_f32x16 v) {
   const lm_u16x16 h = lm_narrow_lanes((lm_u32x16)v >> 16);
   __builtin_memcpy(p, &h, sizeof h);
 }
+#else
+#define LM_LANE_LOOPS 0
 #endif
 }  // namespace
 )LUMINAL";
