@@ -3020,7 +3020,6 @@ inline void lm_gemv_rows_grouped_pair(const TA* a, const signed char* w, int64_t
 constexpr const char* kLaneHelpers = R"LUMINAL(namespace {
 #if defined(__AVX512BF16__) && defined(__AVX512DQ__)
 #define LM_LANE_LOOPS 1
-typedef uint32_t lm_u32x16 __attribute__((vector_size(64)));  // (as above, where AVX512-BF16 defines it)
 typedef int lm_i32x16 __attribute__((vector_size(64)));
 typedef unsigned short lm_u16x16 __attribute__((vector_size(32)));
 typedef short lm_i16x16 __attribute__((vector_size(32)));
