@@ -393,20 +393,35 @@ class Emitter {
     }
   }
 
-  std::string store_line(const Store& s, Scope& scope) {
-    const Param& p = k_.params[s.param];
-    // A store to f16/bf16 rounds to nearest-even itself, and rounding twice gives the same bits,
-    // so a half-precision result read by nothing else is stored unrounded: the rounding was a
-    // quarter of a bf16 pointwise kernel's time.
+  // How a store writes its value (store_line, lane_store_line).
+  enum class StoreForm {
+    // A bf16 value loaded, or selected among loaded and literal ones (a masked_fill, a copy):
+    // its bits. Rounding it again cost a bf16 causal mask a third of its time.
+    Bits,
+    // A half-precision result read by nothing else, defined without its final rounding: a store
+    // to f16/bf16 rounds to nearest-even itself, and rounding twice gives the same bits (the
+    // rounding was a quarter of a bf16 pointwise kernel's time).
+    Unrounded,
+    Converted,  // converted to the param's dtype, rounding where that is half precision
+  };
+  StoreForm store_form(const Store& s) const {
+    const DType t = k_.params[s.param].dtype;
     const Value& stored = k_.values[s.value];
-    // A bf16 value loaded, or selected among loaded and literal ones (a masked_fill, a copy), is
-    // stored as its bits: rounding it again cost a bf16 causal mask a third of its time.
-    if (p.dtype == DType::BF16 && bf16_as_loaded(s.value))
-      return store_statement(s, "lm_bf16_bits(" + ref(s.value, scope) + ")", scope, /*converted=*/true);
-    if ((p.dtype == DType::BF16 || p.dtype == DType::F16) && stored.dtype == p.dtype &&
-        stored.kind == ValueKind::Compute && uses_[s.value] == 1)
-      return store_statement(s, ref(s.value, scope, true), scope);
-    return store_statement(s, convert_for_store(s.value, p.dtype, ref(s.value, scope)), scope);
+    if (t == DType::BF16 && bf16_as_loaded(s.value)) return StoreForm::Bits;
+    if ((t == DType::BF16 || t == DType::F16) && stored.dtype == t && stored.kind == ValueKind::Compute &&
+        uses_[s.value] == 1)
+      return StoreForm::Unrounded;
+    return StoreForm::Converted;
+  }
+
+  std::string store_line(const Store& s, Scope& scope) {
+    switch (store_form(s)) {
+      case StoreForm::Bits:
+        return store_statement(s, "lm_bf16_bits(" + ref(s.value, scope) + ")", scope, /*converted=*/true);
+      case StoreForm::Unrounded: return store_statement(s, ref(s.value, scope, true), scope);
+      case StoreForm::Converted: break;
+    }
+    return store_statement(s, convert_for_store(s.value, k_.params[s.param].dtype, ref(s.value, scope)), scope);
   }
   std::string convert_for_store(int value, DType to, const std::string& v) const {
     return k_.values[value].dtype == to ? v : table_.convert(k_.values[value].dtype, to, v);
@@ -722,7 +737,7 @@ class Emitter {
         const ir::Expr& stride = v.index.strides[inner_];
         return is_zero(stride) || is_one(stride);
       }
-      case ValueKind::GatherLoad: return gather_lane_stride(v).has_value();
+      case ValueKind::GatherLoad: return lane_gather(v).has_value();
       case ValueKind::Compute: {
         if (v.op == ir::Op::Where) {
           const std::optional<bool> condition = piece_condition(v.args[0]);
@@ -816,16 +831,26 @@ class Emitter {
     if (holds(first) != holds(last)) return std::nullopt;
     return holds(first);
   }
-  // A gather's position in the piece as an affine function whose element stride along the inner
-  // index is 0 or 1: then it is a broadcast or a contiguous load.
-  std::optional<Affine> gather_lane_stride(const Value& v) {
+  // A gather in the piece whose position is an affine function of the inner index and whose
+  // element stride along it is 0 or 1: a broadcast or a contiguous load.
+  struct LaneGather {
+    Affine position;
+    bool broadcast = false;  // element stride 0
+  };
+  std::optional<LaneGather> lane_gather(const Value& v) {
     const std::optional<Affine> position = piece_affine(v.args[0]);
     if (!position || !v.gather_stride.is_constant() || inner_ >= static_cast<int>(v.index.strides.size()) ||
         !v.index.strides[inner_].is_constant())
       return std::nullopt;
     const int64_t stride = v.index.strides[inner_].constant_value() + position->a * v.gather_stride.constant_value();
     if (stride != 0 && stride != 1) return std::nullopt;
-    return position;
+    return LaneGather{*position, stride == 0};
+  }
+  // The lane value read at element `at` (text of an lvalue): the same for every lane where
+  // `broadcast`, else 16 contiguous elements from it.
+  std::string lane_load(DType t, const std::string& at, bool broadcast) const {
+    if (broadcast) return "lm_splat16(" + table_.load(t, at) + ")";
+    return std::string(t == DType::BF16 ? "lm_lanes_bf16(&" : "lm_lanes_f32(&") + at + ")";
   }
 
   std::string lane_name(int id) const { return "w" + std::to_string(id); }
@@ -841,21 +866,19 @@ class Emitter {
     std::string e;
     switch (v.kind) {
       case ValueKind::Literal: e = "lm_splat16(" + table_.literal(v.literal, v.dtype) + ")"; break;
-      case ValueKind::Load: {
-        const std::string at = "p" + std::to_string(v.param) + "[" + index_text(v.index, false) + "]";
-        if (is_zero(v.index.strides[inner_])) e = "lm_splat16(" + table_.load(v.dtype, at) + ")";
-        else e = std::string(v.dtype == DType::BF16 ? "lm_lanes_bf16(&" : "lm_lanes_f32(&") + at + ")";
+      case ValueKind::Load:
+        e = lane_load(v.dtype, "p" + std::to_string(v.param) + "[" + index_text(v.index, false) + "]",
+                      is_zero(v.index.strides[inner_]));
         break;
-      }
       case ValueKind::GatherLoad: {
-        const Affine position = *gather_lane_stride(v);
+        const LaneGather gather = *lane_gather(v);
+        const Affine& position = gather.position;
         const std::string i = "i" + std::to_string(inner_);
-        const std::string at = "p" + std::to_string(v.param) + "[" + index_text(v.index, false) + " + (" +
-                               (position.a == 0 ? "" : std::to_string(position.a) + " * " + i + " + ") +
-                               std::to_string(position.b) + ") * " + expr_text(v.gather_stride) + "]";
-        const bool broadcast = v.index.strides[inner_].constant_value() + position.a * v.gather_stride.constant_value() == 0;
-        if (broadcast) e = "lm_splat16(" + table_.load(v.dtype, at) + ")";
-        else e = std::string(v.dtype == DType::BF16 ? "lm_lanes_bf16(&" : "lm_lanes_f32(&") + at + ")";
+        e = lane_load(v.dtype,
+                      "p" + std::to_string(v.param) + "[" + index_text(v.index, false) + " + (" +
+                          (position.a == 0 ? "" : std::to_string(position.a) + " * " + i + " + ") +
+                          std::to_string(position.b) + ") * " + expr_text(v.gather_stride) + "]",
+                      gather.broadcast);
         break;
       }
       case ValueKind::Compute: {
@@ -880,23 +903,15 @@ class Emitter {
     return lane_name(id);
   }
 
-  // store_line() for the lane loop.
+  // store_line() for the lane loop (an f32 or bf16 param; a bf16 value is exact in f32).
   std::string lane_store_line(const Store& s, Scope& scope) {
-    const DType t = k_.params[s.param].dtype;
     const std::string at = "&p" + std::to_string(s.param) + "[" + index_text(s.index, false) + "]";
-    const Value& stored = k_.values[s.value];
-    std::string call;
-    if (t == DType::F32) {
-      call = "lm_store_lanes_f32(" + at + ", " + lane_ref(s.value, scope) + ")";  // (a bf16 value is exact in f32)
-    } else if (bf16_as_loaded(s.value)) {
-      call = "lm_store_lanes_bf16_bits(" + at + ", " + lane_ref(s.value, scope) + ")";
-    } else {
-      // As store_line: a bf16 result read by nothing else is stored unrounded, the store rounding.
-      const bool unrounded = stored.dtype == DType::BF16 && uses_[s.value] == 1 &&
-                             (stored.kind == ValueKind::Compute && !(row_ && per_row_[s.value]));
-      call = "lm_store_lanes_bf16(" + at + ", " + lane_ref(s.value, scope, unrounded) + ")";
-    }
-    return scope.indent + call + ";\n";
+    const StoreForm form = store_form(s);
+    const std::string value = lane_ref(s.value, scope, form == StoreForm::Unrounded);
+    const char* store = k_.params[s.param].dtype == DType::F32 ? "lm_store_lanes_f32("
+                        : form == StoreForm::Bits               ? "lm_store_lanes_bf16_bits("
+                                                                : "lm_store_lanes_bf16(";
+    return scope.indent + store + at + ", " + value + ");\n";
   }
 
   // The lane loop over [begin, lm_lane_end) for `stores`, declaring lm_lane_end (begin without
