@@ -55,6 +55,7 @@ std::vector<std::string> Kernel::symbols() const {
   if (kind == KernelKind::Attention) {
     for (const ir::Expr& d : {attention.q_len, attention.kv_len, attention.head_dim, attention.value_dim}) collect(d, out);
     for (const MatrixOperand* m : {&attention.q, &attention.k, &attention.v, &attention.bias}) collect(*m, out);
+    if (attention.has_shift_param) collect(attention.shift_offset, out);
   }
   if (kind == KernelKind::Scan) {
     collect(scan.in, out);

@@ -162,7 +162,8 @@ struct MatrixOperand {
 // memory, and so that key columns whose bias is -inf for every row of a query block (the
 // causal triangle, a static cache's unused tail, a sliding window) are never read. A work item
 // is one index of the batch dims (a head): its keys and values are packed once for all its
-// query rows. Params: q (0), k (1), v (2), bias (3, when has_bias), out.
+// query rows. Params: q (0), k (1), v (2), bias (3, when has_bias) or a causal mask's shift
+// (3, when has_shift_param), out.
 // Query rows per block of an item: their scores against the keys (36 x S floats) stay in L2.
 // A multiple of the kernel's 6-row tile.
 inline constexpr int64_t kAttentionRows = 36;
@@ -234,6 +235,16 @@ struct AttentionSpec {
   ir::Expr q_len, kv_len, head_dim, value_dim;  // L, S, E, Ev
   MatrixOperand q, k, v, bias;                  // [L, E], [S, E], [S, Ev], [L, S]
   bool has_bias = false;
+  // Row l attends keys s <= l + causal_shift (+ the shift param's value) only
+  // (passes::AttentionPattern::causal): the kernel computes the causal mask from the indices
+  // instead of reading a bias. Its masked keys' probabilities are exactly 0 without their
+  // scores being read, so a NaN or infinite key past a row's diagonal does not reach the row
+  // (eager's flash attention fills those scores with -inf rather than adding it; the reference
+  // adds it, NaN + -inf being NaN).
+  bool causal = false;
+  int64_t causal_shift = 0;
+  bool has_shift_param = false;  // param 3: an integer tensor, its element at shift_offset
+  ir::Expr shift_offset;
   double scale = 1.0;
   // The output is read only rounded to bf16 (a bf16 SDPA's output Cast) and q, k and v are bf16:
   // the probabilities may be rounded to bf16 before P V, as eager's bf16 flash attention rounds

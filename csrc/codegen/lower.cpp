@@ -402,6 +402,16 @@ LoweredKernel lower_attention(const ir::Graph& graph, const passes::AttentionPat
     kernel.params.push_back(Param{graph.node(pattern.bias->node).dtype, false});
     out.param_nodes.push_back(pattern.bias->node);
   }
+  if (pattern.causal) {
+    a.causal = true;
+    a.causal_shift = pattern.causal->shift;
+    if (const std::optional<ir::TensorRef>& shift = pattern.causal->shift_tensor) {
+      a.has_shift_param = true;
+      a.shift_offset = shift->view.offset();
+      kernel.params.push_back(Param{graph.node(shift->node).dtype, false});
+      out.param_nodes.push_back(shift->node);
+    }
+  }
   kernel.params.push_back(Param{DType::F32, true});
   out.param_nodes.push_back(pattern.out);
   return out;

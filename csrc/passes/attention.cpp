@@ -60,9 +60,74 @@ class Matcher {
            reduced->inputs[0].view == ir::View::contiguous(graph_.node(row_source).shape);
   }
 
+  // The causal mask `ref` is, read over the scores' dims [batch.., L, S]: where(cols <= rows, 0,
+  // -inf), cols the key index (plus a constant) and rows the query index (plus a constant or a
+  // scalar tensor), as translator/attention.cpp composes is_causal and transformers' masks
+  // compare a StaticCache's slots with the cache positions.
+  std::optional<CausalMask> causal_mask(const ir::TensorRef& ref) const {
+    const ir::Node& select = graph_.node(ref.node);
+    if (select.op != Op::Where) return std::nullopt;
+    const std::optional<double> kept = constant(select.inputs[1]), masked = constant(select.inputs[2]);
+    if (!kept || *kept != 0.0 || !masked || *masked != -INFINITY) return std::nullopt;
+    const std::optional<ir::View> test_view = ir::read_through(ref.view, select.inputs[0].view);
+    const ir::Node& test = graph_.node(select.inputs[0].node);
+    if (!test_view || test.op != Op::Le) return std::nullopt;
+    const size_t rank = ref.view.rank();
+    const std::optional<CausalMask> cols = shifted_index(*test_view, test.inputs[0], rank - 1);
+    const std::optional<CausalMask> rows = shifted_index(*test_view, test.inputs[1], rank - 2);
+    if (!cols || cols->shift_tensor || !rows) return std::nullopt;
+    // s + c <= l + r: s <= l + (r - c).
+    CausalMask mask = *rows;
+    mask.shift -= cols->shift;
+    return mask;
+  }
+
   std::vector<NodeId>& nodes() { return nodes_; }
 
  private:
+  // Whether `view` reads one element wherever it reads (stride 0 along every dim of extent > 1),
+  // and along dim `dim` (when >= 0) steps by one instead.
+  static bool steps_along(const ir::View& view, int dim) {
+    for (size_t d = 0; d < view.rank(); ++d) {
+      const bool along = static_cast<int>(d) == dim;
+      if (!(along ? is_one(view.strides()[d]) : is_zero(view.strides()[d])) && !is_one(view.shape()[d])) return false;
+    }
+    return true;
+  }
+
+  // `ref`, read by an op whose output `outer` reads (over the scores' dims), as the index along
+  // dim `dim` plus a shift: a rank-1 integer Iota read from offset 0 with stride 1 along that
+  // dim and 0 along every other, or such an Iota plus an integer Constant or plus one element
+  // of an integer tensor read everywhere (its view then reads that element alone).
+  std::optional<CausalMask> shifted_index(const ir::View& outer, const ir::TensorRef& ref, size_t dim) const {
+    const ir::Node& node = graph_.node(ref.node);
+    const std::optional<ir::View> view = ir::read_through(outer, ref.view);
+    if (!view || !ir::is_integral(node.dtype)) return std::nullopt;
+    if (node.op == Op::Iota)
+      return node.shape.size() == 1 && is_zero(view->offset()) && steps_along(*view, static_cast<int>(dim))
+                 ? std::optional<CausalMask>(CausalMask{})
+                 : std::nullopt;
+    if (node.op != Op::Add) return std::nullopt;
+    for (int i : {0, 1}) {
+      const ir::TensorRef& index = node.inputs[i];
+      const ir::TensorRef& term = node.inputs[1 - i];
+      if (graph_.node(index.node).op != Op::Iota) continue;
+      std::optional<CausalMask> mask = shifted_index(*view, index, dim);
+      const std::optional<ir::View> term_view = ir::read_through(*view, term.view);
+      if (!mask || !term_view || !ir::is_integral(graph_.node(term.node).dtype)) continue;
+      const ir::Node& term_node = graph_.node(term.node);
+      if (term_node.op == Op::Constant) {
+        if (!term_node.scalar.is_integer) continue;
+        mask->shift = term_node.scalar.integer;
+        return mask;
+      }
+      if (!steps_along(*term_view, -1)) continue;
+      mask->shift_tensor = ir::TensorRef{term.node, *term_view};
+      return mask;
+    }
+    return std::nullopt;
+  }
+
   const ir::Graph& graph_;
   std::vector<NodeId> nodes_;
 };
@@ -140,6 +205,16 @@ std::optional<AttentionPattern> match_attention(const ir::Graph& graph, NodeId m
       if (!std::binary_search(nodes.begin(), nodes.end(), user)) return std::nullopt;
   }
   if (pattern.bias && std::binary_search(nodes.begin(), nodes.end(), pattern.bias->node)) return std::nullopt;
+  // A causal mask added by this pattern alone is computed by its kernel from the query and key
+  // indices: its Where joins the pattern. What the Where read (the comparison, the shifted
+  // indices) stays in the graph; fusion drops it where no kernel reads it (fuse.h). Read
+  // elsewhere too, the Where stays a bias the kernel reads.
+  if (pattern.bias && !read_by_runtime[pattern.bias->node] && users[pattern.bias->node] == std::vector<NodeId>{x.node})
+    if (const std::optional<CausalMask> mask = m.causal_mask(*pattern.bias)) {
+      nodes.insert(std::upper_bound(nodes.begin(), nodes.end(), pattern.bias->node), pattern.bias->node);
+      pattern.bias.reset();
+      pattern.causal = mask;
+    }
   pattern.nodes = nodes;
   return pattern;
 }

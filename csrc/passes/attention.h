@@ -2,7 +2,8 @@
 // as one pattern kernel that never writes the [.., L, S] scores to memory. The shape matched is
 // the one translator/attention.cpp composes:
 //   out = Matmul(P, v),  P = exps / where(sum == 0, 1, sum),  exps = exp(x - where(max == -inf, 0, max)),
-//   x = Matmul(q, kᵀ) * scale [+ bias],  max and sum reduced over the last axis.
+//   x = Matmul(q, kᵀ) * scale [+ bias],  max and sum reduced over the last axis,
+// bias any [.., L, S] tensor, or a causal mask where(iota_s (+ c) <= iota_l (+ shift), 0, -inf).
 // Only f32 (the translator computes f16/bf16 attention in f32) and only where nothing outside
 // the pattern reads its intermediates, so that skipping them changes no other result. With
 // `half_operands`, a q, k or v that is an f16/bf16 tensor cast whole to f32 for the pattern alone
@@ -17,6 +18,13 @@
 
 namespace luminal::passes {
 
+// A causal mask computed from the indices: query row l attends key s where
+// s <= l + shift (+ the value of shift_tensor).
+struct CausalMask {
+  int64_t shift = 0;
+  std::optional<ir::TensorRef> shift_tensor;  // an integer tensor's one element, read everywhere
+};
+
 struct AttentionPattern {
   ir::NodeId out = -1;                 // the P x v Matmul: [batch.., L, Ev]
   std::vector<ir::NodeId> nodes;       // every non-constant node of the pattern, ascending
@@ -24,6 +32,10 @@ struct AttentionPattern {
   ir::TensorRef k_transposed;          // [batch.., E, S], likewise
   ir::TensorRef v;                     // [batch.., S, Ev], likewise
   std::optional<ir::TensorRef> bias;   // [batch.., L, S], added to the scaled scores
+  // The bias is a causal mask, 0 where key s <= query l (+ a shift) and -inf past it, that
+  // nothing else reads (torch's is_causal as the translator composes it from iotas, or a
+  // transformers mask over a StaticCache): the kernel masks each row itself (`bias` is empty).
+  std::optional<CausalMask> causal;
   double scale = 1.0;
 };
 

@@ -82,8 +82,10 @@ TEST(CudaCodegen, ScanCompilesWithNvrtcWithoutWarnings) {
 }
 
 // Attention as translator/attention.cpp composes it: q [H, L, E], k [H, S, E] read transposed,
-// v [H, S, Ev], an optional [L, S] bias broadcast over the heads.
-ir::Graph attention_graph(int64_t heads, const Expr& L, const Expr& S, int64_t E, const Expr& Ev, bool bias) {
+// v [H, S, Ev], an optional [L, S] bias broadcast over the heads: an input, or with `causal` the
+// causal mask of keys s <= l + start, start an i64 [] input (transformers' StaticCache mask).
+ir::Graph attention_graph(int64_t heads, const Expr& L, const Expr& S, int64_t E, const Expr& Ev, bool bias,
+                          bool causal = false) {
   IrTestBuilder b;
   auto q = b.input("q", DType::F32, {heads, L, E});
   auto k = b.input("k", DType::F32, {heads, S, E});
@@ -95,7 +97,15 @@ ir::Graph attention_graph(int64_t heads, const Expr& L, const Expr& S, int64_t E
     return viewed(c, c.view.expand(shape));
   };
   auto x = b.binary(Op::Mul, b.matmul(q, viewed(k, k.view.permute({0, 2, 1}))), scalar(0.125, scores_shape));
-  if (bias) {
+  if (bias && causal) {
+    const TensorRef start = b.input("start", DType::I64, {});
+    const TensorRef rows = b.binary(Op::Add, b.iota(0, DType::I64, {L}), viewed(start, start.view.expand({L})));
+    const TensorRef cols = b.iota(0, DType::I64, {S});
+    auto allowed = b.binary(Op::Le, viewed(cols, cols.view.unsqueeze(0).expand({L, S})),
+                            viewed(rows, rows.view.unsqueeze(1).expand({L, S})));
+    auto mask = b.where(allowed, scalar(0.0, {L, S}), scalar(-INFINITY, {L, S}));
+    x = b.binary(Op::Add, x, viewed(mask, mask.view.expand(scores_shape)));
+  } else if (bias) {
     auto mask = b.input("bias", DType::F32, {L, S});
     x = b.binary(Op::Add, x, viewed(mask, mask.view.expand(scores_shape)));
   }
@@ -197,6 +207,19 @@ TEST(CudaCodegen, AttentionIsOneBlockPerQueryTile) {
   EXPECT_EQ(count(source, "return;"), 0u) << source;
 }
 
+TEST(CudaCodegen, CausalAttentionMasksItsRowsFromTheStartItReads) {
+  // The causal mask is no tensor: the plan is the attention kernel alone, which reads the start
+  // (param 3), takes each block's keys up to its last row's and masks past each row's diagonal.
+  codegen::Kernel kernel = attention_kernel(attention_graph(3, 41, 70, 20, 20, /*bias=*/true, /*causal=*/true));
+  ASSERT_EQ(kernel.params.size(), 5u);
+  EXPECT_EQ(kernel.params[3].dtype, DType::I64);
+  const std::string source = kernel_of(codegen::cuda::emit_kernel(kernel, "k").source);
+  EXPECT_EQ(count(source, "(int64_t)p3[INT64_C(0)]"), 1u) << source;
+  EXPECT_EQ(count(source, "const int64_t lm_lo = 0, lm_hi = lm_imax((int64_t)0, lm_imin(lm_S, lm_r1 + lm_shift));"), 1u)
+      << source;
+  EXPECT_EQ(count(source, "lm_j <= lm_l + lm_shift ? __fmul_rn(lm_dot[lm_s], lm_scale) : -lm_inff()"), 2u) << source;
+}
+
 TEST(CudaCodegen, AttentionCompilesWithNvrtcWithoutWarnings) {
   runtime::cuda::NvrtcCompiler compiler;
   try {
@@ -208,13 +231,15 @@ TEST(CudaCodegen, AttentionCompilesWithNvrtcWithoutWarnings) {
   const std::vector<ir::Graph> graphs = {
       attention_graph(3, 41, 43, 20, 20, true), attention_graph(4, 1, 40, 8, 8, false),
       attention_graph(2, L, S, 16, 300, true), attention_graph(2, L, S, 64, Ev, false),
-      attention_graph(2, 5, 30, 128, 128, true), attention_graph(2, 1, S, 256, 256, true)};
+      attention_graph(2, 5, 30, 128, 128, true), attention_graph(2, 1, S, 256, 256, true),
+      attention_graph(3, 41, 70, 20, 20, true, /*causal=*/true), attention_graph(2, 1, S, 64, 64, true, true)};
   for (const ir::Graph& graph : graphs) {
     codegen::Kernel kernel = attention_kernel(graph);
     // The lowering gives f32 operands (the translator computes half attention in f32); the
     // emitter also reads and writes f16/bf16 buffers, computing in f32 and rounding on store.
     for (DType t : {DType::F32, DType::BF16, DType::F16}) {
-      for (codegen::Param& p : kernel.params) p.dtype = t;
+      for (codegen::Param& p : kernel.params)
+        if (ir::is_floating(p.dtype)) p.dtype = t;  // (not a causal mask's start)
       const codegen::cuda::CudaKernelSource attention = codegen::cuda::emit_kernel(kernel, "lm_attention");
       EXPECT_EQ(attention.uses_halves, t != DType::F32);
       if (t != DType::F32) EXPECT_EQ(count(attention.source, t == DType::F16 ? "= lm_f2h(" : "= lm_f2bf("), 1u);

@@ -129,12 +129,60 @@ TEST(Fusion, HalfSoftmaxStashesExpOnTheStack) {
   expect_matches_reference(b.graph, {random_tensor(DType::BF16, {4, 300}, rng)}, "bf16 softmax");
 }
 
+// A scalar constant read as `shape`.
+TensorRef scalar_of(IrTestBuilder& b, double value, const ir::Shape& shape) {
+  auto c = b.constant(value, DType::F32, {});
+  return viewed(c, c.view.expand(shape));
+}
+
+// softmax(q kᵀ * 0.25 + bias) v as translator/attention.cpp composes it: q [H, L, E] and k
+// [H, S, E] (read transposed) f32, v [H, S, Ev], bias [L, S] broadcast over the heads. `scaled`,
+// when given, receives the scaled scores.
+TensorRef attention_of(IrTestBuilder& b, const TensorRef& q, const TensorRef& k, const TensorRef& v,
+                       const TensorRef& bias, TensorRef* scaled_out = nullptr) {
+  const ir::Shape& q_shape = q.view.shape();
+  const ir::Shape scores_shape = {q_shape[0], q_shape[1], k.view.shape()[1]};
+  const ir::Shape row_shape = {q_shape[0], q_shape[1], 1};
+  auto product = b.matmul(q, viewed(k, k.view.permute({0, 2, 1})));
+  auto scaled = b.binary(Op::Mul, product, scalar_of(b, 0.25, scores_shape));
+  if (scaled_out) *scaled_out = scaled;
+  auto x = b.binary(Op::Add, scaled, viewed(bias, bias.view.expand(scores_shape)));
+  auto max = b.reduce(Op::MaxReduce, x, 2);
+  auto shift = b.where(b.binary(Op::Eq, max, scalar_of(b, -INFINITY, row_shape)), scalar_of(b, 0.0, row_shape), max);
+  auto exps = b.unary(Op::Exp, b.binary(Op::Sub, x, viewed(shift, shift.view.expand(scores_shape))));
+  auto sum = b.reduce(Op::SumReduce, exps, 2);
+  auto safe_sum = b.where(b.binary(Op::Eq, sum, scalar_of(b, 0.0, row_shape)), scalar_of(b, 1.0, row_shape), sum);
+  auto probabilities = b.binary(Op::Div, exps, viewed(safe_sum, safe_sum.view.expand(scores_shape)));
+  return b.matmul(probabilities, v);
+}
+
+// The comparison of a causal mask [L, S]: key s <= query l, or with `row_shift` (an i64 [] input)
+// s + 0 <= l + row_shift, as transformers compares a StaticCache's slots with the cache positions.
+TensorRef causal_comparison(IrTestBuilder& b, int64_t L, int64_t S, const std::optional<TensorRef>& row_shift) {
+  TensorRef rows = b.iota(0, DType::I64, {L}), cols = b.iota(0, DType::I64, {S});
+  if (row_shift) {
+    rows = b.binary(Op::Add, rows, viewed(*row_shift, row_shift->view.expand({L})));
+    const TensorRef zero = b.constant(ir::Scalar::of_int(0), DType::I64, {});
+    cols = b.binary(Op::Add, cols, viewed(zero, zero.view.expand({S})));
+  }
+  return b.binary(Op::Le, viewed(cols, cols.view.unsqueeze(0).expand({L, S})),
+                  viewed(rows, rows.view.unsqueeze(1).expand({L, S})));
+}
+
+// A causal comparison as an additive mask: where(allowed, 0, -inf), the translator's mask_bias.
+TensorRef causal_bias_of(IrTestBuilder& b, const TensorRef& allowed) {
+  const ir::Shape& shape = allowed.view.shape();
+  return b.where(allowed, scalar_of(b, 0.0, shape), scalar_of(b, -INFINITY, shape));
+}
+
 // Attention as translator/attention.cpp composes it: q [H, L, E], k [H, S, E] read transposed,
-// v [H, S, E], a [L, S] bias broadcast over heads. `scores_out` also returns the scaled scores.
-// f16/bf16 `operands` are cast to f32 first, as the translator computes their attention;
-// `widened_k_out` also returns k's cast.
+// v [H, S, E], a [L, S] bias broadcast over heads: an input, or with `causal` is_causal's mask
+// where(iota_s <= iota_l, 0, -inf). `scores_out` also returns the scaled scores. f16/bf16
+// `operands` are cast to f32 first, as the translator computes their attention; `widened_k_out`
+// also returns k's cast.
 ir::Graph attention_graph(int64_t heads, int64_t L, int64_t S, int64_t E, bool scores_out, DType operands = DType::F32,
-                          bool widened_k_out = false, bool bf16_out = false, int64_t cache_slots = 0) {
+                          bool widened_k_out = false, bool bf16_out = false, int64_t cache_slots = 0,
+                          bool causal = false) {
   IrTestBuilder b;
   auto widened = [&](const TensorRef& x) { return operands == DType::F32 ? x : b.unary(Op::Cast, x, DType::F32); };
   // With cache_slots, k and v are caches [heads, cache_slots, E] read at slots [1, S + 1).
@@ -146,23 +194,10 @@ ir::Graph attention_graph(int64_t heads, int64_t L, int64_t S, int64_t E, bool s
   auto q = widened(b.input("q", operands, {heads, L, E}));
   auto k = widened(keys("k"));
   auto v = widened(keys("v"));
-  auto bias = b.input("bias", DType::F32, {L, S});
-  const ir::Shape scores_shape = {heads, L, S};
-  const ir::Shape row_shape = {heads, L, 1};
-  auto scalar = [&](double value, const ir::Shape& shape) {
-    auto c = b.constant(value, DType::F32, {});
-    return viewed(c, c.view.expand(shape));
-  };
-  auto product = b.matmul(q, viewed(k, k.view.permute({0, 2, 1})));
-  auto scaled = b.binary(Op::Mul, product, scalar(0.25, scores_shape));
-  auto x = b.binary(Op::Add, scaled, viewed(bias, bias.view.expand(scores_shape)));
-  auto max = b.reduce(Op::MaxReduce, x, 2);
-  auto shift = b.where(b.binary(Op::Eq, max, scalar(-INFINITY, row_shape)), scalar(0.0, row_shape), max);
-  auto exps = b.unary(Op::Exp, b.binary(Op::Sub, x, viewed(shift, shift.view.expand(scores_shape))));
-  auto sum = b.reduce(Op::SumReduce, exps, 2);
-  auto safe_sum = b.where(b.binary(Op::Eq, sum, scalar(0.0, row_shape)), scalar(1.0, row_shape), sum);
-  auto probabilities = b.binary(Op::Div, exps, viewed(safe_sum, safe_sum.view.expand(scores_shape)));
-  const TensorRef out = b.matmul(probabilities, v);
+  const TensorRef bias =
+      causal ? causal_bias_of(b, causal_comparison(b, L, S, std::nullopt)) : b.input("bias", DType::F32, {L, S});
+  TensorRef scaled;
+  const TensorRef out = attention_of(b, q, k, v, bias, &scaled);
   b.output(bf16_out ? b.unary(Op::Cast, out, DType::BF16) : out);
   if (scores_out) b.output(scaled);
   if (widened_k_out) b.output(k);
@@ -238,6 +273,109 @@ std::map<passes::GroupKind, int> group_kinds(const passes::Partition& p) {
   for (int g : passes::topological_groups(p))
     if (p.groups[g].kind != passes::GroupKind::Source) ++kinds[p.groups[g].kind];
   return kinds;
+}
+
+// is_causal's mask as a tensor: 0 where s <= l, -inf above.
+HostTensor causal_mask(int64_t L, int64_t S) {
+  std::vector<float> values(static_cast<size_t>(L * S), -INFINITY);
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t s = 0; s <= std::min(l, S - 1); ++s) values[static_cast<size_t>(l * S + s)] = 0.0f;
+  return HostTensor::of<float>(DType::F32, {L, S}, values);
+}
+
+// The causal attention's output, and the same attention's with its mask passed as an input bias
+// (native ISA): the kernel masking each row itself must give the bits the -inf bias gives.
+std::pair<HostTensor, HostTensor> causal_and_masked(int64_t L, int64_t S, int64_t E, DType operands, bool bf16_out,
+                                                   std::mt19937& rng) {
+  std::vector<HostTensor> inputs = {random_tensor(operands, {2, L, E}, rng), random_tensor(operands, {2, S, E}, rng),
+                                    random_tensor(operands, {2, S, E}, rng)};
+  const ir::Graph causal = attention_graph(2, L, S, E, false, operands, false, bf16_out, 0, /*causal=*/true);
+  const ir::Graph masked = attention_graph(2, L, S, E, false, operands, false, bf16_out);
+  const std::string what = std::to_string(L) + "x" + std::to_string(S) + "x" + std::to_string(E);
+  expect_both_isas_match_the_reference(causal, inputs, "causal attention " + what,
+                                       operands == DType::F32 ? 1e-5 : 2e-2, {}, /*same_bits=*/false);
+  std::vector<HostTensor> causal_inputs = inputs;
+  HostTensor from_causal = run_executable(*compile_cpu(causal, {}), causal, causal_inputs)[0];
+  inputs.push_back(causal_mask(L, S));
+  HostTensor from_mask = run_executable(*compile_cpu(masked, {}), masked, inputs)[0];
+  return {std::move(from_causal), std::move(from_mask)};
+}
+
+TEST(Fusion, CausalAttentionMasksItsRowsWithoutABias) {
+  // is_causal's iota mask is not computed as a tensor: the attention kernel is the only kernel,
+  // and it masks each query row past its diagonal itself, with the bits an explicit -inf bias
+  // gives. Fewer keys than queries (rows past S attend every key), more, blocks of 36 rows (f32)
+  // with a partial last one, head dims not a multiple of 16.
+  for (const auto& [L, S, E] : {std::tuple<int64_t, int64_t, int64_t>{41, 43, 20}, {80, 60, 24}, {5, 9, 16}}) {
+    passes::PassContext cx;
+    cx.attention_kernels = true;
+    const passes::Partition p = passes::fuse(attention_graph(2, L, S, E, false, DType::F32, false, false, 0, true), cx);
+    EXPECT_EQ(group_kinds(p), (std::map<passes::GroupKind, int>{{passes::GroupKind::Attention, 1}}));
+    std::mt19937 rng(21);
+    const auto [from_causal, from_mask] = causal_and_masked(L, S, E, DType::F32, false, rng);
+    EXPECT_TRUE(from_causal.bytes == from_mask.bytes) << L << "x" << S << ": the causal kernel differs from the mask's";
+  }
+}
+
+TEST(Fusion, Bf16CausalAttentionSkipsTheChunksPastEachRowPairsDiagonal) {
+  // On bf16 tiles (where the CPU has them) a pair of 16-row tiles multiplies only the 32-key
+  // chunks its last row attends: 130 rows are two full blocks of 64 and a partial one; 70 x 100
+  // has keys no row attends; 37 x 45 a head dim of 40 (three column tiles of P V).
+  for (const auto& [L, S, E] :
+       {std::tuple<int64_t, int64_t, int64_t>{130, 130, 64}, {70, 100, 64}, {41, 43, 20}, {37, 45, 40}, {4, 6, 32}}) {
+    std::mt19937 rng(22);
+    const auto [from_causal, from_mask] = causal_and_masked(L, S, E, DType::BF16, /*bf16_out=*/true, rng);
+    EXPECT_TRUE(from_causal.bytes == from_mask.bytes) << L << "x" << S << ": the causal kernel differs from the mask's";
+  }
+}
+
+TEST(Fusion, CausalMasksSharingACacheComparisonComputeNoMask) {
+  // transformers' mask over a StaticCache, as in a 1,024-token prompt's prefill: one comparison
+  // of the cache's slots with the cache positions (a run-time start, an i64 [] input) that every
+  // layer turns into its own -inf bias. Each attention kernel masks its rows from the start it
+  // reads; neither the comparison nor a bias is computed. Starts past every key, before the
+  // first and far out of range (clamped, no overflow) too.
+  const int64_t L = 45, S = 70, E = 16;
+  IrTestBuilder b;
+  const TensorRef q = b.input("q", DType::F32, {2, L, E});
+  const TensorRef k = b.input("k", DType::F32, {2, S, E});
+  const TensorRef v = b.input("v", DType::F32, {2, S, E});
+  const TensorRef start = b.input("start", DType::I64, {});
+  const TensorRef allowed = causal_comparison(b, L, S, start);
+  const TensorRef first = attention_of(b, q, k, v, causal_bias_of(b, allowed));
+  b.output(attention_of(b, first, k, v, causal_bias_of(b, allowed)));
+  passes::PassContext cx;
+  cx.attention_kernels = true;
+  EXPECT_EQ(group_kinds(passes::fuse(b.graph, cx)), (std::map<passes::GroupKind, int>{{passes::GroupKind::Attention, 2}}));
+  for (const int64_t shift : {int64_t{0}, int64_t{7}, int64_t{-3}, int64_t{30}, int64_t{-50}, int64_t{1} << 62,
+                              -(int64_t{1} << 62)}) {
+    std::mt19937 rng(24);
+    expect_both_isas_match_the_reference(
+        b.graph,
+        {random_tensor(DType::F32, {2, L, E}, rng), random_tensor(DType::F32, {2, S, E}, rng),
+         random_tensor(DType::F32, {2, S, E}, rng), HostTensor::of<int64_t>(DType::I64, {}, {shift})},
+        "causal attention from start " + std::to_string(shift), 1e-5, {}, /*same_bits=*/false);
+  }
+}
+
+TEST(Fusion, ACausalMaskReadElsewhereStaysABias) {
+  // The mask is also a graph output: it is computed once, and the attention reads it as a bias.
+  ir::Graph graph = attention_graph(2, 41, 43, 20, false, DType::F32, false, false, 0, /*causal=*/true);
+  const auto mask = std::find_if(graph.nodes().begin(), graph.nodes().end(),
+                                 [](const ir::Node& node) { return node.op == Op::Where && node.shape.size() == 2; });
+  ASSERT_NE(mask, graph.nodes().end());
+  const ir::NodeId mask_id = static_cast<ir::NodeId>(mask - graph.nodes().begin());
+  graph.outputs().push_back(TensorRef{mask_id, ir::View::contiguous(mask->shape)});
+  passes::PassContext cx;
+  cx.attention_kernels = true;
+  const passes::Partition p = passes::fuse(graph, cx);
+  EXPECT_EQ(group_kinds(p)[passes::GroupKind::Attention], 1);
+  EXPECT_EQ(group_kinds(p)[passes::GroupKind::Pointwise], 1) << "the mask's own kernel";
+  std::mt19937 rng(23);
+  expect_matches_reference(graph,
+                           {random_tensor(DType::F32, {2, 41, 20}, rng), random_tensor(DType::F32, {2, 43, 20}, rng),
+                            random_tensor(DType::F32, {2, 43, 20}, rng)},
+                           "causal attention with its mask an output", 1e-5);
 }
 
 TEST(Fusion, HalfAttentionReadsItsOperandsThroughTheirCasts) {

@@ -153,6 +153,51 @@ def test_attention_is_one_kernel_without_a_scores_buffer(tmp_path):
     assert not any(line.startswith("gemm") or "row kernel" in line for line in steps), steps
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_causal_attention_computes_no_mask(tmp_path, dtype):
+    """is_causal's mask, and transformers' StaticCache mask (the cache's slots compared with the
+    cache positions, which start at a run-time value), are never tensors: the attention kernel
+    masks each query row past its diagonal itself and is the only kernel (but for a bf16
+    output's cast)."""
+    q, k, v = strided_qkv(100, 100, heads=2, E=32)(dtype)
+
+    def cache_mask(q, k, v, start):
+        positions = torch.arange(q.shape[2]) + start
+        allowed = torch.arange(k.shape[2])[None, :] + 0 <= positions[:, None]
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+
+    def is_causal(q, k, v, start):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    for attend in (is_causal, cache_mask):
+        debug_dir = tmp_path / attend.__name__
+        options = {"debug_dir": str(debug_dir), "fallback": "error"}
+        compiled = torch.compile(attend, backend="luminal", options=options, dynamic=False)
+        for start in (0, 7, -20):
+            start = torch.tensor(start)
+            torch.testing.assert_close(compiled(q, k, v, start), attend(q, k, v, start), atol=TOLERANCE[dtype], rtol=TOLERANCE[dtype])
+        steps = kernel_steps(debug_dir)
+        attention = [line for line in steps if "scaled dot-product attention (" in line]
+        others = [line for line in steps if line not in attention]
+        assert len(attention) == 1, steps
+        assert all("pointwise kernel: Cast from" in line for line in others) and len(others) <= 1, steps
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_causal_rows_do_not_read_keys_past_their_diagonal(dtype):
+    """A NaN key makes the rows that attend it NaN, not the rows before it that share its block of
+    query rows: eager's causal attention never reads a row's scores past its diagonal either."""
+    q, k, v = strided_qkv(100, 100, heads=2, E=32)(dtype)
+    k = k.clone()
+    k[:, :, 70, 3] = float("nan")
+    attend = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)  # noqa: E731
+    compiled = torch.compile(attend, backend="luminal", options={"fallback": "error"})
+    expected, actual = attend(q, k, v), compiled(q, k, v)
+    assert torch.equal(actual.isnan().any(-1), expected.isnan().any(-1))
+    finite = ~expected.isnan().any(-1)
+    torch.testing.assert_close(actual[finite], expected[finite], atol=TOLERANCE[dtype], rtol=TOLERANCE[dtype])
+
+
 def test_repeated_kv_is_read_in_place(tmp_path):
     """transformers' repeat_kv before attention copies every KV head G times, the whole static
     cache on every decode step; luminal reads the unrepeated K/V with grouped queries instead, so

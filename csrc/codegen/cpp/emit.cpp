@@ -1290,6 +1290,10 @@ class Emitter {
     for (int d = 0; d < batch_rank; ++d) batch_dims.push_back(d);
     std::ostringstream out;
     out << "  const int64_t lm_L = " << expr_text(a.q_len) << ", lm_Ev = " << expr_text(a.value_dim) << ";\n";
+    if (a.causal)
+      out << "  const int64_t lm_shift = lm_causal_shift(" << a.causal_shift << ", "
+          << (a.has_shift_param ? "(int64_t)p3[" + expr_text(a.shift_offset) + "]" : std::string("0")) << ", lm_L, "
+          << expr_text(a.kv_len) << ");\n";
     out << "  lm_attention_windows lm_windows;\n";
     out << "  for (int64_t lm_p = lm_begin; lm_p < lm_end; ++lm_p) {\n";
     out << item_indices(batch_dims);
@@ -1299,7 +1303,8 @@ class Emitter {
         << pointer(0, a.q) << ", " << strides(a.q) << ",\n        " << pointer(1, a.k)
         << ", " << strides(a.k) << ",\n        " << pointer(2, a.v) << ", " << strides(a.v) << ",\n        "
         << (a.has_bias ? pointer(3, a.bias) : std::string("nullptr")) << ", "
-        << (a.has_bias ? strides(a.bias) : std::string("0, 0")) << ",\n        p" << out_param
+        << (a.has_bias ? strides(a.bias) : std::string("0, 0")) << ", "
+        << (a.causal ? "true, lm_shift" : "false, 0") << ",\n        p" << out_param
         << " + lm_p * lm_L * lm_Ev, lm_L, " << expr_text(a.kv_len) << ", " << expr_text(a.head_dim)
         << ", lm_Ev, (float)" << scale.str() << ", " << (k_.tile > 0 ? k_.tile : kAttentionRows)
         << ", lm_windows, " << (a.bf16_probabilities ? "true" : "false") << "))\n";

@@ -664,8 +664,10 @@ struct lm_attention_windows {
   lm_attention_windows(const lm_attention_windows&) = delete;
   lm_attention_windows& operator=(const lm_attention_windows&) = delete;
   ~lm_attention_windows() { __builtin_free(blocks); }
-  // False when its memory cannot be allocated.
-  bool find(const float* b, int64_t b_rs, int64_t b_cs, int64_t L, int64_t S, int64_t rows) {
+  // False when its memory cannot be allocated. A causal mask (no bias: AttentionSpec::causal)
+  // gives each block the keys its last row attends, those up to its index plus `shift`.
+  bool find(const float* b, int64_t b_rs, int64_t b_cs, int64_t L, int64_t S, int64_t rows, bool causal,
+            int64_t shift) {
     if (blocks != nullptr && b == bias) return true;
     if (blocks == nullptr) {
       blocks = (int64_t*)__builtin_malloc(sizeof(int64_t) * 2 * ((L + rows - 1) / rows));
@@ -676,7 +678,13 @@ struct lm_attention_windows {
     hi = 0;
     for (int64_t r0 = 0, i = 0; r0 < L; r0 += rows, ++i) {
       const int64_t count = L - r0 < rows ? L - r0 : rows;
-      lm_attended_columns(b ? b + r0 * b_rs : nullptr, b_rs, b_cs, count, S, blocks[2 * i], blocks[2 * i + 1]);
+      if (causal) {
+        const int64_t end = r0 + count + shift;
+        blocks[2 * i] = 0;
+        blocks[2 * i + 1] = end < S ? (end > 0 ? end : 0) : S;
+      } else {
+        lm_attended_columns(b ? b + r0 * b_rs : nullptr, b_rs, b_cs, count, S, blocks[2 * i], blocks[2 * i + 1]);
+      }
       if (blocks[2 * i] >= blocks[2 * i + 1]) continue;
       lo = blocks[2 * i] < lo ? blocks[2 * i] : lo;
       hi = blocks[2 * i + 1] > hi ? blocks[2 * i + 1] : hi;
@@ -701,12 +709,15 @@ struct lm_attention_windows {
 // sums[r] = their sum: the caller divides the row's output by it, Ev divisions where dividing the
 // probabilities took n (with the scale and bias in the max's pass, two passes over the scores
 // instead of four: they were half of the time outside the tiles, 2026-11-28). A row with every
-// score -inf becomes zeros with sum 1, as torch's _safe_softmax gives zeros.
-inline void lm_attention_softmax(float* scores, int64_t lds, int64_t rows, int64_t n, const float* bias, int64_t b_rs,
-                                 int64_t b_cs, float scale, float* sums) {
+// score -inf becomes zeros with sum 1, as torch's _safe_softmax gives zeros. Row r attends only
+// keys below diagonal_end + r (a causal mask, AttentionSpec::causal; n or more for none): the
+// others' probabilities are 0 whatever their scores.
+inline void lm_attention_softmax(float* scores, int64_t lds, int64_t rows, int64_t all_n, int64_t diagonal_end,
+                                 const float* bias, int64_t b_rs, int64_t b_cs, float scale, float* sums) {
   for (int64_t r = 0; r < rows; ++r) {
     float* s = scores + r * lds;
     const float* b = bias ? bias + r * b_rs : nullptr;
+    const int64_t n = diagonal_end + r < all_n ? (diagonal_end + r > 0 ? diagonal_end + r : 0) : all_n;
     // This max skips NaN, which the reference's MaxReduce propagates; a NaN score still makes
     // its exp, the sum and so the whole row NaN, as there. Only a row whose other scores are
     // all -inf needs the NaN looked for.
@@ -730,13 +741,16 @@ inline void lm_attention_softmax(float* scores, int64_t lds, int64_t rows, int64
       for (int64_t j = 0; j < n; ++j)
         if (s[j] != s[j]) m = s[j];
     if (m == -__builtin_inff()) {
-      for (int64_t j = 0; j < n; ++j) s[j] = 0.0f;
+      for (int64_t j = 0; j < all_n; ++j) s[j] = 0.0f;
       sums[r] = 1.0f;
       continue;
     }
+    // The masked keys' scores are -inf, their exps 0: summed over the whole window, as with a
+    // -inf bias, the vector sum adds in the same order and gives the same bits.
+    for (int64_t j = n; j < all_n; ++j) s[j] = -__builtin_inff();
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j < n; ++j) {
+    for (int64_t j = 0; j < all_n; ++j) {
       const float e = lm_softmax_expf(s[j] - m);
       s[j] = e;
       sum += e;
@@ -797,7 +811,15 @@ inline void lm_pack_value_strips(const typename V::TA* v, int64_t v_rs, int64_t 
 // computes in f32, and each element widens exactly as it is read, so a half-precision KV cache is
 // read in place (only its attended rows) instead of cast whole to an f32 copy every call.
 // `windows` carries the bias's key windows from one head to the next within a kernel call.
+// `causal` (without a bias): row l attends keys s <= l + shift (AttentionSpec::causal; the
+// caller clamps the shift to [-L, S], lm_causal_shift, so that no index sum overflows).
 // Returns false when its scratch memory cannot be allocated.
+// A causal mask's shift, `constant` plus a tensor's `value`, clamped to [-L, S]: at -L or below
+// no row attends any key, at S or above every row attends every key.
+inline int64_t lm_causal_shift(int64_t constant, int64_t value, int64_t L, int64_t S) {
+  const __int128 shift = (__int128)constant + value;
+  return shift < -L ? -L : shift > S ? S : (int64_t)shift;
+}
 template <class A, class B>
 struct lm_is_same {
   static constexpr bool value = false;
@@ -809,27 +831,27 @@ struct lm_is_same<A, A> {
 #if defined(__AVX512BF16__)
 inline bool lm_attention_head_bf16_tiles(const uint16_t* q, int64_t q_rs, int64_t q_cs, const uint16_t* k,
                                          int64_t k_rs, int64_t k_cs, const uint16_t* v, int64_t v_rs, int64_t v_cs,
-                                         const float* bias, int64_t b_rs, int64_t b_cs, float* out, int64_t L,
-                                         int64_t S, int64_t E, int64_t Ev, float scale, int64_t block,
-                                         lm_attention_windows& windows);
+                                         const float* bias, int64_t b_rs, int64_t b_cs, bool causal, int64_t shift,
+                                         float* out, int64_t L, int64_t S, int64_t E, int64_t Ev, float scale,
+                                         int64_t block, lm_attention_windows& windows);
 #endif
 template <class Q, class K, class V>
 inline bool lm_attention_head(const typename Q::TA* q, int64_t q_rs, int64_t q_cs, const typename K::TA* k,
                               int64_t k_rs, int64_t k_cs, const typename V::TA* v, int64_t v_rs, int64_t v_cs,
-                              const float* bias, int64_t b_rs, int64_t b_cs, float* out, int64_t L, int64_t S,
-                              int64_t E, int64_t Ev, float scale, int64_t block, lm_attention_windows& windows,
-                              bool bf16_probabilities) {
+                              const float* bias, int64_t b_rs, int64_t b_cs, bool causal, int64_t shift, float* out,
+                              int64_t L, int64_t S, int64_t E, int64_t Ev, float scale, int64_t block,
+                              lm_attention_windows& windows, bool bf16_probabilities) {
 #if defined(__AVX512BF16__)
   // A bf16 prompt's attention whose output is bf16 on bf16 tiles (lm_attention_head_bf16_tiles,
   // AttentionSpec::bf16_probabilities); a few query rows (decode) below.
   if constexpr (lm_is_same<Q, lm_bf16>::value && lm_is_same<K, lm_bf16>::value && lm_is_same<V, lm_bf16>::value)
     if (bf16_probabilities && L >= 4)
-      return lm_attention_head_bf16_tiles(q, q_rs, q_cs, k, k_rs, k_cs, v, v_rs, v_cs, bias, b_rs, b_cs, out, L, S,
-                                          E, Ev, scale, block, windows);
+      return lm_attention_head_bf16_tiles(q, q_rs, q_cs, k, k_rs, k_cs, v, v_rs, v_cs, bias, b_rs, b_cs, causal, shift,
+                                          out, L, S, E, Ev, scale, block, windows);
 #endif
   // Rows padded to whole 6-row tiles; the padding rows of q and of the scores are zeros.
   const int64_t rows = ((block < L ? block : L) + 5) / 6 * 6;
-  if (!windows.find(bias, b_rs, b_cs, L, S, rows)) return false;
+  if (!windows.find(bias, b_rs, b_cs, L, S, rows, causal, shift)) return false;
   const int64_t lo = windows.lo, hi = windows.hi;
   if (lo >= hi) {
     for (int64_t i = 0; i < L * Ev; ++i) out[i] = 0.0f;
@@ -853,7 +875,8 @@ inline bool lm_attention_head(const typename Q::TA* q, int64_t q_rs, int64_t q_c
         scores[j] = dot;
       }
       float sum;
-      lm_attention_softmax(scores, n, 1, n, bias ? bias + r * b_rs + lo * b_cs : nullptr, 0, b_cs, scale, &sum);
+      lm_attention_softmax(scores, n, 1, n, causal ? r + shift + 1 - lo : n,
+                           bias ? bias + r * b_rs + lo * b_cs : nullptr, 0, b_cs, scale, &sum);
       float* o = out + r * Ev;
       for (int64_t c = 0; c < Ev; ++c) o[c] = 0.0f;
       for (int64_t j = 0; j < n; ++j) {
@@ -904,7 +927,8 @@ inline bool lm_attention_head(const typename Q::TA* q, int64_t q_rs, int64_t q_c
       for (; e < E; ++e) qr[e] = r < count ? Q::load1(src + e * q_cs) : 0.0f;
     }
     lm_panel_product(qp, E, kp + w0 * E, E * 16, E, sc, n16, count6, bn16);
-    lm_attention_softmax(sc, n16, count, bn, b ? b + (lo + w0) * b_cs : nullptr, b_rs, b_cs, scale, sums);
+    lm_attention_softmax(sc, n16, count, bn, causal ? r0 + shift + 1 - (lo + w0) : bn,
+                         b ? b + (lo + w0) * b_cs : nullptr, b_rs, b_cs, scale, sums);
     for (int64_t i = count * n16; i < count6 * n16; ++i) sc[i] = 0.0f;
     lm_panel_product(sc, n16, vp + w0 * 16, n * 16, bn, op, ev16, count6, ev16);
     for (int64_t r = 0; r < count; ++r) {
@@ -1565,13 +1589,19 @@ inline lm_f32x16 lm_softmax_exp16(lm_f32x16 x) {
 // probabilities rounded to bf16 for keys [32 kc, 32 kc + 32) at
 // probs + ((r / 16) * (n32 / 32) + kc) * 512 + (r % 16) * 32 (the A tiles of P V), zero from key n
 // to n32 (a multiple of 32). The sums are of the f32 values, as eager's flash attention sums them.
-inline void lm_attention_probs_bf16(float* scores, int64_t rows, int64_t n, int64_t n32, const float* bias,
-                                    int64_t b_rs, int64_t b_cs, float scale, float* sums, uint16_t* probs) {
+// Row r attends only keys below diagonal_end + r (a causal mask): past them its probabilities
+// are 0 and its scores are not read (the caller may leave whole 32-key chunks of them unset).
+inline void lm_attention_probs_bf16(float* scores, int64_t rows, int64_t all_n, int64_t n32, int64_t diagonal_end,
+                                    const float* bias, int64_t b_rs, int64_t b_cs, float scale, float* sums,
+                                    uint16_t* probs) {
   const lm_f32x16 iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
   for (int64_t r = 0; r < rows; ++r) {
     float* s = scores + r / 16 * (n32 / 16) * 256 + r % 16 * 16;  // keys j at s + j / 16 * 256 + j % 16
     const float* b = bias ? bias + r * b_rs : nullptr;
     uint16_t* p = probs + r / 16 * (n32 / 32) * 512 + r % 16 * 32;  // keys j at p + j / 32 * 512 + j % 32
+    const int64_t n = diagonal_end + r < all_n ? (diagonal_end + r > 0 ? diagonal_end + r : 0) : all_n;
+    const int64_t row_n32 = (n + 31) / 32 * 32;
+    for (int64_t j = row_n32; j < n32; j += 32) __builtin_memset(p + j / 32 * 512, 0, 64);
     auto at = [&](int64_t j) -> float& { return s[j / 16 * 256 + j % 16]; };
     // The scaled, biased scores: in place where the bias is not contiguous (rare), so that the
     // second pass reads them as it reads the others.
@@ -1613,13 +1643,13 @@ inline void lm_attention_probs_bf16(float* scores, int64_t rows, int64_t n, int6
         if (x != x) m = x;
       }
     if (m == -__builtin_inff()) {
-      for (j = 0; j < n32; j += 32) __builtin_memset(p + j / 32 * 512, 0, 64);
+      for (j = 0; j < row_n32; j += 32) __builtin_memset(p + j / 32 * 512, 0, 64);
       sums[r] = 1.0f;
       continue;
     }
     const lm_f32x16 mm = lm_splat16(m);
     lm_f32x16 sum = {};
-    for (j = 0; j < n32; j += 32) {
+    for (j = 0; j < row_n32; j += 32) {
       // (Past n the scores are zero-padded keys' or keys outside the window, and the bias is
       // not read: their values are replaced by 0 below.)
       lm_f32x16 e0 = lm_softmax_exp16(scores16(j) - mm), e1 = lm_softmax_exp16(scores16(j + 16) - mm);
@@ -1762,11 +1792,11 @@ inline void lm_tile_product(const uint16_t* a, int64_t a_row, int64_t a_step, co
 // afternoon).
 inline bool lm_attention_head_bf16_tiles(const uint16_t* q, int64_t q_rs, int64_t q_cs, const uint16_t* k,
                                          int64_t k_rs, int64_t k_cs, const uint16_t* v, int64_t v_rs, int64_t v_cs,
-                                         const float* bias, int64_t b_rs, int64_t b_cs, float* out, int64_t L,
-                                         int64_t S, int64_t E, int64_t Ev, float scale, int64_t block,
-                                         lm_attention_windows& windows) {
+                                         const float* bias, int64_t b_rs, int64_t b_cs, bool causal, int64_t shift,
+                                         float* out, int64_t L, int64_t S, int64_t E, int64_t Ev, float scale,
+                                         int64_t block, lm_attention_windows& windows) {
   const int64_t rows = ((block < L ? block : L) + 31) / 32 * 32;
-  if (!windows.find(bias, b_rs, b_cs, L, S, rows)) return false;
+  if (!windows.find(bias, b_rs, b_cs, L, S, rows, causal, shift)) return false;
   const int64_t lo = windows.lo, hi = windows.hi;
   if (lo >= hi) {
     for (int64_t i = 0; i < L * Ev; ++i) out[i] = 0.0f;
@@ -1821,12 +1851,20 @@ inline bool lm_attention_head_bf16_tiles(const uint16_t* q, int64_t q_rs, int64_
         }
         for (int64_t e = e_count; e < 32; ++e) qr[e] = 0;
       }
+    // Row r of the block attends keys below diagonal_end + r of its window (all of them
+    // without a causal mask). A pair of row tiles needs only the 32-key chunks its last row
+    // attends: with a causal mask, the chunks past its diagonal are neither multiplied nor read.
+    const int64_t diagonal_end = causal ? r0 + shift + 1 - (lo + w0) : bn32;
+    auto pair_chunks = [&](int64_t rt) {
+      const int64_t keys = diagonal_end + 16 * rt + 31;  // one past the pair's last row's keys
+      return keys < bn32 ? (keys > 0 ? (keys + 31) / 32 : 0) : kc32;
+    };
     for (int64_t rt = 0; rt < count32 / 16; rt += 2)
-      for (int64_t jb = 0; jb < kb16; jb += 2)
+      for (int64_t jb = 0; jb < 2 * pair_chunks(rt); jb += 2)
         lm_tile_product<true>(qb + rt * chunks * 512, chunks * 512, 512, kb + (w0 / 16 + jb) * chunks * 512,
                               chunks * 512, 512, chunks, sc + (rt * kb16 + jb) * 256, kb16 * 256);
-    lm_attention_probs_bf16(sc, count, bn, bn32, bias ? bias + r0 * b_rs + (lo + w0) * b_cs : nullptr, b_rs, b_cs,
-                            scale, sums, pb);
+    lm_attention_probs_bf16(sc, count, bn, bn32, diagonal_end, bias ? bias + r0 * b_rs + (lo + w0) * b_cs : nullptr,
+                            b_rs, b_cs, scale, sums, pb);
     // Rows past the block's: zero probabilities.
     for (int64_t r = count; r < count32; ++r)
       for (int64_t kc = 0; kc < kc32; ++kc) __builtin_memset(pb + (r / 16 * kc32 + kc) * 512 + r % 16 * 32, 0, 64);
@@ -1834,12 +1872,13 @@ inline bool lm_attention_head_bf16_tiles(const uint16_t* q, int64_t q_rs, int64_
     for (int64_t rt = 0; rt < count32 / 16; rt += 2) {
       const uint16_t* a = pb + rt * kc32 * 512;
       float* c = op + rt * col_blocks * 256;
+      const int64_t steps = pair_chunks(rt);
       int64_t cb = 0;
       for (; cb + 2 <= col_blocks; cb += 2)
-        lm_tile_product<true>(a, kc32 * 512, 512, vw + cb * 512, 512, col_blocks * 512, kc32, c + cb * 256,
+        lm_tile_product<true>(a, kc32 * 512, 512, vw + cb * 512, 512, col_blocks * 512, steps, c + cb * 256,
                               col_blocks * 256);
       if (cb < col_blocks)
-        lm_tile_product<false>(a, kc32 * 512, 512, vw + cb * 512, 0, col_blocks * 512, kc32, c + cb * 256,
+        lm_tile_product<false>(a, kc32 * 512, 512, vw + cb * 512, 0, col_blocks * 512, steps, c + cb * 256,
                                col_blocks * 256);
     }
     // The output's rows from the C tiles of P V: row r, columns [16 cb, 16 cb + 16) at

@@ -452,9 +452,12 @@ class Emitter {
   std::string attention_body(int64_t rows, int64_t busy_rows, int warps) const {
     const AttentionSpec& a = k_.attention;
     const int out_param = static_cast<int>(k_.params.size()) - 1;
-    for (const Param& p : k_.params)
-      INTERNAL_CHECK(p.dtype == DType::F32 || p.dtype == DType::BF16 || p.dtype == DType::F16)
-          << "attention over " << ir::dtype_name(p.dtype);
+    for (size_t i = 0; i < k_.params.size(); ++i) {
+      const DType t = k_.params[i].dtype;
+      const bool shift = a.has_shift_param && i == 3;  // a causal mask's start: an integer
+      INTERNAL_CHECK(shift ? ir::is_integral(t) : t == DType::F32 || t == DType::BF16 || t == DType::F16)
+          << "attention over " << ir::dtype_name(t);
+    }
     INTERNAL_CHECK(std::isfinite(a.scale)) << "attention scale " << a.scale;
     std::ostringstream scale;
     scale.precision(17);
@@ -484,6 +487,15 @@ class Emitter {
     out << "  const int64_t lm_items = " << expr_text(k_.parallel_extent()) << " * lm_tiles;\n";
     out << "  const float lm_scale = (float)" << scale.str() << ";\n";
     out << "  const int lm_lane = threadIdx.x & 31;\n";
+    if (a.causal) {
+      // Row l attends keys s <= l + lm_shift, the shift clamped to [-L, S] (the C++ kernel's
+      // lm_causal_shift), its two terms first to +-2^40 so that their sum cannot overflow.
+      constexpr int64_t kBound = int64_t{1} << 40;
+      const int64_t constant = std::clamp(a.causal_shift, -kBound, kBound);
+      const std::string value = a.has_shift_param ? "(int64_t)p3[" + expr_text(a.shift_offset) + "]" : "0";
+      out << "  const int64_t lm_shift = lm_imax(-lm_L, lm_imin(lm_S, " << constant << "LL + lm_imax(-" << kBound
+          << "LL, lm_imin(" << kBound << "LL, " << value << "))));\n";
+    }
     const int64_t split_columns = split_keys_columns();
     const AttentionTiles tiles = attention_tiles(rows, busy_rows, warps);
     if (split_columns > 0) {
@@ -500,7 +512,10 @@ class Emitter {
     out << "    const int64_t lm_r1 = lm_imin(lm_r0 + " << rows << ", lm_L);\n";
     out << decompose(k_.domain, batch_dims, "lm_h", "i", pointers, "    ") << pointers;
     out << "    " << attention_storage(out_param) << "* lm_o = p" << out_param << " + lm_h * lm_L * lm_Ev;\n";
-    if (a.has_bias) {
+    if (a.causal) {
+      out << "    // The block's key window: its last row attends the most keys.\n";
+      out << "    const int64_t lm_lo = 0, lm_hi = lm_imax((int64_t)0, lm_imin(lm_S, lm_r1 + lm_shift));\n";
+    } else if (a.has_bias) {
       out << "    // The block's key window: outside it every row's bias is -inf.\n";
       out << "    int64_t lm_first = lm_S, lm_last = 0;\n";
       out << "    for (int64_t lm_l = lm_r0; lm_l < lm_r1; ++lm_l)\n";
@@ -542,9 +557,13 @@ class Emitter {
                       : "";
   }
   // (q·k) * scale + bias, from the dot product `dot`: the reference's separately rounded Mul and Add.
+  // A causal mask's keys past the row's diagonal are -inf whatever q·k is, as the C++ kernel
+  // never reads their scores (AttentionSpec::causal).
   std::string attention_score(const std::string& dot) const {
     const std::string scaled = "__fmul_rn(" + dot + ", lm_scale)";
-    return k_.attention.has_bias ? "__fadd_rn(" + scaled + ", " + attention_bias_at() + ")" : scaled;
+    const AttentionSpec& a = k_.attention;
+    if (a.causal) return "(lm_j <= lm_l + lm_shift ? " + scaled + " : -lm_inff())";
+    return a.has_bias ? "__fadd_rn(" + scaled + ", " + attention_bias_at() + ")" : scaled;
   }
 
   // How the tiled attention lays a block's work out in shared memory (floats).

@@ -70,9 +70,40 @@ void group_pattern(Partition& p, ir::NodeId out, const std::vector<ir::NodeId>& 
   p.groups[into].kind = kind;
 }
 
+// Pointwise groups whose values no kernel reads once the attention patterns are grouped: a
+// causal mask's comparison and the shifted indices it compares, which an attention kernel
+// computes from the indices instead (AttentionPattern::causal), however many layers' masks
+// read that comparison. A reader inside an Attention group reads only the pattern's operands
+// (`attention_operand`). The dropped groups' nodes belong to no group, as inlined sources.
+void drop_unread_groups(Partition& p, const std::vector<bool>& attention_operand, PassContext& cx) {
+  const std::vector<int> order = topological_groups(p);
+  for (auto g = order.rbegin(); g != order.rend(); ++g) {
+    Group& group = p.groups[*g];
+    if (group.kind != GroupKind::Pointwise) continue;
+    bool read = false;
+    for (ir::NodeId id : group.nodes) {
+      read = read || p.read_by_runtime[id];
+      for (ir::NodeId user : p.users[id]) {
+        const int reader = p.group_of[user];
+        if (reader == *g || reader < 0) continue;  // < 0: dropped already
+        read = read || p.groups[reader].kind != GroupKind::Attention || attention_operand[id];
+      }
+    }
+    if (read) continue;
+    if (!cx.debug_dir.empty())
+      cx.log.push_back("drop group " + std::to_string(*g) + " (%" + std::to_string(group.nodes.front()) +
+                       "): no kernel reads it");
+    for (ir::NodeId id : group.nodes) p.group_of[id] = -1;
+    group.nodes.clear();
+    group.alive = false;
+  }
+}
+
 // Each attention pattern becomes one Attention group, before loop fusion could split it up.
 // Its operands must keep buffers of their own: an inlined constant has none.
 void group_attention(const ir::Graph& graph, Partition& p, PassContext& cx) {
+  std::vector<bool> attention_operand(graph.size(), false);
+  bool causal = false;
   for (size_t i = 0; i < graph.size(); ++i) {
     const ir::NodeId id = static_cast<ir::NodeId>(i);
     if (graph.node(id).op != ir::Op::Matmul) continue;
@@ -81,13 +112,19 @@ void group_attention(const ir::Graph& graph, Partition& p, PassContext& cx) {
     if (!pattern) continue;
     const bool inlined_operand =
         p.group_of[pattern->q.node] < 0 || p.group_of[pattern->k_transposed.node] < 0 ||
-        p.group_of[pattern->v.node] < 0 || (pattern->bias && p.group_of[pattern->bias->node] < 0);
+        p.group_of[pattern->v.node] < 0 || (pattern->bias && p.group_of[pattern->bias->node] < 0) ||
+        (pattern->causal && pattern->causal->shift_tensor && p.group_of[pattern->causal->shift_tensor->node] < 0);
     if (inlined_operand) continue;
     group_pattern(p, id, pattern->nodes, GroupKind::Attention);
+    for (const ir::TensorRef& operand : {pattern->q, pattern->k_transposed, pattern->v}) attention_operand[operand.node] = true;
+    if (pattern->bias) attention_operand[pattern->bias->node] = true;
+    if (pattern->causal && pattern->causal->shift_tensor) attention_operand[pattern->causal->shift_tensor->node] = true;
+    causal = causal || pattern->causal.has_value();
     if (!cx.debug_dir.empty())
       cx.log.push_back("attention %" + std::to_string(id) + ": " + std::to_string(pattern->nodes.size()) +
                        " nodes in one kernel");
   }
+  if (causal) drop_unread_groups(p, attention_operand, cx);
 }
 
 // Each group-quantized GEMV becomes one QuantizedGemv group, before loop fusion could compute
