@@ -803,6 +803,12 @@ inline void lm_pack_value_strips(const typename V::TA* v, int64_t v_rs, int64_t 
     for (; c < ev16; ++c) vp[c / 16 * n * 16 + j * 16 + c % 16] = c < Ev ? V::load1(src + c * v_cs) : 0.0f;
   }
 }
+// A causal mask's shift, `constant` plus a tensor's `value`, clamped to [-L, S]: at -L or below
+// no row attends any key, at S or above every row attends every key.
+inline int64_t lm_causal_shift(int64_t constant, int64_t value, int64_t L, int64_t S) {
+  const __int128 shift = (__int128)constant + value;
+  return shift < -L ? -L : shift > S ? S : (int64_t)shift;
+}
 // One (batch, head): out [L, Ev] contiguous. A few query rows (decode) take dot products
 // straight from k and v; more rows share k and v packed once into zero-padded panels of
 // 16-column strips (kᵀ [E, n16], v [n, ev16]) and go in blocks of `block` rows whose scores
@@ -814,12 +820,6 @@ inline void lm_pack_value_strips(const typename V::TA* v, int64_t v_rs, int64_t 
 // `causal` (without a bias): row l attends keys s <= l + shift (AttentionSpec::causal; the
 // caller clamps the shift to [-L, S], lm_causal_shift, so that no index sum overflows).
 // Returns false when its scratch memory cannot be allocated.
-// A causal mask's shift, `constant` plus a tensor's `value`, clamped to [-L, S]: at -L or below
-// no row attends any key, at S or above every row attends every key.
-inline int64_t lm_causal_shift(int64_t constant, int64_t value, int64_t L, int64_t S) {
-  const __int128 shift = (__int128)constant + value;
-  return shift < -L ? -L : shift > S ? S : (int64_t)shift;
-}
 template <class A, class B>
 struct lm_is_same {
   static constexpr bool value = false;
