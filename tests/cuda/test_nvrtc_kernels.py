@@ -88,14 +88,19 @@ def _check_decode(family: str, dtype: torch.dtype) -> None:
     launches = {k["launch"] for k in report["kernels"]}
     assert "one warp per output" in launches, "decode Linear layers should be GEMV kernels"
     # One query row against the static cache: its key tiles split over a block of 8 warps, a
-    # key window that stops at the cache's filled length (the mask's -inf tail is never read).
-    # Gemma-3's sliding layers have a shorter cache than its full ones: two kernels.
+    # key window that stops at the cache's filled length (the mask's -inf tail is never read):
+    # a causal mask's from the cache position the kernel reads (AttentionSpec::causal), another
+    # mask's (Gemma-3's sliding layers) from a block reduction over the bias. Gemma-3's sliding
+    # layers have a shorter cache than its full ones: two kernels.
     attention = _kernels(report, ATTENTION)
     assert attention and sum(k["launches"] for k in attention) == 2
     for kernel in attention:
         assert kernel["launch"] == "one block per query tile"
         assert "__launch_bounds__(256)" in kernel["source"]
-        assert "lm_block_reduce(lm_first, lm_min_op())" in kernel["source"]
+        assert ("lm_hi = lm_imax((int64_t)0, lm_imin(lm_S, lm_r1 + lm_shift))" in kernel["source"]
+                or "lm_block_reduce(lm_first, lm_min_op())" in kernel["source"])
+    if family == "llama":  # transformers' StaticCache mask: causal, from the cache position
+        assert all("lm_r1 + lm_shift" in kernel["source"] for kernel in attention)
         assert "lm_j0 = lm_lo + 32 * lm_warp; lm_j0 < lm_hi; lm_j0 += blockDim.x)" in kernel["source"]
 
 
@@ -249,8 +254,8 @@ def test_attention_with_rows_too_wide_for_shared_memory_reads_per_row():
 
 
 def test_causal_gqa_attention_source():
-    """is_causal with fewer key/value heads (GQA): the causal mask is a pointwise kernel, the
-    attention one pattern kernel reading each key/value head for its query heads."""
+    """is_causal with fewer key/value heads (GQA): one pattern kernel reading each key/value head
+    for its query heads, computing the causal mask from the indices (no mask kernel, no bias)."""
     gen = torch.Generator().manual_seed(4)
     q = torch.randn(2, 4, 10, 16, generator=gen)
     k, v = (torch.randn(2, 2, 10, 16, generator=gen) for _ in range(2))
@@ -258,8 +263,10 @@ def test_causal_gqa_attention_source():
     assert not failures(report), "\n\n".join(failures(report)[:3])
     assert not report["library_steps"]
     [kernel] = _kernels(report, ATTENTION)
+    assert [k["what"] for k in report["kernels"]] == [kernel["what"]], "the attention is the only kernel"
     assert kernel["launch"] == "one block per query tile"
-    assert "lm_block_reduce(lm_first, lm_min_op())" in kernel["source"]
+    assert "lm_hi = lm_imax((int64_t)0, lm_imin(lm_S, lm_r1 + lm_shift))" in kernel["source"]
+    assert "lm_j <= lm_l + lm_shift ?" in kernel["source"]
 
 
 def test_attention_dynamic_dims_are_kernel_arguments():
