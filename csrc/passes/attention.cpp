@@ -134,6 +134,13 @@ class Matcher {
 
 }  // namespace
 
+std::vector<NodeId> AttentionPattern::operands() const {
+  std::vector<NodeId> read = {q.node, k_transposed.node, v.node};
+  if (bias) read.push_back(bias->node);
+  if (causal && causal->shift_tensor) read.push_back(causal->shift_tensor->node);
+  return read;
+}
+
 std::optional<AttentionPattern> match_attention(const ir::Graph& graph, NodeId matmul,
                                                 const std::vector<std::vector<NodeId>>& users,
                                                 const std::vector<bool>& read_by_runtime, bool half_operands) {

@@ -37,6 +37,9 @@ struct AttentionPattern {
   // transformers mask over a StaticCache): the kernel masks each row itself (`bias` is empty).
   std::optional<CausalMask> causal;
   double scale = 1.0;
+
+  // The nodes the pattern's kernel reads: q, k, v, and the bias or the causal mask's shift tensor.
+  std::vector<ir::NodeId> operands() const;
 };
 
 // `users[n]` lists the nodes reading node n; `read_by_runtime[n]` whether the runtime reads it after

@@ -679,9 +679,8 @@ struct lm_attention_windows {
     for (int64_t r0 = 0, i = 0; r0 < L; r0 += rows, ++i) {
       const int64_t count = L - r0 < rows ? L - r0 : rows;
       if (causal) {
-        const int64_t end = r0 + count + shift;
         blocks[2 * i] = 0;
-        blocks[2 * i + 1] = end < S ? (end > 0 ? end : 0) : S;
+        blocks[2 * i + 1] = lm_imin(lm_imax(r0 + count + shift, 0), S);
       } else {
         lm_attended_columns(b ? b + r0 * b_rs : nullptr, b_rs, b_cs, count, S, blocks[2 * i], blocks[2 * i + 1]);
       }
@@ -717,7 +716,7 @@ inline void lm_attention_softmax(float* scores, int64_t lds, int64_t rows, int64
   for (int64_t r = 0; r < rows; ++r) {
     float* s = scores + r * lds;
     const float* b = bias ? bias + r * b_rs : nullptr;
-    const int64_t n = diagonal_end + r < all_n ? (diagonal_end + r > 0 ? diagonal_end + r : 0) : all_n;
+    const int64_t n = lm_imin(lm_imax(diagonal_end + r, 0), all_n);
     // This max skips NaN, which the reference's MaxReduce propagates; a NaN score still makes
     // its exp, the sum and so the whole row NaN, as there. Only a row whose other scores are
     // all -inf needs the NaN looked for.
@@ -1599,7 +1598,7 @@ inline void lm_attention_probs_bf16(float* scores, int64_t rows, int64_t all_n, 
     float* s = scores + r / 16 * (n32 / 16) * 256 + r % 16 * 16;  // keys j at s + j / 16 * 256 + j % 16
     const float* b = bias ? bias + r * b_rs : nullptr;
     uint16_t* p = probs + r / 16 * (n32 / 32) * 512 + r % 16 * 32;  // keys j at p + j / 32 * 512 + j % 32
-    const int64_t n = diagonal_end + r < all_n ? (diagonal_end + r > 0 ? diagonal_end + r : 0) : all_n;
+    const int64_t n = lm_imin(lm_imax(diagonal_end + r, 0), all_n);
     const int64_t row_n32 = (n + 31) / 32 * 32;
     for (int64_t j = row_n32; j < n32; j += 32) __builtin_memset(p + j / 32 * 512, 0, 64);
     auto at = [&](int64_t j) -> float& { return s[j / 16 * 256 + j % 16]; };
@@ -1855,9 +1854,8 @@ inline bool lm_attention_head_bf16_tiles(const uint16_t* q, int64_t q_rs, int64_
     // without a causal mask). A pair of row tiles needs only the 32-key chunks its last row
     // attends: with a causal mask, the chunks past its diagonal are neither multiplied nor read.
     const int64_t diagonal_end = causal ? r0 + shift + 1 - (lo + w0) : bn32;
-    auto pair_chunks = [&](int64_t rt) {
-      const int64_t keys = diagonal_end + 16 * rt + 31;  // one past the pair's last row's keys
-      return keys < bn32 ? (keys > 0 ? (keys + 31) / 32 : 0) : kc32;
+    auto pair_chunks = [&](int64_t rt) {  // up to the pair's last row's keys
+      return (lm_imin(lm_imax(diagonal_end + 16 * rt + 31, 0), bn32) + 31) / 32;
     };
     for (int64_t rt = 0; rt < count32 / 16; rt += 2)
       for (int64_t jb = 0; jb < 2 * pair_chunks(rt); jb += 2)

@@ -110,15 +110,11 @@ void group_attention(const ir::Graph& graph, Partition& p, PassContext& cx) {
     const std::optional<AttentionPattern> pattern =
         match_attention(graph, id, p.users, p.read_by_runtime, cx.attention_half_operands);
     if (!pattern) continue;
-    const bool inlined_operand =
-        p.group_of[pattern->q.node] < 0 || p.group_of[pattern->k_transposed.node] < 0 ||
-        p.group_of[pattern->v.node] < 0 || (pattern->bias && p.group_of[pattern->bias->node] < 0) ||
-        (pattern->causal && pattern->causal->shift_tensor && p.group_of[pattern->causal->shift_tensor->node] < 0);
-    if (inlined_operand) continue;
+    const std::vector<ir::NodeId> operands = pattern->operands();
+    if (std::any_of(operands.begin(), operands.end(), [&](ir::NodeId operand) { return p.group_of[operand] < 0; }))
+      continue;  // an inlined operand
     group_pattern(p, id, pattern->nodes, GroupKind::Attention);
-    for (const ir::TensorRef& operand : {pattern->q, pattern->k_transposed, pattern->v}) attention_operand[operand.node] = true;
-    if (pattern->bias) attention_operand[pattern->bias->node] = true;
-    if (pattern->causal && pattern->causal->shift_tensor) attention_operand[pattern->causal->shift_tensor->node] = true;
+    for (ir::NodeId operand : operands) attention_operand[operand] = true;
     causal = causal || pattern->causal.has_value();
     if (!cx.debug_dir.empty())
       cx.log.push_back("attention %" + std::to_string(id) + ": " + std::to_string(pattern->nodes.size()) +
