@@ -3,7 +3,8 @@ its scalar loops give: bf16 elementwise and row kernels built for this CPU (lane
 vcvtneps2bf16, AVX512-BF16) against the same kernels built with cpu_isa="avx2" (scalar loops
 only), on values that probe the rounding: ties, denormals (which vcvtneps2bf16 flushes to zero),
 NaN payloads, infinities, overflow to infinity. Rows of 1,000 elements: 62 whole vectors and a
-scalar tail of 8."""
+scalar tail of 8 (where an erf makes the loop take four vectors at once, 15 blocks of them and a
+tail of 40)."""
 
 from __future__ import annotations
 
@@ -132,6 +133,25 @@ def test_exp_bf16():
     x = (rounding_probes() * 30).to(torch.bfloat16)
     scalar, lanes = compiled_both_ways(torch.exp, x)
     assert_same_bits(scalar, lanes, any_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_erf_and_gelu_on_four_interleaved_vectors(dtype, tmp_path):
+    # An erf's lane loop takes four vectors per iteration (lm_erff_lanes<4>): rows of 1,000 are
+    # 15 blocks of 64 and a scalar tail of 40. Both of erf's halves (|x| below 1, from 1 to 4),
+    # its clamp at 4, infinities and NaNs.
+    x = rounding_probes()
+    x[5:20] = torch.linspace(-6, 6, 1000 * 15).view(15, 1000)
+    x = x.to(dtype)
+    for fn in (torch.erf, F.gelu):
+        scalar, lanes = compiled_both_ways(fn, x)
+        assert_same_bits(scalar, lanes, any_nan=True)
+        torch.testing.assert_close(lanes[5:20].float(), fn(x[5:20]).float(), rtol=1e-2 if dtype == torch.bfloat16 else 1e-6,
+                                   atol=1e-2 if dtype == torch.bfloat16 else 1e-6)
+    torch._dynamo.reset()
+    torch.compile(F.gelu, backend="luminal", options={"debug_dir": str(tmp_path)})(x)
+    kernels = [p.read_text().split("extern \"C\" int64_t", 1)[1] for p in tmp_path.glob("kernels_*.cpp")]
+    assert kernels and all("lm_erff_lanes<4>" in k for k in kernels), "gelu's erf is not on interleaved lanes"
 
 
 def test_long_chain_of_shared_values_compiles_quickly():

@@ -713,13 +713,16 @@ class Emitter {
   // ---- explicit 16-lane loops ----
   // Where the CPU has AVX512-BF16 (LM_LANE_LOOPS in the prelude), a simd loop over the inner dim
   // whose every value is f32 or bf16, read contiguously (or the same along the whole loop: a
-  // per-row value, a literal) and computed by + - * /, negation, reciprocal, exp, sigmoid and
-  // casts between the two, with a bf16 value or output, first runs as explicit 16-lane code
-  // (prelude's kLaneHelpers) over its whole vectors; the scalar loop does the rest. GCC
-  // vectorises the scalar loop too, but rounds to bf16 in seven integer operations per vector
-  // where this is one vcvtneps2bf16: a bf16 RMSNorm's final pass spent two thirds of its
-  // instructions rounding (docs/lessons.md, 2026-12-06 (morning)). Each lane computes what the
-  // scalar code computes, in the same order: the same bits.
+  // per-row value, a literal) and computed by + - * /, negation, reciprocal, exp, sigmoid, erf
+  // and casts between the two, with a bf16 value or output or an erf, first runs as explicit
+  // 16-lane code (prelude's kLaneHelpers) over its whole vectors; the scalar loop does the rest.
+  // GCC vectorises the scalar loop too, but rounds to bf16 in seven integer operations per
+  // vector where this is one vcvtneps2bf16: a bf16 RMSNorm's final pass spent two thirds of its
+  // instructions rounding (docs/lessons.md, 2026-12-06 (morning)). A loop with an erf takes
+  // kErfLaneVectors vectors per iteration, each value computed for all of them before the next
+  // and the erfs interleaved step by step (lm_erff_lanes): one vector's erf is a dependency chain
+  // the core cannot overlap enough of (2026-12-06 (night)). Each lane computes what the scalar
+  // code computes, in the same order: the same bits.
   // Memoised per value (lane_known_: -1 not yet known): a value read twice by each of a chain
   // of ops (x = x * x, 32 times) made the walk exponential.
   bool lane_value(int id) {
@@ -745,7 +748,7 @@ class Emitter {
         }
         switch (v.op) {
           case ir::Op::Add: case ir::Op::Sub: case ir::Op::Mul: case ir::Op::Div: case ir::Op::Neg:
-          case ir::Op::Recip: case ir::Op::Sigmoid: case ir::Op::Exp: case ir::Op::Cast: break;
+          case ir::Op::Recip: case ir::Op::Sigmoid: case ir::Op::Exp: case ir::Op::Erf: case ir::Op::Cast: break;
           default: return false;
         }
         for (int a : v.args)
@@ -767,7 +770,25 @@ class Emitter {
     }
     return reaches_bf16_[id] == 1;
   }
-  std::vector<signed char> lane_known_, reaches_bf16_;
+  // Whether an erf is among `id` and what it is computed from within the loop (memoised in
+  // reaches_erf_).
+  bool reaches_erf(int id) {
+    if (reaches_erf_[id] < 0) {
+      const Value& v = k_.values[id];
+      bool found = false;
+      if (v.kind == ValueKind::Compute && !(row_ && per_row_[id])) {
+        found = v.op == ir::Op::Erf;
+        for (int a : v.args) found = found || reaches_erf(a);
+      }
+      reaches_erf_[id] = found ? 1 : 0;
+    }
+    return reaches_erf_[id] == 1;
+  }
+  std::vector<signed char> lane_known_, reaches_bf16_, reaches_erf_;
+  // Vectors per lane-loop iteration: 1, or kErfLaneVectors in a loop with an erf, where each lane
+  // value is an array of them (w<id>[lm_k]) and each statement a loop over lm_k.
+  static constexpr int kErfLaneVectors = 4;
+  int lane_vectors_ = 1;
 
   // Inside one piece of a split inner loop (inner_split_points), [first, last): cat's piece
   // selects and clamped positions there are constants and i + c, which make rotate_half's
@@ -853,7 +874,15 @@ class Emitter {
     return std::string(t == DType::BF16 ? "lm_lanes_bf16(&" : "lm_lanes_f32(&") + at + ")";
   }
 
-  std::string lane_name(int id) const { return "w" + std::to_string(id); }
+  std::string lane_name(int id) const { return "w" + std::to_string(id) + (lane_vectors_ > 1 ? "[lm_k]" : ""); }
+  // `statement` for each of the iteration's vectors: itself with one vector, else in a loop over
+  // lm_k that declares the inner index of vector lm_k.
+  std::string each_lane_vector(const std::string& indent, const std::string& statement) const {
+    if (lane_vectors_ == 1) return indent + statement + "\n";
+    const std::string i = "i" + std::to_string(inner_);
+    return indent + "for (int lm_k = 0; lm_k < " + std::to_string(lane_vectors_) + "; ++lm_k) { const int64_t " + i +
+           " = lm_block + 16 * lm_k; " + statement + " }\n";
+  }
 
   // ref() for the lane loop: value `id` as an lm_f32x16 of the 16 elements from the loop index.
   std::string lane_ref(int id, Scope& loop, bool unrounded = false) {
@@ -886,6 +915,16 @@ class Emitter {
         std::vector<std::string> args;
         for (int a : v.args) args.push_back(lane_ref(a, loop));
         const DType in = k_.values[v.args[0]].dtype;
+        if (v.op == ir::Op::Erf) {
+          // All the iteration's vectors at once (its argument copied into an array of them).
+          INTERNAL_CHECK(lane_vectors_ == kErfLaneVectors) << "an erf in a lane loop of one vector: " << k_.label;
+          const std::string x = "x" + std::to_string(id), w = "w" + std::to_string(id), count = std::to_string(lane_vectors_);
+          *loop.code += loop.indent + "lm_f32x16 " + x + "[" + count + "], " + w + "[" + count + "];\n" +
+                        each_lane_vector(loop.indent, x + "[lm_k] = " + args[0] + ";") + loop.indent + "lm_erff_lanes<" +
+                        count + ">(" + x + ", " + w + ");\n";
+          loop.done->insert(id);
+          return lane_name(id);
+        }
         if (v.op == ir::Op::Cast) {
           // f32 -> bf16 rounds; bf16 -> f32 and same-dtype casts keep the value.
           e = in == DType::F32 && v.dtype == DType::BF16 && !unrounded ? "lm_rbf(" + args[0] + ")" : args[0];
@@ -898,7 +937,12 @@ class Emitter {
       }
       default: INTERNAL_ERROR() << "value " << id << " is not a lane value in " << k_.label;
     }
-    *loop.code += loop.indent + "const lm_f32x16 " + lane_name(id) + " = " + e + ";\n";
+    if (lane_vectors_ == 1) {
+      *loop.code += loop.indent + "const lm_f32x16 " + lane_name(id) + " = " + e + ";\n";
+    } else {
+      *loop.code += loop.indent + "lm_f32x16 w" + std::to_string(id) + "[" + std::to_string(lane_vectors_) + "];\n" +
+                    each_lane_vector(loop.indent, lane_name(id) + " = " + e + ";");
+    }
     loop.done->insert(id);
     return lane_name(id);
   }
@@ -911,7 +955,7 @@ class Emitter {
     const char* store = k_.params[s.param].dtype == DType::F32 ? "lm_store_lanes_f32("
                         : form == StoreForm::Bits               ? "lm_store_lanes_bf16_bits("
                                                                 : "lm_store_lanes_bf16(";
-    return scope.indent + store + at + ", " + value + ");\n";
+    return each_lane_vector(scope.indent, store + at + ", " + value + ");");
   }
 
   // The lane loop over [begin, lm_lane_end) for `stores`, declaring lm_lane_end (begin without
@@ -921,24 +965,29 @@ class Emitter {
     // (What a value is can differ between the pieces of a split loop.)
     lane_known_.assign(k_.values.size(), -1);
     reaches_bf16_.assign(k_.values.size(), -1);
+    reaches_erf_.assign(k_.values.size(), -1);
     piece_affine_.assign(k_.values.size(), std::nullopt);
-    bool bf16 = false;
+    bool bf16 = false, erf = false;
     for (const Store* s : stores) {
       const DType t = k_.params[s->param].dtype;
       if ((t != DType::F32 && t != DType::BF16) || inner_ >= static_cast<int>(s->index.strides.size()) ||
           !is_one(s->index.strides[inner_]) || !lane_value(s->value))
         return "";
       bf16 = bf16 || t == DType::BF16 || reaches_bf16(s->value);
+      erf = erf || reaches_erf(s->value);
     }
-    if (!bf16) return "";
+    if (!bf16 && !erf) return "";
+    lane_vectors_ = erf ? kErfLaneVectors : 1;
     std::string code;
     std::set<int> done;
     Scope scope{&code, &done, false, "      "};
     for (const Store* s : stores) code += lane_store_line(*s, scope);
-    const std::string i = "i" + std::to_string(inner_);
-    return "#if LM_LANE_LOOPS\n    const int64_t lm_lane_end = " + begin + " + (" + end + " - " + begin +
-           ") / 16 * 16;\n    for (int64_t " + i + " = " + begin + "; " + i + " < lm_lane_end; " + i + " += 16) {\n" +
-           code + "    }\n#else\n    const int64_t lm_lane_end = " + begin + ";\n#endif\n";
+    const std::string step = std::to_string(16 * lane_vectors_);
+    const std::string i = lane_vectors_ == 1 ? "i" + std::to_string(inner_) : "lm_block";
+    lane_vectors_ = 1;
+    return "#if LM_LANE_LOOPS\n    const int64_t lm_lane_end = " + begin + " + (" + end + " - " + begin + ") / " + step +
+           " * " + step + ";\n    for (int64_t " + i + " = " + begin + "; " + i + " < lm_lane_end; " + i + " += " + step +
+           ") {\n" + code + "    }\n#else\n    const int64_t lm_lane_end = " + begin + ";\n#endif\n";
   }
 
   // ---- gemv ----
