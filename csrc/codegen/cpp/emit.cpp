@@ -881,7 +881,7 @@ class Emitter {
     if (lane_vectors_ == 1) return indent + statement + "\n";
     const std::string i = "i" + std::to_string(inner_);
     return indent + "for (int lm_k = 0; lm_k < " + std::to_string(lane_vectors_) + "; ++lm_k) { const int64_t " + i +
-           " = lm_block + 16 * lm_k; " + statement + " }\n";
+           " = lm_lane_base + 16 * lm_k; " + statement + " }\n";
   }
 
   // ref() for the lane loop: value `id` as an lm_f32x16 of the 16 elements from the loop index.
@@ -983,7 +983,7 @@ class Emitter {
     Scope scope{&code, &done, false, "      "};
     for (const Store* s : stores) code += lane_store_line(*s, scope);
     const std::string step = std::to_string(16 * lane_vectors_);
-    const std::string i = lane_vectors_ == 1 ? "i" + std::to_string(inner_) : "lm_block";
+    const std::string i = lane_vectors_ == 1 ? "i" + std::to_string(inner_) : "lm_lane_base";
     lane_vectors_ = 1;
     return "#if LM_LANE_LOOPS\n    const int64_t lm_lane_end = " + begin + " + (" + end + " - " + begin + ") / " + step +
            " * " + step + ";\n    for (int64_t " + i + " = " + begin + "; " + i + " < lm_lane_end; " + i + " += " + step +
