@@ -99,9 +99,9 @@ def _check_decode(family: str, dtype: torch.dtype) -> None:
         assert "__launch_bounds__(256)" in kernel["source"]
         assert ("lm_hi = lm_imax((int64_t)0, lm_imin(lm_S, lm_r1 + lm_shift))" in kernel["source"]
                 or "lm_block_reduce(lm_first, lm_min_op())" in kernel["source"])
+        assert "lm_j0 = lm_lo + 32 * lm_warp; lm_j0 < lm_hi; lm_j0 += blockDim.x)" in kernel["source"]
     if family == "llama":  # transformers' StaticCache mask: causal, from the cache position
         assert all("lm_r1 + lm_shift" in kernel["source"] for kernel in attention)
-        assert "lm_j0 = lm_lo + 32 * lm_warp; lm_j0 < lm_hi; lm_j0 += blockDim.x)" in kernel["source"]
 
 
 @pytest.mark.parametrize(("family", "dtype"), DECODE_FAST, ids=str)
