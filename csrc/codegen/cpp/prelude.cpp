@@ -148,13 +148,17 @@ constexpr float lm_exp_lowest = -87.33654f;  // ln(FLT_MIN): 2^n stays a normal 
 // e^x as e^r times one power of two, for x from lm_exp_lowest to 89, or NaN: lm_expf's value
 // below ~88.38, +inf above (2^n is +inf for n = 128, where lm_expf's two powers still make the
 // finite values up to ~88.72). The callers below keep their arguments in that range.
-inline float lm_exp_one_power(float x) {
-  float n;
-  const float er = lm_exp_reduced(x, n);
+// 2^n for an integral n from -126 to 128 (+inf), from the exponent's bits.
+inline float lm_two_to(float n) {
   const int32_t bits = ((int32_t)n + 127) << 23;
   float two_n;
   __builtin_memcpy(&two_n, &bits, sizeof two_n);
-  return er * two_n;
+  return two_n;
+}
+inline float lm_exp_one_power(float x) {
+  float n;
+  const float er = lm_exp_reduced(x, n);
+  return er * lm_two_to(n);
 }
 // exp(x) for attention's shifted scores (x <= 0, or NaN): within 1 ULP of expf, 0 below
 // ln(FLT_MIN) where expf is a denormal (an attention row's sum is at least 1, so those terms
@@ -196,10 +200,7 @@ inline float lm_erff(float x) {
   // and below that erf rounds to 1 either way); two steps fewer than 1 - lm_exp_one_power(y):
   // a one-core loop of gelus 3-4% faster (Zen 5), within 1 ULP on all floats as before.
   float n;
-  const float m = lm_expm1_reduced(__builtin_fmaf(-xc, xc, q), n);
-  const int32_t bits = ((int32_t)n + 127) << 23;
-  float two_n;
-  __builtin_memcpy(&two_n, &bits, sizeof two_n);
+  const float m = lm_expm1_reduced(__builtin_fmaf(-xc, xc, q), n), two_n = lm_two_to(n);
   const float from_one = __builtin_fmaf(-m, two_n, 1.0f - two_n);
   return __builtin_copysignf(ax < 1.0f ? below_one : from_one, x);
 }
@@ -3118,18 +3119,21 @@ inline void lm_store_lanes_bf16(uint16_t* p, lm_f32x16 v) {
   const lm_u16x16 h = lm_f2bf_lanes(v);
   __builtin_memcpy(p, &h, sizeof h);
 }
-// lm_exp_reduced, lm_exp_one_power, lm_sigmoid and lm_expf on every lane: the same operations in
-// the same order as the scalar ones in kMathHelpers (tests/ops/test_lane_loops.py compares the
-// two builds bit for bit). Not erf: GCC's vectorised scalar erf ran a bf16 gelu 3% faster than
-// its lane twin did, and with one rounding per element the lanes had nothing to win there.
+// lm_exp_reduced, lm_two_to, lm_exp_one_power, lm_sigmoid and lm_expf on every lane: the same
+// operations in the same order as the scalar ones in kMathHelpers (tests/ops/test_lane_loops.py
+// compares the two builds bit for bit). erf's twin (lm_erff_lanes, below) takes four vectors at
+// once: on one vector, GCC's vectorised scalar erf had run a bf16 gelu 3% faster than it did.
 inline lm_f32x16 lm_exp_reduced(lm_f32x16 y, lm_f32x16& n) {
   n = __builtin_ia32_rndscaleps_mask(y * 1.44269504088896341f, 4 /* rint */, lm_f32x16{}, (unsigned short)-1, 4);
   return lm_exp_reduced_lanes(y, n);
 }
+inline lm_f32x16 lm_two_to(lm_f32x16 n) {
+  return (lm_f32x16)((lm_u32x16)(__builtin_convertvector(n, lm_i32x16) + 127) << 23);
+}
 inline lm_f32x16 lm_exp_one_power(lm_f32x16 x) {
   lm_f32x16 n;
   const lm_f32x16 er = lm_exp_reduced(x, n);
-  return er * (lm_f32x16)((lm_u32x16)(__builtin_convertvector(n, lm_i32x16) + 127) << 23);
+  return er * lm_two_to(n);
 }
 inline lm_f32x16 lm_sigmoid(lm_f32x16 x) {
   const lm_f32x16 y = -x, lowest = lm_splat16(lm_exp_lowest), highest = lm_splat16(89.0f);
@@ -3176,7 +3180,7 @@ inline void lm_erff_lanes(const lm_f32x16* x, lm_f32x16* out) {
   for (int k = 0; k < K; ++k)
     n[k] = __builtin_ia32_rndscaleps_mask(y[k] * 1.44269504088896341f, 4 /* rint */, lm_f32x16{}, (unsigned short)-1, 4);
   lm_expm1_reduced_lanes<K>(y, n, m);
-  for (int k = 0; k < K; ++k) two_n[k] = (lm_f32x16)((lm_u32x16)(__builtin_convertvector(n[k], lm_i32x16) + 127) << 23);
+  for (int k = 0; k < K; ++k) two_n[k] = lm_two_to(n[k]);
   for (int k = 0; k < K; ++k) from_one[k] = lm_madd16(-m[k], two_n[k], 1.0f - two_n[k]);
   for (int k = 0; k < K; ++k) {
     const lm_f32x16 e = ax[k] < 1.0f ? below_one[k] : from_one[k];
