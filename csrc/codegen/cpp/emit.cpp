@@ -758,31 +758,26 @@ class Emitter {
       default: return false;
     }
   }
-  // Whether a bf16 value is among `id` and what it is computed from within the loop (memoised in
-  // reaches_bf16_ as lane_known_ is).
-  bool reaches_bf16(int id) {
-    if (reaches_bf16_[id] < 0) {
+  // Whether `id` or a value it is computed from within the loop is `wanted`, memoised in `memo`
+  // as lane_known_ is: reaches_bf16 a bf16 value, reaches_erf an erf the loop computes (not a
+  // per-row one, which the row's scalar code computes).
+  bool reaches(int id, std::vector<signed char>& memo, const std::function<bool(int)>& wanted) {
+    if (memo[id] < 0) {
       const Value& v = k_.values[id];
-      bool found = v.dtype == DType::BF16;
+      bool found = wanted(id);
       if (!found && v.kind == ValueKind::Compute && !(row_ && per_row_[id]))
-        for (int a : v.args) found = found || reaches_bf16(a);
-      reaches_bf16_[id] = found ? 1 : 0;
+        for (int a : v.args) found = found || reaches(a, memo, wanted);
+      memo[id] = found ? 1 : 0;
     }
-    return reaches_bf16_[id] == 1;
+    return memo[id] == 1;
   }
-  // Whether an erf is among `id` and what it is computed from within the loop (memoised in
-  // reaches_erf_).
+  bool reaches_bf16(int id) {
+    return reaches(id, reaches_bf16_, [&](int v) { return k_.values[v].dtype == DType::BF16; });
+  }
   bool reaches_erf(int id) {
-    if (reaches_erf_[id] < 0) {
-      const Value& v = k_.values[id];
-      bool found = false;
-      if (v.kind == ValueKind::Compute && !(row_ && per_row_[id])) {
-        found = v.op == ir::Op::Erf;
-        for (int a : v.args) found = found || reaches_erf(a);
-      }
-      reaches_erf_[id] = found ? 1 : 0;
-    }
-    return reaches_erf_[id] == 1;
+    return reaches(id, reaches_erf_, [&](int v) {
+      return k_.values[v].kind == ValueKind::Compute && k_.values[v].op == ir::Op::Erf && !(row_ && per_row_[v]);
+    });
   }
   std::vector<signed char> lane_known_, reaches_bf16_, reaches_erf_;
   // Vectors per lane-loop iteration: 1, or kErfLaneVectors in a loop with an erf, where each lane
