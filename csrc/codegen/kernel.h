@@ -147,7 +147,12 @@ struct ScanSpec {
   Index in;   // over the domain
   Index out;  // over the domain, contiguous
   ir::DType accumulate = ir::DType::F64;
+  // f32 and bf16 scans whose rows are contiguous in both operands run kScanBlockRows rows at a
+  // time (the prelude's lm_cumsum_rows8: one vector add per element of eight rows, in each
+  // row's scalar order), not a dependent add per element.
+  bool row_blocks = false;
 };
+constexpr int64_t kScanBlockRows = 8;
 
 // A matrix operand of attention: element (r, c) of batch b.. is at
 // batch.offset + sum_d b_d * batch.strides[d] + r * row_stride + c * col_stride.
@@ -303,8 +308,11 @@ struct Kernel {
   // weight rows per block (tile_candidates offers no others).
   bool gemv_strips() const;
   // The fewest work items a thread-pool chunk of this kernel takes: kGemvStripsChunkRows weight
-  // rows for gemv_strips() (each call packs `a`), else 1.
-  int64_t min_chunk_items() const { return gemv.amx_tiles ? kAmxGemvChunkRows : gemv_strips() ? kGemvStripsChunkRows : 1; }
+  // rows for gemv_strips() (each call packs `a`), a scan's block of rows, else 1.
+  int64_t min_chunk_items() const {
+    if (kind == KernelKind::Scan) return scan.row_blocks ? kScanBlockRows : 1;
+    return gemv.amx_tiles ? kAmxGemvChunkRows : gemv_strips() ? kGemvStripsChunkRows : 1;
+  }
 };
 
 // Tiles worth timing besides the default (Kernel::tile), for the kinds that have one: they

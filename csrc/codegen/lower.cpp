@@ -366,6 +366,8 @@ LoweredKernel lower_scan(const ir::Graph& graph, NodeId id) {
   s.in = Index{in.offset(), zero_unit_dims(k.domain, in.strides())};
   s.out = Index{Expr(int64_t{0}), zero_unit_dims(k.domain, contiguous_strides(node.shape))};
   s.accumulate = ir::scan_accumulator(node.dtype);
+  s.row_blocks = (node.dtype == DType::F32 || node.dtype == DType::BF16) && is_one(s.in.strides[s.axis]) &&
+                 is_one(s.out.strides[s.axis]);
   return out;
 }
 

@@ -163,3 +163,44 @@ def test_argmax_nan_and_ties():
     ]
     run_case(Case("argmax_nan", lambda x: (x.argmax(-1), x.argmin(-1), x.max(-1), x.min(-1)), dtypes=(f32, torch.float64),
                   variants={}, extra_inputs=inputs))
+
+
+# f32 and bf16 cumsums along a contiguous axis run eight rows at a time (codegen::ScanSpec::
+# row_blocks, the prelude's lm_cumsum_rows8): each row still adds in the scalar loop's order and
+# accumulator, so the bits are eager's (double sums for f32, float for bf16). Rows: whole blocks,
+# a block of 5 real rows (3 repeated), 3 rows left to the scalar loop, one row; lengths with and
+# without a tail of fewer than 8; rows of a wider tensor (each row's own start); a cumsum over a
+# non-contiguous axis (the scalar loop); both ISAs.
+SCAN_BLOCK_INPUTS = {
+    "blocks_64x1003": lambda: torch.randn(64, 1003),
+    "partial_block_13x37": lambda: torch.randn(13, 37),
+    "scalar_rows_11x40": lambda: torch.randn(11, 40),
+    "one_row_1x4099": lambda: torch.randn(1, 4099),
+    "rank3_3x5x77": lambda: torch.randn(3, 5, 77),
+    "specials_9x21": lambda: torch.tensor([float("nan"), float("inf"), -float("inf"), 3e38, 3e38, 1e-40, -2.0])
+    .repeat(27).view(9, 21),
+}
+
+
+def _same_bits(actual: torch.Tensor, expected: torch.Tensor) -> bool:
+    as_int = {torch.bfloat16: torch.int16, torch.float32: torch.int32}[expected.dtype]
+    differ = (actual.view(as_int) != expected.view(as_int)) & ~(actual.isnan() & expected.isnan())
+    return actual.shape == expected.shape and not differ.any()
+
+
+@pytest.mark.parametrize("isa", ["avx2", "native"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+@pytest.mark.parametrize("name", list(SCAN_BLOCK_INPUTS))
+def test_cumsum_row_blocks_give_eagers_bits(name, dtype, isa, tmp_path):
+    torch.manual_seed(0)
+    x = SCAN_BLOCK_INPUTS[name]().to(dtype)
+    wide = torch.cat([x, x], dim=-1)
+    n = x.shape[-1]
+    # The slice is taken in the graph (an input arrives dense): rows of a wider tensor.
+    fn = lambda x, wide: (x.cumsum(-1), wide[..., 1 : 1 + n].cumsum(-1), x.transpose(0, -1).cumsum(-1))  # noqa: E731
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="luminal", options={"cpu_isa": isa, "debug_dir": str(tmp_path)})
+    for actual, expected in zip(compiled(x, wide), fn(x, wide)):
+        assert _same_bits(actual, expected), f"{name} {dtype} {isa}: cumsum differs from eager's bits"
+    kernels = [p.read_text() for p in tmp_path.glob("kernels_*.cpp")]
+    assert sum(k.count("lm_cumsum_rows8(lm_rows_in") for k in kernels) == 2, "contiguous rows not scanned in blocks"

@@ -1360,11 +1360,36 @@ class Emitter {
   // ---- scan ----
   // A work item is one row: the other dims' loop variables come from lm_p.
   std::string scan_body() const {
+    const ScanSpec& s = k_.scan;
     std::vector<int> row_dims;
     for (int d = 0; d < rank_; ++d)
-      if (d != k_.scan.axis) row_dims.push_back(d);
-    return "  for (int64_t lm_p = lm_begin; lm_p < lm_end; ++lm_p) {\n" + item_indices(row_dims) +
-           scan_row(k_, table_, "    ") + "  }\n";
+      if (d != s.axis) row_dims.push_back(d);
+    if (!s.row_blocks)
+      return "  for (int64_t lm_p = lm_begin; lm_p < lm_end; ++lm_p) {\n" + item_indices(row_dims) +
+             scan_row(k_, table_, "    ") + "  }\n";
+    // Blocks of kScanBlockRows rows: each row's start in both operands, then the prelude's scan.
+    // A block costs the same however few of its rows are real, so fewer than half a block's
+    // last rows take the scalar loop.
+    const std::string type = table_.storage_type(k_.params[1].dtype);
+    const std::string rows = std::to_string(kScanBlockRows);
+    const auto row_start = [&](const Index& index) {
+      Index start = index;
+      start.strides[s.axis] = Expr(int64_t{0});
+      return index_text(start, false);
+    };
+    std::string out = "  int64_t lm_p = lm_begin;\n";
+    out += "  for (; lm_end - lm_p >= " + std::to_string(kScanBlockRows / 2) + "; lm_p += " + rows + ") {\n";
+    out += "    const " + type + "* lm_rows_in[" + rows + "];\n";
+    out += "    " + type + "* lm_rows_out[" + rows + "];\n";
+    out += "    for (int64_t lm_b = 0; lm_b < " + rows + "; ++lm_b) {\n";
+    out += "    const int64_t lm_q = lm_p + lm_b < lm_end ? lm_p + lm_b : lm_end - 1;\n";
+    out += item_indices(row_dims, "lm_q");
+    out += "    lm_rows_in[lm_b] = p0 + " + row_start(s.in) + ";\n";
+    out += "    lm_rows_out[lm_b] = p1 + " + row_start(s.out) + ";\n";
+    out += "    }\n";
+    out += "    lm_cumsum_rows8(lm_rows_in, lm_rows_out, " + expr_text(k_.domain[s.axis]) + ");\n";
+    out += "  }\n";
+    return out + "  for (; lm_p < lm_end; ++lm_p) {\n" + item_indices(row_dims) + scan_row(k_, table_, "    ") + "  }\n";
   }
 
   // ---- scatter ----
