@@ -2159,14 +2159,31 @@ inline void lm_gemv_columns(const uint16_t* a, int64_t a_step, const uint16_t* w
 // interleaved into pairs (two unpacks, so a register holds columns 0-3, 8-11, 16-19, 24-27 and
 // the other 4-7, 12-15, ...) and each row's pair a[m][k], a[m][k + 1] is broadcast into
 // vdpbf16ps, as lm_gemv_bf16_strips multiplies a [N, K] weight's pairs. Two shuffles per 2 x MR
-// multiplies: a [K, N] weight needs no copy per call. Elsewhere (and for a last block of fewer
-// than 32 columns) each row is the column GEMV (lm_gemv_columns).
+// multiplies: a [K, N] weight needs no copy per call. As the f32 column form does, the weight is
+// read in chunks of lm_bf16_column_chunk rows, every tile of rows over a chunk before the next,
+// while the tiles fetch the next chunk's rows into L2: a weight row's 32 columns are one cache
+// line, N values from the next, a stride the hardware's prefetchers do not follow, and without
+// the prefetches GPT-2's 32-row products waited on memory for two thirds of their time. The
+// sums go through memory between chunks in f32, so each adds its pairs in the order of k as one
+// pass would. Elsewhere (and for a last block of fewer than 32 columns) each row is the column
+// GEMV (lm_gemv_columns).
 #if defined(__AVX512BF16__)
 typedef unsigned short lm_u16x32 __attribute__((vector_size(64)));
+constexpr int64_t lm_bf16_column_chunk = 64;  // even: a chunk's pairs are pairs of the whole depth
+// MR rows of one block of 32 columns over `depth` weight rows (a chunk), added to the sums in c
+// unless `first`.
 template <int MR>
 inline void lm_tile_bf16_columns(const uint16_t* a, int64_t lda, const uint16_t* w, int64_t w_step, int64_t depth,
-                                 float* c, int64_t ldc) {
+                                 float* c, int64_t ldc, bool first) {
   lm_f32x16 acc[MR][2] = {};
+  if (!first)
+    for (int m = 0; m < MR; ++m) {
+      lm_f32x16 low, high;  // columns 0-15 and 16-31, back into the pairs' lane order
+      __builtin_memcpy(&low, c + m * ldc, sizeof low);
+      __builtin_memcpy(&high, c + m * ldc + 16, sizeof high);
+      acc[m][0] = __builtin_shufflevector(low, high, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+      acc[m][1] = __builtin_shufflevector(low, high, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+    }
   auto step = [&](lm_u16x32 r0, lm_u16x32 r1, auto pair_of_row) {
     const lm_f32x16 lo = (lm_f32x16)__builtin_shufflevector(r0, r1, 0, 32, 1, 33, 2, 34, 3, 35, 8, 40, 9, 41, 10, 42, 11,
                                                             43, 16, 48, 17, 49, 18, 50, 19, 51, 24, 56, 25, 57, 26, 58,
@@ -2180,11 +2197,17 @@ inline void lm_tile_bf16_columns(const uint16_t* a, int64_t lda, const uint16_t*
       acc[m][1] = lm_dot_bf16_pairs(acc[m][1], hi, x);
     }
   };
+  const int64_t ahead = lm_bf16_column_chunk * w_step;
   int64_t k = 0;
   for (; k + 2 <= depth; k += 2) {
+    const uint16_t* row = w + k * w_step;
+    __builtin_prefetch(row + ahead, 0, 2);
+    __builtin_prefetch(row + ahead + 31, 0, 2);
+    __builtin_prefetch(row + w_step + ahead, 0, 2);
+    __builtin_prefetch(row + w_step + ahead + 31, 0, 2);
     lm_u16x32 r0, r1;
-    __builtin_memcpy(&r0, w + k * w_step, sizeof r0);
-    __builtin_memcpy(&r1, w + (k + 1) * w_step, sizeof r1);
+    __builtin_memcpy(&r0, row, sizeof r0);
+    __builtin_memcpy(&r1, row + w_step, sizeof r1);
     step(r0, r1, [&](int m) { return lm_broadcast_bf16_pairs<1>(a + m * lda + k); });
   }
   if (k < depth) {  // an odd depth's last row, paired with zeros
@@ -2201,24 +2224,33 @@ inline void lm_tile_bf16_columns(const uint16_t* a, int64_t lda, const uint16_t*
     __builtin_memcpy(c + m * ldc + 16, &second, sizeof second);
   }
 }
+// Rows m, m + R, ... of a block of columns in tiles of R rows while R are left; the next row.
+template <int R>
+inline int64_t lm_bf16_column_tiles(const uint16_t* a, int64_t lda, int64_t rows, int64_t m, const uint16_t* w,
+                                    int64_t w_step, int64_t depth, float* sums, int64_t ldc, bool first) {
+  for (; m + R <= rows; m += R) lm_tile_bf16_columns<R>(a + m * lda, lda, w, w_step, depth, sums + m * ldc, ldc, first);
+  return m;
+}
 inline void lm_gemm_bf16_columns(const uint16_t* a, int64_t lda, int64_t rows, const uint16_t* w, int64_t w_step,
                                  int64_t depth, int64_t cols, float* sums, int64_t ldc) {
-  int64_t c = 0;
-  for (; c + 32 <= cols; c += 32) {
-    int64_t m = 0;
-    for (; m + 12 <= rows; m += 12) lm_tile_bf16_columns<12>(a + m * lda, lda, w + c, w_step, depth, sums + m * ldc + c, ldc);
-    if (m + 8 <= rows) {
-      lm_tile_bf16_columns<8>(a + m * lda, lda, w + c, w_step, depth, sums + m * ldc + c, ldc);
-      m += 8;
+  const int64_t blocked = cols / 32 * 32;
+  if (depth == 0)
+    for (int64_t m = 0; m < rows; ++m)
+      for (int64_t j = 0; j < blocked; ++j) sums[m * ldc + j] = 0;
+  for (int64_t k0 = 0; k0 < depth; k0 += lm_bf16_column_chunk) {
+    const int64_t kc = depth - k0 < lm_bf16_column_chunk ? depth - k0 : lm_bf16_column_chunk;
+    const bool first = k0 == 0;
+    for (int64_t c = 0; c < blocked; c += 32) {
+      const uint16_t* wk = w + k0 * w_step + c;
+      int64_t m = lm_bf16_column_tiles<12>(a + k0, lda, rows, 0, wk, w_step, kc, sums + c, ldc, first);
+      m = lm_bf16_column_tiles<8>(a + k0, lda, rows, m, wk, w_step, kc, sums + c, ldc, first);
+      m = lm_bf16_column_tiles<4>(a + k0, lda, rows, m, wk, w_step, kc, sums + c, ldc, first);
+      lm_bf16_column_tiles<1>(a + k0, lda, rows, m, wk, w_step, kc, sums + c, ldc, first);
     }
-    if (m + 4 <= rows) {
-      lm_tile_bf16_columns<4>(a + m * lda, lda, w + c, w_step, depth, sums + m * ldc + c, ldc);
-      m += 4;
-    }
-    for (; m < rows; ++m) lm_tile_bf16_columns<1>(a + m * lda, lda, w + c, w_step, depth, sums + m * ldc + c, ldc);
   }
-  if (c < cols)
-    for (int64_t m = 0; m < rows; ++m) lm_gemv_columns<lm_bf16>(a + m * lda, 1, w + c, w_step, depth, cols - c, sums + m * ldc + c);
+  if (blocked < cols)
+    for (int64_t m = 0; m < rows; ++m)
+      lm_gemv_columns<lm_bf16>(a + m * lda, 1, w + blocked, w_step, depth, cols - blocked, sums + m * ldc + blocked);
 }
 #else
 inline void lm_gemm_bf16_columns(const uint16_t* a, int64_t lda, int64_t rows, const uint16_t* w, int64_t w_step,
