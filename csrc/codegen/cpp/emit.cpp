@@ -1382,12 +1382,12 @@ class Emitter {
     out += "    const " + type + "* lm_rows_in[" + rows + "];\n";
     out += "    " + type + "* lm_rows_out[" + rows + "];\n";
     out += "    for (int64_t lm_b = 0; lm_b < " + rows + "; ++lm_b) {\n";
-    out += "    const int64_t lm_q = lm_p + lm_b < lm_end ? lm_p + lm_b : lm_end - 1;\n";
+    out += "    const int64_t lm_q = lm_p + lm_b < lm_end ? lm_p + lm_b : lm_end - 1;  // a repeat past the end\n";
     out += item_indices(row_dims, "lm_q");
     out += "    lm_rows_in[lm_b] = p0 + " + row_start(s.in) + ";\n";
     out += "    lm_rows_out[lm_b] = p1 + " + row_start(s.out) + ";\n";
     out += "    }\n";
-    out += "    lm_cumsum_rows8(lm_rows_in, lm_rows_out, " + expr_text(k_.domain[s.axis]) + ");\n";
+    out += "    lm_cumsum_rows" + rows + "(lm_rows_in, lm_rows_out, " + expr_text(k_.domain[s.axis]) + ");\n";
     out += "  }\n";
     return out + "  for (; lm_p < lm_end; ++lm_p) {\n" + item_indices(row_dims) + scan_row(k_, table_, "    ") + "  }\n";
   }
