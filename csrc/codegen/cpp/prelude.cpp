@@ -2152,6 +2152,13 @@ inline void lm_gemv_columns(const uint16_t* a, int64_t a_step, const uint16_t* w
       }
     }
 }
+// The prompt column forms' pass over a [K, N] weight (lm_gemm_bf16_columns, lm_gemm_f32_columns):
+// chunk(k0, the chunk's rows, whether it is the first) for each chunk of `rows` weight rows, in
+// order, so that every tile of rows runs over one chunk before the next.
+template <class Chunk>
+inline void lm_column_chunks(int64_t depth, int64_t rows, Chunk chunk) {
+  for (int64_t k0 = 0; k0 < depth; k0 += rows) chunk(k0, depth - k0 < rows ? depth - k0 : rows, k0 == 0);
+}
 // The column form for a prompt's rows of bf16 activations (GemvSpec::columns with bf16_pairs):
 // sums[m * ldc + c] = sum_k a[m * lda + k] * w[k * w_step + c] for m < rows and c < cols, `a`
 // read along K with unit stride. With AVX512-BF16, each block of 32 columns is a register tile
@@ -2237,9 +2244,7 @@ inline void lm_gemm_bf16_columns(const uint16_t* a, int64_t lda, int64_t rows, c
   if (depth == 0)
     for (int64_t m = 0; m < rows; ++m)
       for (int64_t j = 0; j < blocked; ++j) sums[m * ldc + j] = 0;
-  for (int64_t k0 = 0; k0 < depth; k0 += lm_bf16_column_chunk) {
-    const int64_t kc = depth - k0 < lm_bf16_column_chunk ? depth - k0 : lm_bf16_column_chunk;
-    const bool first = k0 == 0;
+  lm_column_chunks(depth, lm_bf16_column_chunk, [&](int64_t k0, int64_t kc, bool first) {
     for (int64_t c = 0; c < blocked; c += 32) {
       const uint16_t* wk = w + k0 * w_step + c;
       int64_t m = lm_bf16_column_tiles<12>(a + k0, lda, rows, 0, wk, w_step, kc, sums + c, ldc, first);
@@ -2247,7 +2252,7 @@ inline void lm_gemm_bf16_columns(const uint16_t* a, int64_t lda, int64_t rows, c
       m = lm_bf16_column_tiles<4>(a + k0, lda, rows, m, wk, w_step, kc, sums + c, ldc, first);
       lm_bf16_column_tiles<1>(a + k0, lda, rows, m, wk, w_step, kc, sums + c, ldc, first);
     }
-  }
+  });
   if (blocked < cols)
     for (int64_t m = 0; m < rows; ++m)
       lm_gemv_columns<lm_bf16>(a + m * lda, 1, w + blocked, w_step, depth, cols - blocked, sums + m * ldc + blocked);
@@ -2508,9 +2513,7 @@ inline void lm_gemm_f32_columns(const float* a, int64_t lda, int64_t rows, const
   if (depth == 0)
     for (int64_t m = 0; m < rows; ++m)
       for (int64_t j = 0; j < cols; ++j) sums[m * ldc + j] = 0;
-  for (int64_t k0 = 0; k0 < depth; k0 += lm_f32_column_chunk) {
-    const int64_t kc = depth - k0 < lm_f32_column_chunk ? depth - k0 : lm_f32_column_chunk;
-    const bool first = k0 == 0;
+  lm_column_chunks(depth, lm_f32_column_chunk, [&](int64_t k0, int64_t kc, bool first) {
     const float* ak = a + k0;
     const float* wk = w + k0 * w_step;
     for (int64_t c = 0; c < blocked; c += block) {
@@ -2530,7 +2533,7 @@ inline void lm_gemm_f32_columns(const float* a, int64_t lda, int64_t rows, const
         for (int64_t j = 0; j < cols - blocked; ++j) out[j] = __builtin_fmaf(x, row[j], out[j]);
       }
     }
-  }
+  });
 }
 // An f32 grouped GEMV row is sum_g s_g * (sum_k a_k q_k - z_g * A_g), A_g the sum of `a` over
 // group g: the zero points come out of the loop over the weights as one dot product per row,
