@@ -1364,12 +1364,21 @@ class Emitter {
     std::vector<int> row_dims;
     for (int d = 0; d < rank_; ++d)
       if (d != s.axis) row_dims.push_back(d);
-    if (!s.row_blocks)
-      return "  for (int64_t lm_p = lm_begin; lm_p < lm_end; ++lm_p) {\n" + item_indices(row_dims) +
-             scan_row(k_, table_, "    ") + "  }\n";
-    // Blocks of kScanBlockRows rows: each row's start in both operands, then the prelude's scan.
-    // A block costs the same however few of its rows are real, so fewer than half a block's
-    // last rows take the scalar loop.
+    // The scalar loop over the rows, or over those the blocks leave.
+    std::string out, first_row = "int64_t lm_p = lm_begin";
+    if (s.row_blocks) {
+      out = "  " + first_row + ";\n" + scan_row_blocks(row_dims);
+      first_row.clear();
+    }
+    return out + "  for (" + first_row + "; lm_p < lm_end; ++lm_p) {\n" + item_indices(row_dims) +
+           scan_row(k_, table_, "    ") + "  }\n";
+  }
+
+  // Blocks of kScanBlockRows rows from lm_p on: each row's start in both operands, then the
+  // prelude's scan. A block costs the same however few of its rows are real, so it leaves fewer
+  // than half a block's last rows to scan_body's scalar loop.
+  std::string scan_row_blocks(const std::vector<int>& row_dims) const {
+    const ScanSpec& s = k_.scan;
     const std::string type = table_.storage_type(k_.params[1].dtype);
     const std::string rows = std::to_string(kScanBlockRows);
     const auto row_start = [&](const Index& index) {
@@ -1377,8 +1386,7 @@ class Emitter {
       start.strides[s.axis] = Expr(int64_t{0});
       return index_text(start, false);
     };
-    std::string out = "  int64_t lm_p = lm_begin;\n";
-    out += "  for (; lm_end - lm_p >= " + std::to_string(kScanBlockRows / 2) + "; lm_p += " + rows + ") {\n";
+    std::string out = "  for (; lm_end - lm_p >= " + std::to_string(kScanBlockRows / 2) + "; lm_p += " + rows + ") {\n";
     out += "    const " + type + "* lm_rows_in[" + rows + "];\n";
     out += "    " + type + "* lm_rows_out[" + rows + "];\n";
     out += "    for (int64_t lm_b = 0; lm_b < " + rows + "; ++lm_b) {\n";
@@ -1388,8 +1396,7 @@ class Emitter {
     out += "    lm_rows_out[lm_b] = p1 + " + row_start(s.out) + ";\n";
     out += "    }\n";
     out += "    lm_cumsum_rows" + rows + "(lm_rows_in, lm_rows_out, " + expr_text(k_.domain[s.axis]) + ");\n";
-    out += "  }\n";
-    return out + "  for (; lm_p < lm_end; ++lm_p) {\n" + item_indices(row_dims) + scan_row(k_, table_, "    ") + "  }\n";
+    return out + "  }\n";
   }
 
   // ---- scatter ----

@@ -3238,40 +3238,20 @@ inline void lm_store_lanes_bf16_bits(uint16_t* p, lm_f32x16 v) {
 // are still added one after another, in the scalar loop's order and accumulator (double for
 // f32, float for bf16, ir::scan_accumulator), so the bits are the scalar loop's. A block of
 // fewer rows repeats its last row's pointers: the repeat writes the values the row gets anyway.
+// (lm_transpose8 turns the tile's rows into its columns and back.)
 typedef double lm_f64x8 __attribute__((vector_size(64)));
-// t[r] = row r of an 8 x 8 tile becomes t[c] = its column c.
-inline void lm_transpose8x8(lm_f32x8* t) {
-  const lm_i32x8 low = {0, 8, 1, 9, 4, 12, 5, 13}, high = {2, 10, 3, 11, 6, 14, 7, 15};
-  const lm_i32x8 low_pairs = {0, 1, 8, 9, 4, 5, 12, 13}, high_pairs = {2, 3, 10, 11, 6, 7, 14, 15};
-  const lm_i32x8 low_halves = {0, 1, 2, 3, 8, 9, 10, 11}, high_halves = {4, 5, 6, 7, 12, 13, 14, 15};
-  lm_f32x8 a[8], b[8];
-  for (int r = 0; r < 8; r += 2) {
-    a[r] = __builtin_shuffle(t[r], t[r + 1], low);
-    a[r + 1] = __builtin_shuffle(t[r], t[r + 1], high);
-  }
-  for (int r = 0; r < 8; r += 4) {
-    b[r] = __builtin_shuffle(a[r], a[r + 2], low_pairs);
-    b[r + 1] = __builtin_shuffle(a[r], a[r + 2], high_pairs);
-    b[r + 2] = __builtin_shuffle(a[r + 1], a[r + 3], low_pairs);
-    b[r + 3] = __builtin_shuffle(a[r + 1], a[r + 3], high_pairs);
-  }
-  for (int c = 0; c < 4; ++c) {
-    t[c] = __builtin_shuffle(b[c], b[c + 4], low_halves);
-    t[c + 4] = __builtin_shuffle(b[c], b[c + 4], high_halves);
-  }
-}
 inline void lm_cumsum_rows8(const float* const* in, float* const* out, int64_t n) {
   lm_f64x8 sum = {};
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
     lm_f32x8 t[8];
-    for (int r = 0; r < 8; ++r) __builtin_memcpy(&t[r], in[r] + j, sizeof t[r]);
-    lm_transpose8x8(t);
+    for (int r = 0; r < 8; ++r) t[r] = lm_load_f32x8(in[r] + j);
+    lm_transpose8(t);
     for (int c = 0; c < 8; ++c) {
       sum += __builtin_convertvector(t[c], lm_f64x8);
       t[c] = __builtin_convertvector(sum, lm_f32x8);
     }
-    lm_transpose8x8(t);
+    lm_transpose8(t);
     for (int r = 0; r < 8; ++r) __builtin_memcpy(out[r] + j, &t[r], sizeof t[r]);
   }
   for (; j < n; ++j)
@@ -3286,19 +3266,15 @@ inline void lm_cumsum_rows8(const uint16_t* const* in, uint16_t* const* out, int
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
     lm_f32x8 t[8];
-    for (int r = 0; r < 8; ++r) {
-      lm_u16x8 h;
-      __builtin_memcpy(&h, in[r] + j, sizeof h);
-      t[r] = (lm_f32x8)(__builtin_convertvector(h, lm_u32x8) << 16);
-    }
-    lm_transpose8x8(t);
+    for (int r = 0; r < 8; ++r) t[r] = lm_load_f32x8(in[r] + j);
+    lm_transpose8(t);
     for (int c = 0; c < 8; ++c) {
       sum += t[c];
       // lm_bf16_rounded_bits on every lane.
       const lm_u32x8 u = (lm_u32x8)sum;
       t[c] = (lm_f32x8)(sum != sum ? (u | 0x400000u) : u + 0x7fffu + ((u >> 16) & 1u));
     }
-    lm_transpose8x8(t);
+    lm_transpose8(t);
     for (int r = 0; r < 8; ++r) {
       const lm_u16x8 h = __builtin_convertvector((lm_u32x8)t[r] >> 16, lm_u16x8);
       __builtin_memcpy(out[r] + j, &h, sizeof h);
