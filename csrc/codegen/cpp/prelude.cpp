@@ -3236,54 +3236,55 @@ inline void lm_store_lanes_bf16_bits(uint16_t* p, lm_f32x16 v) {
 // latency chain; here an 8 x 8 tile of the rows is transposed so that one vector add takes a
 // column, the next element of eight rows, and transposed back to be stored. Each row's elements
 // are still added one after another, in the scalar loop's order and accumulator (double for
-// f32, float for bf16, ir::scan_accumulator), so the bits are the scalar loop's. A block of
-// fewer rows repeats its last row's pointers: the repeat writes the values the row gets anyway.
-// (lm_transpose8 turns the tile's rows into its columns and back.)
+// f32, float for bf16, ir::scan_accumulator: lm_cumsum_element says which), so the bits are the
+// scalar loop's. A block of fewer rows repeats its last row's pointers: the repeat writes the
+// values the row gets anyway. (lm_transpose8 turns the tile's rows into its columns and back.)
 typedef double lm_f64x8 __attribute__((vector_size(64)));
-inline void lm_cumsum_rows8(const float* const* in, float* const* out, int64_t n) {
-  lm_f64x8 sum = {};
+template <class T> struct lm_cumsum_element;
+template <> struct lm_cumsum_element<float> {
+  typedef lm_f64x8 Sums;
+  // Adds a column to the sums and gives the values stored: the sums rounded to f32.
+  static lm_f32x8 add(Sums& sum, lm_f32x8 column) {
+    sum += __builtin_convertvector(column, lm_f64x8);
+    return __builtin_convertvector(sum, lm_f32x8);
+  }
+  static void store(float* p, lm_f32x8 v) { __builtin_memcpy(p, &v, sizeof v); }
+  static double widen(float x) { return x; }
+  static float narrow(double sum) { return (float)sum; }
+};
+template <> struct lm_cumsum_element<uint16_t> {
+  typedef lm_f32x8 Sums;
+  // The sums rounded to bf16 (lm_bf16_rounded_bits on every lane), still in f32 lanes.
+  static lm_f32x8 add(Sums& sum, lm_f32x8 column) {
+    sum += column;
+    const lm_u32x8 u = (lm_u32x8)sum;
+    return (lm_f32x8)(sum != sum ? (u | 0x400000u) : u + 0x7fffu + ((u >> 16) & 1u));
+  }
+  static void store(uint16_t* p, lm_f32x8 v) {
+    typedef unsigned short lm_u16x8 __attribute__((vector_size(16)));
+    const lm_u16x8 h = __builtin_convertvector((lm_u32x8)v >> 16, lm_u16x8);
+    __builtin_memcpy(p, &h, sizeof h);
+  }
+  static float widen(uint16_t x) { return lm_bf2f(x); }
+  static uint16_t narrow(float sum) { return lm_f2bf(sum); }
+};
+template <class T>
+inline void lm_cumsum_rows8(const T* const* in, T* const* out, int64_t n) {
+  typedef lm_cumsum_element<T> E;
+  typename E::Sums sum = {};
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
     lm_f32x8 t[8];
     for (int r = 0; r < 8; ++r) t[r] = lm_load_f32x8(in[r] + j);
     lm_transpose8(t);
-    for (int c = 0; c < 8; ++c) {
-      sum += __builtin_convertvector(t[c], lm_f64x8);
-      t[c] = __builtin_convertvector(sum, lm_f32x8);
-    }
+    for (int c = 0; c < 8; ++c) t[c] = E::add(sum, t[c]);
     lm_transpose8(t);
-    for (int r = 0; r < 8; ++r) __builtin_memcpy(out[r] + j, &t[r], sizeof t[r]);
+    for (int r = 0; r < 8; ++r) E::store(out[r] + j, t[r]);
   }
   for (; j < n; ++j)
     for (int r = 0; r < 8; ++r) {
-      sum[r] += in[r][j];
-      out[r][j] = (float)sum[r];
-    }
-}
-inline void lm_cumsum_rows8(const uint16_t* const* in, uint16_t* const* out, int64_t n) {
-  typedef unsigned short lm_u16x8 __attribute__((vector_size(16)));
-  lm_f32x8 sum = {};
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    lm_f32x8 t[8];
-    for (int r = 0; r < 8; ++r) t[r] = lm_load_f32x8(in[r] + j);
-    lm_transpose8(t);
-    for (int c = 0; c < 8; ++c) {
-      sum += t[c];
-      // lm_bf16_rounded_bits on every lane.
-      const lm_u32x8 u = (lm_u32x8)sum;
-      t[c] = (lm_f32x8)(sum != sum ? (u | 0x400000u) : u + 0x7fffu + ((u >> 16) & 1u));
-    }
-    lm_transpose8(t);
-    for (int r = 0; r < 8; ++r) {
-      const lm_u16x8 h = __builtin_convertvector((lm_u32x8)t[r] >> 16, lm_u16x8);
-      __builtin_memcpy(out[r] + j, &h, sizeof h);
-    }
-  }
-  for (; j < n; ++j)
-    for (int r = 0; r < 8; ++r) {
-      sum[r] += lm_bf2f(in[r][j]);
-      out[r][j] = lm_f2bf(sum[r]);
+      sum[r] += E::widen(in[r][j]);
+      out[r][j] = E::narrow(sum[r]);
     }
 }
 }  // namespace
