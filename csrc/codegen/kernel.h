@@ -184,6 +184,14 @@ inline constexpr int64_t kHalfGemvRows = 8;
 // ran 1.3-2.8x sgemm's rate from 8 to 32 rows (8 x 2048 x 8184: 3.9 ms against 10.9; 32 x 1024 x
 // 2808: 1.35 against 1.77) and 1.16x at 64.
 inline constexpr int64_t kF32GemvRows = 64;
+// The most rows of bf16 activations a Matmul through an int8 or group-quantized weight runs as
+// the strips GEMV on a CPU that multiplies bf16 pairs without AMX (each chunk of a block of weight
+// rows dequantized into L1 once for all the rows; kF32GemvRows elsewhere). The other way widens
+// the whole weight to bf16 on every call, a copy written to memory and read back, before ATen's
+// GEMM. A 2048 -> 8192 Linear on two Zen 5 cores, builds alternated: int8 4.7-4.9 ms against
+// 5.9-6.7 at 128 rows, int4 4.7-4.9 against 7.3-8.0; at 256 rows 9.8-10.5 and 9.5-10.3 against
+// 10.3-10.7 and 11.6-11.9; level at 512, behind at 1,024 (43-45 against 37-39).
+inline constexpr int64_t kQuantizedBf16PairGemvRows = 256;
 // The most rows of `a` a bf16 x bf16 Matmul runs as bf16 pairs in the GEMV kernel
 // (lm_gemv_bf16_strips, vdpbf16ps) on a CPU with AVX512-BF16 but no AMX, instead of ATen's
 // oneDNN GEMM. On two Zen 4 cores, each path in its own process, the memory-bound Llama in bf16

@@ -42,11 +42,11 @@ struct GroupQuantizedGemv {
 };
 
 // `users[n]` lists the nodes reading node n; `read_by_runtime[n]` whether the runtime reads it
-// after the kernels (a graph output or a data symbol's value); `f32_rows` the most rows of a
-// Linear the pattern takes.
+// after the kernels (a graph output or a data symbol's value); `f32_rows` and
+// `quantized_bf16_rows` the most rows of an f32 or bf16 Linear the pattern takes.
 std::optional<GroupQuantizedGemv> match_group_quantized_gemv(const ir::Graph& graph, ir::NodeId matmul,
                                                              const std::vector<std::vector<ir::NodeId>>& users,
                                                              const std::vector<bool>& read_by_runtime,
-                                                             int64_t f32_rows);
+                                                             int64_t f32_rows, int64_t quantized_bf16_rows);
 
 }  // namespace luminal::passes

@@ -41,7 +41,7 @@ bool is_bf16_pair_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t b
 }
 
 bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows, int64_t f32_rows,
-             int64_t bf16_pair_rows) {
+             int64_t bf16_pair_rows, int64_t quantized_bf16_rows) {
   if (matmul.op != ir::Op::Matmul) return false;
   if (is_bf16_pair_gemv(graph, matmul, bf16_pair_rows)) return true;
   // int8 or uint8 activations (torchao's two forms of _int_mm) times int8 weights.
@@ -55,14 +55,17 @@ bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows, 
   // An int8 product of any M: one GEMV per row of `a` (BLAS has no exact int8 product; the
   // weight stays in cache between rows at a prefill's sizes). So are a few half-precision rows
   // where the caller allows them (no widened copy of the weight), and a few f32 rows (sgemm
-  // would first pack the whole weight, another pass over it), counted as f32 rows are for bf16
-  // activations times an int8 weight (torchao's weight-only int8, passes/quantized_weights.h):
-  // widened and packed into f32 strips, the weight read as int8 (rank 2, the strips' form).
+  // would first pack the whole weight, another pass over it), and a few bf16 rows times an int8
+  // weight (torchao's weight-only int8, passes/quantized_weights.h), packed into strips, the
+  // weight read as int8 (rank 2, the strips' form).
   const ir::Expr& m = matmul.shape[rank - 2];
-  const bool f32_strips = matmul.dtype == ir::DType::F32 ||
-                          (matmul.dtype == ir::DType::BF16 && rank == 2 &&
-                           graph.node(matmul.inputs[1].node).dtype == ir::DType::I8);
-  const int64_t few_rows = f32_strips ? f32_rows : ir::is_half(matmul.dtype) ? half_rows : 1;
+  const bool quantized_bf16 = matmul.dtype == ir::DType::BF16 && rank == 2 &&
+                              graph.node(matmul.inputs[1].node).dtype == ir::DType::I8;
+  const bool f32_strips = matmul.dtype == ir::DType::F32 || quantized_bf16;
+  const int64_t few_rows = quantized_bf16                  ? quantized_bf16_rows
+                           : matmul.dtype == ir::DType::F32 ? f32_rows
+                           : ir::is_half(matmul.dtype)      ? half_rows
+                                                            : 1;
   const bool few =
       m.is_constant() && m.constant_value() <= few_rows && (!f32_strips || !weight_repeats_over_batch(matmul));
   return (is_one(m) || int8_product || few) && reads_k_with_unit_strides(matmul);
@@ -104,7 +107,7 @@ bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t bf16
 }
 
 ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half, int64_t half_gemv_rows,
-                          int64_t f32_gemv_rows, int64_t bf16_pair_gemv_rows) {
+                          int64_t f32_gemv_rows, int64_t bf16_pair_gemv_rows, int64_t quantized_bf16_gemv_rows) {
   ir::Graph out;
   std::vector<ir::NodeId> renumber(graph.size(), -1);
   for (size_t i = 0; i < graph.size(); ++i) {
@@ -112,7 +115,8 @@ ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_
     for (ir::TensorRef& in : node.inputs) in.node = renumber[in.node];
     const bool native = std::find(native_half.begin(), native_half.end(), node.dtype) != native_half.end();
     if (node.op != ir::Op::Matmul || !ir::is_half(node.dtype) ||
-        is_gemv(out, node, half_gemv_rows, f32_gemv_rows, bf16_pair_gemv_rows) || is_column_gemv(out, node, bf16_pair_gemv_rows) || native) {
+        is_gemv(out, node, half_gemv_rows, f32_gemv_rows, bf16_pair_gemv_rows, quantized_bf16_gemv_rows) ||
+        is_column_gemv(out, node, bf16_pair_gemv_rows) || native) {
       renumber[i] = out.add(std::move(node));
       continue;
     }

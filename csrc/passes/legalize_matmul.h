@@ -15,13 +15,14 @@
 namespace luminal::passes {
 
 // A Matmul of `graph` the GEMV pattern kernel computes (codegen/kernel.h GemvSpec): f32, f16 or
-// bf16 with M = 1, f16/bf16 with a constant M <= `half_rows`, f32 (and a rank-2 bf16 one reading
-// an int8 weight, passes/quantized_weights.h) with a constant M <= `f32_rows`, a rank-2 bf16 one
-// reading a bf16 weight with a constant M <= `bf16_pair_rows` (is_bf16_pair_gemv), or i32
+// bf16 with M = 1, f16/bf16 with a constant M <= `half_rows`, f32 with a constant M <=
+// `f32_rows`, a rank-2 bf16 one reading an int8 weight (passes/quantized_weights.h) with a
+// constant M <= `quantized_bf16_rows`, a rank-2 bf16 one reading a bf16 weight with a constant
+// M <= `bf16_pair_rows` (is_bf16_pair_gemv), or i32
 // reading two int8 operands with any M (a GEMV per row), and both operands read K with unit
 // stride (a Linear's weight is [N, K] row-major).
 bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows = 1, int64_t f32_rows = 1,
-             int64_t bf16_pair_rows = 1);
+             int64_t bf16_pair_rows = 1, int64_t quantized_bf16_rows = 1);
 
 // A rank-2 bf16 Matmul of a bf16 weight with a constant M in (1, bf16_pair_rows]: a prompt's
 // Linear that the GEMV kernel multiplies as bf16 pairs (GemvSpec::bf16_pairs, vdpbf16ps), where
@@ -48,6 +49,6 @@ bool is_expert_gemv(const ir::Graph& graph, const ir::Node& grouped_matmul, int6
 bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t bf16_pair_rows = 1, int64_t f32_rows = 1);
 
 ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half, int64_t half_gemv_rows,
-                          int64_t f32_gemv_rows, int64_t bf16_pair_gemv_rows = 1);
+                          int64_t f32_gemv_rows, int64_t bf16_pair_gemv_rows = 1, int64_t quantized_bf16_gemv_rows = 1);
 
 }  // namespace luminal::passes

@@ -24,10 +24,13 @@ struct PassContext {
   // f16/bf16 Matmuls of at most this many rows (a short prompt's) that the runtime's GEMV kernel
   // computes a row at a time in their dtype (passes::is_gemv), rather than widening the weight.
   int64_t half_gemv_rows = 1;
-  // The same for f32 Matmuls (and bf16 ones reading a quantized weight, their activations
-  // widened): the runtime's GEMV kernel computes a few rows at once in registers, reading the
-  // weight in place instead of sgemm's packed copy.
+  // The same for f32 Matmuls: the runtime's GEMV kernel computes a few rows at once in registers,
+  // reading the weight in place instead of sgemm's packed copy.
   int64_t f32_gemv_rows = 1;
+  // The same for bf16 Matmuls reading an int8 or group-quantized weight: the kernel dequantizes
+  // each chunk of the weight once for all the rows (the cpu runtime: kQuantizedBf16PairGemvRows
+  // where it multiplies bf16 pairs without AMX, else kF32GemvRows).
+  int64_t quantized_bf16_gemv_rows = 1;
   // bf16 Matmuls of a bf16 weight with at most this many rows (a prompt's Linears) that the
   // runtime's GEMV kernel multiplies as bf16 pairs (passes::is_bf16_pair_gemv; the cpu runtime
   // where its kernels have AVX512-BF16: kBf16PairGemvRows, on AMX tiles where they have AMX-BF16,

@@ -849,7 +849,7 @@ TEST(Fusion, SequentialRowGemvReadsTwoStreamsWithTheSameSums) {
     std::vector<HostTensor> reference_inputs = inputs;
     const auto expected = run_executable(*compile_reference(b.graph, weights), b.graph, reference_inputs);
     // The GEMV as the cpu runtime lowers it: reading the int8 weight past its Cast.
-    const ir::Graph folded = passes::read_quantized_weights_in_gemvs(b.graph, 1);
+    const ir::Graph folded = passes::read_quantized_weights_in_gemvs(b.graph, 1, 1);
     EXPECT_NE(codegen::cpp::emit_kernel(codegen::lower_gemv(folded, product.node).kernel, "k").find("lm_gemv_rows_pair<"),
               std::string::npos)
         << what;

@@ -80,13 +80,14 @@ def test_quantized_mlp_equals_eager(config, dtype, rows, cpu_isa, tmp_path):
 
 
 # (config, hidden, ffn, rows) of a bf16 prompt's MLP: a last strip of at most 8 rows, one strip,
-# one and a half, two and a half, four; depths of a chunk of 256 and a part; 288 and 320 weight
-# rows (blocks of 32 on AMX). Then int8 at depths 300 and 200, neither a multiple of 32 (on AMX
-# the last dequantized chunk is zero-padded to a tile's depth), and 200 and 300 weight rows
-# (blocks of 32 and the rest one at a time).
-BF16_PROMPT_SHAPES = [(config, 320, 288, rows) for config in ("int8", "int4") for rows in (8, 12, 17, 40, 64)] + [
-    ("int8", 300, 200, rows) for rows in (5, 33)
-]
+# one and a half, two and a half, four, six and a quarter (tiles of four strips, then one), twelve
+# and a half, sixteen (kQuantizedBf16PairGemvRows) and more; depths of a chunk of 256 and a part;
+# 288 and 320 weight rows (blocks of 32 on AMX). Then int8 at depths 300 and 200, neither a
+# multiple of 32 (on AMX the last dequantized chunk is zero-padded to a tile's depth), and 200
+# and 300 weight rows (blocks of 32 and the rest one at a time).
+BF16_PROMPT_SHAPES = [
+    (config, 320, 288, rows) for config in ("int8", "int4") for rows in (8, 12, 17, 40, 64, 100, 200, 256, 257)
+] + [("int8", 300, 200, rows) for rows in (5, 33)]
 
 
 @pytest.mark.parametrize(("config", "hidden", "ffn", "rows"), BF16_PROMPT_SHAPES)
@@ -104,11 +105,22 @@ def test_bf16_prompts_of_every_strip_shape_equal_eager(config, hidden, ffn, rows
         actual = torch.compile(model, backend=backend)(x)
     torch.testing.assert_close(actual, expected, rtol=3e-2, atol=3e-2)
     assert backend.compiled[0].stats["fallback_ops"] == []
-    if config == "int8":  # bf16 x int8 is always the strips' up to kF32GemvRows; int4's is where
-        # ATen has a native bf16 GEMM or up to kHalfGemvRows (passes/legalize_matmul.h)
+    # Up to kF32GemvRows (kQuantizedBf16PairGemvRows where the CPU multiplies bf16 pairs without
+    # AMX) every Linear is the strips GEMV; past it the weight is widened, then multiplied.
+    stats = (tmp_path / "cpu_stats.txt").read_text()
+    if rows > (256 if cpu_multiplies_bf16_pairs_without_amx() else 64):
+        assert stats.count(PROMPT_GEMV[config]) == 0, stats
+    elif config == "int8" or cpu_multiplies_bf16_pairs_without_amx():
+        # (int4's strips elsewhere: where ATen has a native bf16 GEMM or up to kHalfGemvRows,
+        # passes/legalize_matmul.h)
         assert_gemvs_read_quantized_weights(tmp_path, config, 3, rows)
-        stats = (tmp_path / "cpu_stats.txt").read_text()
         assert (stats.count("on AMX tiles") == 3) == cpu_has_amx_bf16(), stats
+
+
+def cpu_multiplies_bf16_pairs_without_amx() -> bool:
+    """Whether luminal's kernels multiply a bf16 prompt's strips as bf16 pairs by vdpbf16ps here."""
+    cpu = torch._C._cpu._get_cpu_capability()
+    return bool(cpu.get("avx512_bf16")) and not cpu.get("amx_bf16")
 
 
 def cpu_has_amx_bf16() -> bool:

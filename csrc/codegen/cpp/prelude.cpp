@@ -1948,6 +1948,10 @@ inline void lm_gemv_bf16_strips_chunks(const float* packed, int64_t rows, int64_
     const uint16_t* w = weights(d, chunk, wide, ldw, next);
     const bool accumulate = d > 0;
     int64_t s = 0;
+    if constexpr (R <= 6)
+      for (; s + 4 <= full; s += 4, next = nullptr)
+        lm_tile_bf16_strips<R, 4, 1>(w, ldw, strips + s * strip_stride + d * 16, strip_stride, padded / 2,
+                                     sums + s * 16, ldc, accumulate, next);
     for (; s + 2 <= full; s += 2, next = nullptr)
       lm_tile_bf16_strips<R, 2, 1>(w, ldw, strips + s * strip_stride + d * 16, strip_stride, padded / 2,
                                    sums + s * 16, ldc, accumulate, next);

@@ -70,7 +70,8 @@ bool bf16_output_attention(const ir::Graph& graph, const passes::Partition& part
 bool matmul_as_loop(const ir::Graph& graph, NodeId id, const passes::PassContext& cx) {
   const ir::Node& node = graph.node(id);
   if (!ir::is_floating(node.dtype) ||
-      passes::is_gemv(graph, node, cx.half_gemv_rows, cx.f32_gemv_rows, cx.bf16_pair_gemv_rows) ||
+      passes::is_gemv(graph, node, cx.half_gemv_rows, cx.f32_gemv_rows, cx.bf16_pair_gemv_rows,
+                      cx.quantized_bf16_gemv_rows) ||
       passes::is_column_gemv(graph, node, cx.bf16_pair_column_rows, cx.f32_column_rows))
     return true;
   const size_t rank = node.shape.size();
@@ -196,6 +197,10 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   const bool amx_tiles = kernels_have_amx_bf16(isa);
   if (kernels_multiply_bf16_pairs(isa)) cx.bf16_pair_gemv_rows = codegen::kBf16PairGemvRows;
   if (kernels_have_bf16_pairs_without_amx(isa)) cx.bf16_pair_column_rows = codegen::kBf16PairGemvRows;
+  // bf16 prompts through quantized weights: past kF32GemvRows only where the chunks are bf16 pairs
+  // (kQuantizedBf16PairGemvRows); f32 strips and AMX tiles were measured up to it.
+  cx.quantized_bf16_gemv_rows =
+      kernels_have_bf16_pairs_without_amx(isa) ? codegen::kQuantizedBf16PairGemvRows : codegen::kF32GemvRows;
   // A bf16 prompt's strips GEMV on AMX tiles, where the kernels have them: of a bf16 weight read
   // in place, or of an int8 or group-quantized one dequantized a chunk at a time.
   const auto use_amx_tiles = [&](codegen::Kernel& kernel) {
@@ -333,7 +338,8 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     codegen::LoweredKernel lowered;
     if (group.kind == GroupKind::Matmul) {
       const ir::Node& matmul = graph.node(group.nodes[0]);
-      lowered = passes::is_gemv(graph, matmul, cx.half_gemv_rows, cx.f32_gemv_rows, cx.bf16_pair_gemv_rows) ||
+      lowered = passes::is_gemv(graph, matmul, cx.half_gemv_rows, cx.f32_gemv_rows, cx.bf16_pair_gemv_rows,
+                                  cx.quantized_bf16_gemv_rows) ||
                         passes::is_column_gemv(graph, matmul, cx.bf16_pair_column_rows, cx.f32_column_rows)
                     ? codegen::lower_gemv(graph, group.nodes[0])
                     : codegen::lower_matmul_loop(graph, group.nodes[0]);
@@ -366,7 +372,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     } else if (group.kind == GroupKind::QuantizedGemv) {
       const std::optional<passes::GroupQuantizedGemv> pattern =
           passes::match_group_quantized_gemv(graph, group.nodes.back(), partition.users, partition.read_by_runtime,
-                                             cx.f32_gemv_rows);
+                                             cx.f32_gemv_rows, cx.quantized_bf16_gemv_rows);
       INTERNAL_CHECK(pattern.has_value()) << "quantized gemv group %" << group.nodes.back() << " no longer matches";
       lowered = codegen::lower_group_quantized_gemv(graph, *pattern);
       use_amx_tiles(lowered.kernel);
