@@ -158,16 +158,17 @@ def all_kernels() -> list[Kernel]:
     for k, nn in [(4096, 4096)]:
         kernels.append(Kernel("gemv_int8", (1, k, nn), _int8_weight_inputs(k, nn), gemv_int8, flops=2.0 * k * nn))
         kernels.append(Kernel("gemv_int4", (1, k, nn), _int4_weight_inputs(k, nn, 32), gemv_int4, flops=2.0 * k * nn))
-    # An 8-token prompt through the 1B Llama's MLP up projection, quantized: the strip GEMVs.
-    for m, k, nn in [(8, 2048, 8192)]:
+    # An 8-token and a 128-token prompt through the 1B Llama's MLP up projection, quantized: the
+    # strip GEMVs (past 64 rows only where the CPU multiplies bf16 pairs without AMX).
+    for m, k, nn in [(8, 2048, 8192), (128, 2048, 8192)]:
         kernels.append(Kernel("linear_int8", (m, k, nn), _int8_weight_inputs(k, nn, m), gemv_int8,
                               flops=2.0 * m * k * nn))
         kernels.append(Kernel("linear_int4", (m, k, nn), _int4_weight_inputs(k, nn, 32, m), gemv_int4,
                               flops=2.0 * m * k * nn))
     # A 64-token prefill through the memory-bound Llama's projections as nn.Linear computes them
-    # (x @ w.T): the MLP's up and down projections and the LM head; and the 8-token one through the
-    # 1B Llama's up projection, the unquantized peer of linear_int8 and linear_int4.
-    for m, k, nn in [(64, 1024, 2816), (64, 2816, 1024), (64, 1024, 32000), (8, 2048, 8192)]:
+    # (x @ w.T): the MLP's up and down projections and the LM head; and the 8- and 128-token ones
+    # through the 1B Llama's up projection, the unquantized peers of linear_int8 and linear_int4.
+    for m, k, nn in [(64, 1024, 2816), (64, 2816, 1024), (64, 1024, 32000), (8, 2048, 8192), (128, 2048, 8192)]:
         kernels.append(Kernel("linear", (m, k, nn), _linear_inputs(m, k, nn), F.linear, flops=2.0 * m * k * nn))
     # A 32-token prefill through GPT-2's MLP up projection as its Conv1D computes it (x @ w, the
     # weight [K, N]): the column kernel reads the weight in place where sgemm packs it first.
