@@ -62,6 +62,10 @@ RESULT_COLUMNS = {
     "weight_bytes": "INTEGER",
     "copy_gbps": "REAL",
     "read_gbps": "REAL",
+    # The read-only bandwidth sampled again once per round of benchmarks/ttft/interleaved.py (the
+    # median): the floor for the interleaved TPOT. A shared machine's bandwidth drifts between the
+    # start of a run and its interleaved rounds (45 and 74 GB/s in two runs an hour apart).
+    "read_gbps_interleaved": "REAL",
     # The batched prefill's compute floor: its FLOPs (eager's row; causal attention counted half)
     # and the machine's f32 GEMM peak, measured by the orchestrator with the bandwidths.
     "prefill_flops": "INTEGER",

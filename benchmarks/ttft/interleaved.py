@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # repo root, so `b
 import torch  # noqa: E402
 
 from benchmarks.common.stats import summarize  # noqa: E402
-from benchmarks.kernels.roofline import half_gemm_peak_gflops, sgemm_peak_gflops  # noqa: E402
+from benchmarks.kernels.roofline import half_gemm_peak_gflops, read_bandwidth_gbps, sgemm_peak_gflops  # noqa: E402
 from benchmarks.ttft.measure import (  # noqa: E402
     Prepare,
     Session,
@@ -105,6 +105,7 @@ def measure_interleaved(prepares: dict[str, Prepare], args) -> dict[str, dict[st
     samples: dict[str, dict[str, list[float]]] = {path: {m: [] for m in METRICS} for path in fns}
     peaks: list[float] = []  # the f32 GEMM peak, sampled once per timed round
     half_peaks: list[float] = []  # a bf16/f16 config's GEMM peak, likewise
+    reads: list[float] = []  # the read-only bandwidth, likewise (a decoder's TPOT floor)
     order = list(fns)
     for i in range(warmups + iters):
         stage(iteration_stage(i, warmups, iters))
@@ -125,6 +126,7 @@ def measure_interleaved(prepares: dict[str, Prepare], args) -> dict[str, dict[st
             peaks.append(sgemm_peak_gflops())
             if config.dtype in ("bf16", "f16"):
                 half_peaks.append(half_gemm_peak_gflops(config.torch_dtype, peaks[-1]))
+            reads.append(read_bandwidth_gbps())
     for path, by_metric in samples.items():
         if "error" not in results[path]:
             for metric, values in by_metric.items():
@@ -133,6 +135,8 @@ def measure_interleaved(prepares: dict[str, Prepare], args) -> dict[str, dict[st
                 results[path]["sgemm_gflops_interleaved"] = statistics.median(peaks)
             if half_peaks:
                 results[path]["half_gemm_gflops_interleaved"] = statistics.median(half_peaks)
+            if reads:
+                results[path]["read_gbps_interleaved"] = statistics.median(reads)
     return results
 
 

@@ -43,8 +43,17 @@ COUNT_ROWS = [
 CHART_METRICS = ["ttft_seq_ms", "ttft_batched_ms", "tpot_ms", "compile_ms"]
 
 
-# The bandwidth a decode floor divides the weight bytes by: (column, label).
-FLOORS = (("copy_gbps", "copy"), ("read_gbps", "read-only stream"))
+# The bandwidth a decode floor divides the weight bytes by, the TPOT divided by that floor, and
+# their rows' labels: the copy and read-only bandwidths sampled at the start of the run for each
+# path's own TPOT, the read-only one's median over the interleaved rounds for the interleaved TPOT.
+FLOORS = (
+    ("copy_gbps", "tpot_ms", "TPOT floor (ms/token): weight bytes ÷ copy bandwidth", "TPOT ÷ copy floor"),
+    ("read_gbps", "tpot_ms", "TPOT floor (ms/token): weight bytes ÷ read-only stream bandwidth",
+     "TPOT ÷ read-only stream floor"),
+    ("read_gbps_interleaved", "tpot_interleaved_ms",
+     "TPOT floor, interleaved (ms/token): weight bytes ÷ read-only stream bandwidth sampled each round",
+     "TPOT, interleaved ÷ that floor"),
+)
 # The GEMM peak a prefill floor divides the FLOPs by (f32's, or a bf16/f16 config's own dtype's
 # where the run measured it), the TTFT divided by that floor, and their rows' labels ({} is the
 # peak's dtype): one sample from the start of the run for each path's own TTFT, the median of the
@@ -161,9 +170,8 @@ def table_rows(paths: dict[str, dict[str, Any]]) -> list[list[str]]:
         rows.append([ratio_label] + [fmt_x(p[metric] / floor) if p and p.get(metric) else "–" for p in shown]
                     + [""] * len(pairs))
 
-    for bandwidth, name in FLOORS:
-        floor_rows(bandwidth_floor_ms(shown, bandwidth), f"TPOT floor (ms/token): weight bytes ÷ {name} bandwidth",
-                   "tpot_ms", f"TPOT ÷ {name} floor")
+    for bandwidth, metric, floor_label, ratio_label in FLOORS:
+        floor_rows(bandwidth_floor_ms(shown, bandwidth), floor_label, metric, ratio_label)
     for peaks, metric, floor_label, ratio_label in COMPUTE_FLOORS:
         peak, dtype = floor_peak(shown, peaks)
         floor_rows(compute_floor_ms(shown, peak), floor_label.format(dtype), metric, ratio_label)

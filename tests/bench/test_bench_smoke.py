@@ -73,6 +73,9 @@ def test_tiny_config_through_all_paths(tmp_path):
     assert kv_row_bytes <= luminal["decode_bytes_copied"] < kv_row_bytes * max_cache_len // 8
     # The decode floors' terms: the weights a step reads and the run's copy and read bandwidths.
     assert rows["eager"]["weight_bytes"] > 0 and rows["eager"]["copy_gbps"] > 0 and rows["eager"]["read_gbps"] > 0
+    # The read bandwidth is sampled again in every interleaved round, for the interleaved TPOT's floor.
+    assert rows["eager"]["read_gbps_interleaved"] > 0
+    assert rows["eager"]["read_gbps_interleaved"] == rows["luminal"]["read_gbps_interleaved"]
 
     html = (out / "dashboard.html").read_text()
     assert "tiny" in html and "<svg" in html and "data:image/png;base64," in html
@@ -82,6 +85,7 @@ def test_tiny_config_through_all_paths(tmp_path):
     assert "| metric | eager | inductor | luminal |" in latest
     assert "| TPOT, interleaved (ms/token) |" in latest
     assert "| TPOT ÷ copy floor |" in latest and "| TPOT ÷ read-only stream floor |" in latest
+    assert "| TPOT, interleaved ÷ that floor |" in latest
     assert (out / "ttft_latest.csv").read_text().count("\n") == 4  # header + 3 paths
 
 
@@ -224,6 +228,29 @@ def test_a_half_configs_compute_floor_divides_by_its_dtypes_gemm_peak():
     f32 = floors({p: row(p, "f32") for p in ("eager", "inductor", "luminal")})
     assert f32["TTFT floor (ms): prefill FLOPs ÷ f32 GEMM peak"] == ["40.00"] * 3
     assert f32["batched TTFT ÷ compute floor"] == ["1.00x"] * 3
+
+
+def test_the_interleaved_tpot_is_divided_by_the_bandwidth_its_rounds_sampled():
+    # Each path's own TPOT against the read bandwidth measured at the start of the run; the
+    # interleaved TPOT against the median of the samples taken in its rounds; a row from before
+    # that column has no interleaved floor.
+    sys.path.insert(0, str(REPO))
+    from benchmarks.ttft.render import table_rows
+
+    def row(path, **reads):
+        return {"path": path, "weight_bytes": 10**9, "tpot_ms": 40.0, "tpot_interleaved_ms": 30.0, "read_gbps": 50.0,
+                **reads}
+
+    def floors(paths):
+        return {r[0]: r[1:4] for r in table_rows(paths) if "floor" in r[0]}
+
+    sampled = floors({p: row(p, read_gbps_interleaved=100.0) for p in ("eager", "inductor", "luminal")})
+    assert sampled["TPOT floor (ms/token): weight bytes ÷ read-only stream bandwidth"] == ["20.00"] * 3
+    assert sampled["TPOT ÷ read-only stream floor"] == ["2.00x"] * 3
+    interleaved = "TPOT floor, interleaved (ms/token): weight bytes ÷ read-only stream bandwidth sampled each round"
+    assert sampled[interleaved] == ["10.00"] * 3
+    assert sampled["TPOT, interleaved ÷ that floor"] == ["3.00x"] * 3
+    assert interleaved not in floors({p: row(p) for p in ("eager", "inductor", "luminal")})
 
 
 def test_attention_flops_count_only_the_attended_pairs():
