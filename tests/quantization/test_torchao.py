@@ -108,9 +108,10 @@ def test_bf16_prompts_of_every_strip_shape_equal_eager(config, hidden, ffn, rows
     # Up to kF32GemvRows (kQuantizedBf16PairGemvRows where the CPU multiplies bf16 pairs without
     # AMX) every Linear is the strips GEMV; past it the weight is widened, then multiplied.
     stats = (tmp_path / "cpu_stats.txt").read_text()
-    if rows > (256 if cpu_multiplies_bf16_pairs_without_amx() else 64):
+    bf16_pairs_without_amx = cpu_multiplies_bf16_pairs_without_amx()
+    if rows > (256 if bf16_pairs_without_amx else 64):
         assert stats.count(PROMPT_GEMV[config]) == 0, stats
-    elif config == "int8" or cpu_multiplies_bf16_pairs_without_amx():
+    elif config == "int8" or bf16_pairs_without_amx:
         # (int4's strips elsewhere: where ATen has a native bf16 GEMM or up to kHalfGemvRows,
         # passes/legalize_matmul.h)
         assert_gemvs_read_quantized_weights(tmp_path, config, 3, rows)
