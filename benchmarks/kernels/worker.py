@@ -11,6 +11,8 @@ peers', docs/lessons.md 2026-11-28 afternoon).
 For luminal, the program the backend returned to dynamo is also timed called directly
 (`backend_call_us`): a call through torch.compile adds dynamo's own per-call Python (guards and
 the frame's wrapper, 30-100 µs on a 2-core box whatever the backend), which dominates small kernels.
+It takes its turns in the same rounds as the impls: timed after them, a load that came and went
+on this shared machine in between made the direct call 8 ms against the compiled call's 64 µs.
 """
 
 from __future__ import annotations
@@ -29,8 +31,6 @@ import torch  # noqa: E402
 from benchmarks.kernels.kernels import all_kernels, traffic_bytes  # noqa: E402
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
-# nonzero and x[mask] stay in the graph (for inductor and luminal alike) instead of breaking it.
-torch._dynamo.config.capture_dynamic_output_shape_ops = True
 
 
 def wrap(impl: str, fn, threads: int, programs: list):
@@ -72,13 +72,6 @@ def too_slow_to_time(seconds: float, limit_s: float) -> str | None:
     """The error row's text for an impl whose one call took `seconds`, or None when it can be timed:
     its minimum runs would take the worker past its timeout, and its peers' rows with it."""
     return f"one call took {seconds:.0f} s, over --slow-call-s {limit_s:g}: not timed" if seconds > limit_s else None
-
-
-def time_kernel(fn, inputs, warmups: int, runs: int, cap_s: float) -> tuple[dict, object]:
-    """One impl alone: (timing with compile_ms, its first output)."""
-    output, compile_ms = first_call(fn, inputs)
-    timing = time_interleaved({"only": fn}, {"only": one_call_s(fn, inputs)}, inputs, warmups, runs, cap_s)["only"]
-    return {**timing, "compile_ms": compile_ms}, output
 
 
 def time_interleaved(fns: dict, call_s: dict, inputs, warmups: int, runs: int, cap_s: float) -> dict:
@@ -123,21 +116,73 @@ def check_output(actual: torch.Tensor, expected: torch.Tensor) -> str | None:
     return f"WRONG OUTPUT: max abs error {error:.3g} vs eager"
 
 
-def backend_call(compiled: tuple, expected: torch.Tensor, args: argparse.Namespace) -> dict:
-    """The median µs of calling the one program luminal compiled, with the arguments dynamo
-    passed it (the kernel's inputs, the same tensors every call), or a note when its output is
-    not eager's."""
+# The key under which luminal's program, called without dynamo, takes its turns with the impls.
+DIRECT = "luminal:direct"
+
+
+def direct_call(compiled: tuple):
+    """A call of the one program luminal compiled with the arguments dynamo passed it (the
+    kernel's inputs, the same tensors every call), ignoring the inputs the impls are called with."""
     program, example_inputs = compiled
-    timing, outputs = time_kernel(lambda: program(*example_inputs), (), args.warmups, args.runs, args.time_cap)
-    output = outputs[0] if isinstance(outputs, (list, tuple)) and len(outputs) == 1 else outputs
-    mismatch = check_output(output, expected) if isinstance(output, torch.Tensor) else "not one tensor"
-    if mismatch:
-        return {"backend_call_note": f"direct call: {mismatch}"}
-    return {"backend_call_us": timing["latency_us"]}
+
+    def call(*_):
+        outputs = program(*example_inputs)
+        return outputs[0] if isinstance(outputs, (list, tuple)) and len(outputs) == 1 else outputs
+
+    return call
 
 
 def error_text(exc: Exception) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:1000]
+
+
+def kernel_rows(key: str, kernel, dtype: str, args: argparse.Namespace) -> dict:
+    """impl -> its result row for one kernel: every impl compiled, checked against eager and timed
+    in turns with the others (luminal's program called directly among them)."""
+    rows = {impl: {"key": key, "impl": impl} for impl in args.impls}
+    torch._dynamo.reset()  # each kernel compiles alone, without guards piled up by earlier ones
+    try:
+        inputs = kernel.make_inputs(DTYPES[dtype], torch.Generator().manual_seed(0))
+        expected = kernel.fn(*inputs)
+        fns, call_s, outputs, programs = {}, {}, {}, {}
+        for impl in args.impls:  # an impl that cannot compile the kernel is an error row; the others go on
+            programs[impl] = []
+            try:
+                fn = wrap(impl, kernel.fn, args.threads, programs[impl])
+                outputs[impl], rows[impl]["compile_ms"] = first_call(fn, inputs)
+            except Exception as exc:  # noqa: BLE001
+                rows[impl]["error"] = error_text(exc)
+                continue
+            call_s[impl] = one_call_s(fn, inputs)
+            slow = too_slow_to_time(call_s[impl], args.slow_call_s)
+            if slow:
+                rows[impl]["error"] = slow
+            else:
+                fns[impl] = fn
+        direct_note = None
+        if "luminal" in fns and len(programs["luminal"]) == 1 and not check_output(outputs["luminal"], expected):
+            direct = direct_call(programs["luminal"][0])
+            output = direct()
+            direct_note = check_output(output, expected) if isinstance(output, torch.Tensor) else "not one tensor"
+            if not direct_note:
+                fns[DIRECT], call_s[DIRECT] = direct, one_call_s(direct, inputs)
+        timings = time_interleaved(fns, call_s, inputs, args.warmups, args.runs, args.time_cap)
+        for impl in args.impls:
+            if impl not in timings:
+                continue
+            row = rows[impl]
+            row.update(timings[impl], bytes=traffic_bytes(kernel, inputs, outputs[impl]), flops=kernel.flops)
+            mismatch = check_output(outputs[impl], expected)
+            if mismatch:
+                row["note"] = "; ".join(filter(None, [row.get("note"), mismatch]))
+        if DIRECT in timings:
+            rows["luminal"]["backend_call_us"] = timings[DIRECT]["latency_us"]
+        elif direct_note:
+            rows["luminal"]["backend_call_note"] = f"direct call: {direct_note}"
+    except Exception as exc:  # noqa: BLE001 - an unsupported kernel is an error row, the worker goes on
+        for row in rows.values():
+            row.setdefault("error", error_text(exc))
+    return rows
 
 
 def main() -> None:
@@ -153,42 +198,13 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
+    # nonzero and x[mask] stay in the graph (for inductor and luminal alike) instead of breaking it.
+    torch._dynamo.config.capture_dynamic_output_shape_ops = True
     kernels = {k.key(d): (k, d) for k in all_kernels() for d in DTYPES}
     for key in args.keys:
         print(f"BENCH_STAGE {key}", file=sys.stderr, flush=True)
         kernel, dtype = kernels[key]
-        rows = {impl: {"key": key, "impl": impl} for impl in args.impls}
-        torch._dynamo.reset()  # each kernel compiles alone, without guards piled up by earlier ones
-        try:
-            inputs = kernel.make_inputs(DTYPES[dtype], torch.Generator().manual_seed(0))
-            expected = kernel.fn(*inputs)
-            fns, call_s, outputs, programs = {}, {}, {}, {}
-            for impl in args.impls:  # an impl that cannot compile the kernel is an error row; the others go on
-                programs[impl] = []
-                try:
-                    fn = wrap(impl, kernel.fn, args.threads, programs[impl])
-                    outputs[impl], rows[impl]["compile_ms"] = first_call(fn, inputs)
-                except Exception as exc:  # noqa: BLE001
-                    rows[impl]["error"] = error_text(exc)
-                    continue
-                call_s[impl] = one_call_s(fn, inputs)
-                slow = too_slow_to_time(call_s[impl], args.slow_call_s)
-                if slow:
-                    rows[impl]["error"] = slow
-                else:
-                    fns[impl] = fn
-            timings = time_interleaved(fns, call_s, inputs, args.warmups, args.runs, args.time_cap)
-            for impl, timing in timings.items():
-                row = rows[impl]
-                row.update(timing, bytes=traffic_bytes(kernel, inputs, outputs[impl]), flops=kernel.flops)
-                mismatch = check_output(outputs[impl], expected)
-                if len(programs[impl]) == 1 and not mismatch:
-                    row.update(backend_call(programs[impl][0], expected, args))
-                if mismatch:
-                    row["note"] = "; ".join(filter(None, [row.get("note"), mismatch]))
-        except Exception as exc:  # noqa: BLE001 - an unsupported kernel is an error row, the worker goes on
-            for row in rows.values():
-                row.setdefault("error", error_text(exc))
+        rows = kernel_rows(key, kernel, dtype, args)
         for row in rows.values():
             print("BENCH_RESULT " + json.dumps(row), flush=True)
 
