@@ -78,14 +78,17 @@ inline uint16_t lm_f2h(float f) {
 }
 inline float lm_bf2f(uint16_t h) { return luminal::bf16_to_float(h); }
 // float_to_bf16's bits (ties to even; a NaN quieted, its sign and top payload kept) in the upper
-// half of a 32-bit lane. NaN is tested as f != f: one unordered compare per vector, where testing
-// the exponent and mantissa bits took three instructions (8% of a bf16 RMSNorm, whose every op
-// rounds as eager's does).
-inline uint32_t lm_bf16_rounded_bits(float f) {
-  uint32_t u;
+// half of a 32-bit lane, for a float or each lane of a float vector (U: uint32_t or the unsigned
+// vector of F's size; the vector kernels round with this one expression too). NaN is tested as
+// f != f: one unordered compare per vector, where testing the exponent and mantissa bits took
+// three instructions (8% of a bf16 RMSNorm, whose every op rounds as eager's does).
+template <class U, class F>
+inline U lm_bf16_rounded_bits_of(F f) {
+  U u;
   __builtin_memcpy(&u, &f, sizeof u);
   return f != f ? (u | 0x400000u) : u + 0x7fffu + ((u >> 16) & 1u);
 }
+inline uint32_t lm_bf16_rounded_bits(float f) { return lm_bf16_rounded_bits_of<uint32_t>(f); }
 inline uint16_t lm_f2bf(float f) { return (uint16_t)(lm_bf16_rounded_bits(f) >> 16); }
 // The bf16 bits of a float that already is a bf16 value (its low half zero): no rounding to do,
 // and a NaN's bits are kept as they are, as a copy keeps them.
@@ -3139,9 +3142,7 @@ inline lm_f32x16 lm_lanes_bf16(const uint16_t* p) {
 inline void lm_store_lanes_f32(float* p, lm_f32x16 v) { __builtin_memcpy(p, &v, sizeof v); }
 // lm_f2bf on every lane, with lm_bf16_rounded_bits' integer operations.
 inline lm_u16x16 lm_f2bf_lanes_exact(lm_f32x16 x) {
-  const lm_u32x16 u = (lm_u32x16)x;
-  const lm_u32x16 rounded = x != x ? (u | 0x400000u) : u + 0x7fffu + ((u >> 16) & 1u);
-  return lm_narrow_lanes(rounded >> 16);
+  return lm_narrow_lanes(lm_bf16_rounded_bits_of<lm_u32x16>(x) >> 16);
 }
 // lm_f2bf on every lane. vcvtneps2bf16 rounds to nearest even and quiets a NaN keeping its sign
 // and top payload, as lm_f2bf does, but takes a denormal input as zero: a vector holding one goes
@@ -3261,8 +3262,7 @@ template <> struct lm_cumsum_element<uint16_t> {
   // The sums rounded to bf16 (lm_bf16_rounded_bits on every lane), still in f32 lanes.
   static lm_f32x8 add(Sums& sum, lm_f32x8 column) {
     sum += column;
-    const lm_u32x8 u = (lm_u32x8)sum;
-    return (lm_f32x8)(sum != sum ? (u | 0x400000u) : u + 0x7fffu + ((u >> 16) & 1u));
+    return (lm_f32x8)lm_bf16_rounded_bits_of<lm_u32x8>(sum);
   }
   static void store(uint16_t* p, lm_f32x8 v) {
     typedef unsigned short lm_u16x8 __attribute__((vector_size(16)));
