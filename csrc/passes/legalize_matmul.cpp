@@ -40,10 +40,9 @@ bool is_bf16_pair_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t b
   return m.is_constant() && m.constant_value() > 1 && m.constant_value() <= bf16_pair_rows;
 }
 
-bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows, int64_t f32_rows,
-             int64_t bf16_pair_rows, int64_t quantized_bf16_rows) {
+bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, const GemvRows& rows) {
   if (matmul.op != ir::Op::Matmul) return false;
-  if (is_bf16_pair_gemv(graph, matmul, bf16_pair_rows)) return true;
+  if (is_bf16_pair_gemv(graph, matmul, rows.bf16_pairs)) return true;
   // int8 or uint8 activations (torchao's two forms of _int_mm) times int8 weights.
   const ir::DType a = graph.node(matmul.inputs[0].node).dtype;
   const bool int8_product = matmul.dtype == ir::DType::I32 && (a == ir::DType::I8 || a == ir::DType::U8) &&
@@ -62,9 +61,9 @@ bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t half_rows, 
   const bool quantized_bf16 = matmul.dtype == ir::DType::BF16 && rank == 2 &&
                               graph.node(matmul.inputs[1].node).dtype == ir::DType::I8;
   const bool f32_strips = matmul.dtype == ir::DType::F32 || quantized_bf16;
-  const int64_t few_rows = quantized_bf16                  ? quantized_bf16_rows
-                           : matmul.dtype == ir::DType::F32 ? f32_rows
-                           : ir::is_half(matmul.dtype)      ? half_rows
+  const int64_t few_rows = quantized_bf16                  ? rows.quantized_bf16
+                           : matmul.dtype == ir::DType::F32 ? rows.f32
+                           : ir::is_half(matmul.dtype)      ? rows.half
                                                             : 1;
   const bool few =
       m.is_constant() && m.constant_value() <= few_rows && (!f32_strips || !weight_repeats_over_batch(matmul));
@@ -91,7 +90,7 @@ bool is_expert_gemv(const ir::Graph& graph, const ir::Node& grouped_matmul, int6
   return is_one(grouped_matmul.inputs[0].view.strides()[1]) && is_one(grouped_matmul.inputs[1].view.strides()[1]);
 }
 
-bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t bf16_pair_rows, int64_t f32_rows) {
+bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul, const GemvRows& rows) {
   const bool f32 = matmul.dtype == ir::DType::F32;
   if (matmul.op != ir::Op::Matmul || !(ir::is_half(matmul.dtype) || f32)) return false;
   for (const ir::TensorRef& in : matmul.inputs)
@@ -102,12 +101,11 @@ bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t bf16
   if (is_one(matmul.shape[rank - 2])) return !f32;
   // A prompt's few rows: each row of `a` read along K (two values at a time as bf16 pairs).
   const ir::Expr& m = matmul.shape[0];
-  const int64_t most_rows = f32 ? f32_rows : matmul.dtype == ir::DType::BF16 ? bf16_pair_rows : 1;
+  const int64_t most_rows = f32 ? rows.f32_columns : matmul.dtype == ir::DType::BF16 ? rows.bf16_pair_columns : 1;
   return rank == 2 && m.is_constant() && m.constant_value() <= most_rows && is_one(matmul.inputs[0].view.strides()[1]);
 }
 
-ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half, int64_t half_gemv_rows,
-                          int64_t f32_gemv_rows, int64_t bf16_pair_gemv_rows, int64_t quantized_bf16_gemv_rows) {
+ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half, const GemvRows& rows) {
   ir::Graph out;
   std::vector<ir::NodeId> renumber(graph.size(), -1);
   for (size_t i = 0; i < graph.size(); ++i) {
@@ -115,8 +113,7 @@ ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_
     for (ir::TensorRef& in : node.inputs) in.node = renumber[in.node];
     const bool native = std::find(native_half.begin(), native_half.end(), node.dtype) != native_half.end();
     if (node.op != ir::Op::Matmul || !ir::is_half(node.dtype) ||
-        is_gemv(out, node, half_gemv_rows, f32_gemv_rows, bf16_pair_gemv_rows, quantized_bf16_gemv_rows) ||
-        is_column_gemv(out, node, bf16_pair_gemv_rows) || native) {
+        is_gemv(out, node, rows) || is_column_gemv(out, node, rows) || native) {
       renumber[i] = out.add(std::move(node));
       continue;
     }

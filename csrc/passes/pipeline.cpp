@@ -23,7 +23,7 @@ KernelPlan plan_kernels(ir::Graph g, PassContext& cx) {
   int step = 0;
   dump(cx, step++, "input", ir::to_text(g));
   if (cx.quantized_gemv_weights) {
-    g = read_quantized_weights_in_gemvs(std::move(g), cx.f32_gemv_rows, cx.quantized_bf16_gemv_rows);
+    g = read_quantized_weights_in_gemvs(std::move(g), cx.gemv_rows);
     ir::verify(g);
     dump(cx, step++, "quantized_weights", ir::to_text(g));
   }
@@ -33,8 +33,7 @@ KernelPlan plan_kernels(ir::Graph g, PassContext& cx) {
   g = eliminate_dead_code(std::move(g));
   ir::verify(g);
   dump(cx, step++, "dead_code", ir::to_text(g));
-  g = legalize_matmul(std::move(g), cx.native_half_matmuls, cx.half_gemv_rows, cx.f32_gemv_rows,
-                      cx.bf16_pair_gemv_rows, cx.quantized_bf16_gemv_rows);
+  g = legalize_matmul(std::move(g), cx.native_half_matmuls, cx.gemv_rows);
   ir::verify(g);
   dump(cx, step++, "legalize_matmul", ir::to_text(g));
   Partition partition = fuse(g, cx);

@@ -124,7 +124,7 @@ ir::Graph fold_unsigned_activation_offset(ir::Graph graph) {
   return graph;
 }
 
-ir::Graph read_quantized_weights_in_gemvs(ir::Graph graph, int64_t f32_rows, int64_t quantized_bf16_rows) {
+ir::Graph read_quantized_weights_in_gemvs(ir::Graph graph, const GemvRows& rows) {
   graph = fold_unsigned_activation_offset(std::move(graph));
   std::vector<int> readers(graph.size(), 0);
   for (const ir::Node& node : graph.nodes())
@@ -139,7 +139,7 @@ ir::Graph read_quantized_weights_in_gemvs(ir::Graph graph, int64_t f32_rows, int
       const std::optional<ir::TensorRef> weight = widened_int8(graph, node.inputs[1], node.dtype);
       if (!weight) continue;
       folded.inputs[1] = *weight;
-      if (!is_gemv(graph, folded, 1, f32_rows, 1, quantized_bf16_rows)) {
+      if (!is_gemv(graph, folded, rows)) {
         cast_in_weight_layout(graph, static_cast<ir::NodeId>(i), readers);
         continue;
       }
@@ -153,7 +153,7 @@ ir::Graph read_quantized_weights_in_gemvs(ir::Graph graph, int64_t f32_rows, int
     } else {
       continue;
     }
-    if (!is_gemv(graph, folded, 1, f32_rows, 1, quantized_bf16_rows)) continue;
+    if (!is_gemv(graph, folded, rows)) continue;
     graph.mutable_node(static_cast<ir::NodeId>(i)) = std::move(folded);
   }
   return graph;

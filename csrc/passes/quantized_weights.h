@@ -5,13 +5,13 @@
 // kernel instead reads the int8 operands themselves and widens them in registers. This pass
 // points such a GEMV's operands past the Casts (the scales stay where torchao put them, a
 // multiply of the GEMV's output, which fuses into its consumer). An f32 prompt of at most
-// `f32_rows` rows is such a GEMV too (the kernel widens each block of weight rows once for all
+// rows.f32 rows is such a GEMV too (the kernel widens each block of weight rows once for all
 // of the prompt's rows); a longer one, or a bf16 one, keeps its Cast, made to widen the weight in
-// its own layout (see quantized_weights.cpp); a bf16 prompt of at most `quantized_bf16_rows` rows
+// its own layout (see quantized_weights.cpp); a bf16 prompt of at most rows.quantized_bf16 rows
 // is such a GEMV as well.
 //
 // Needs: a verified graph. Guarantees: the same values (an int8 value is exact in f32, bf16 and
-// i32); a Matmul reads an i8 operand only where is_gemv(graph, matmul, 1, f32_rows) holds: an
+// i32); a Matmul reads an i8 operand only where is_gemv(graph, matmul, rows) holds: an
 // f32 or bf16 one its weight, an i32 one both operands; a Cast nothing reads any more is left
 // for dead-code elimination.
 //
@@ -23,10 +23,11 @@
 #pragma once
 
 #include "ir/graph.h"
+#include "passes/gemv_rows.h"
 
 namespace luminal::passes {
 
 ir::Graph fold_unsigned_activation_offset(ir::Graph graph);
-ir::Graph read_quantized_weights_in_gemvs(ir::Graph graph, int64_t f32_rows, int64_t quantized_bf16_rows);
+ir::Graph read_quantized_weights_in_gemvs(ir::Graph graph, const GemvRows& rows);
 
 }  // namespace luminal::passes

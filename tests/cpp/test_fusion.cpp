@@ -849,7 +849,7 @@ TEST(Fusion, SequentialRowGemvReadsTwoStreamsWithTheSameSums) {
     std::vector<HostTensor> reference_inputs = inputs;
     const auto expected = run_executable(*compile_reference(b.graph, weights), b.graph, reference_inputs);
     // The GEMV as the cpu runtime lowers it: reading the int8 weight past its Cast.
-    const ir::Graph folded = passes::read_quantized_weights_in_gemvs(b.graph, 1, 1);
+    const ir::Graph folded = passes::read_quantized_weights_in_gemvs(b.graph, {});
     EXPECT_NE(codegen::cpp::emit_kernel(codegen::lower_gemv(folded, product.node).kernel, "k").find("lm_gemv_rows_pair<"),
               std::string::npos)
         << what;
@@ -1047,7 +1047,7 @@ TEST(Fusion, Bf16PromptThroughAKByNWeightMultipliesBf16PairsWhereTheCpuHasThem) 
         const TensorRef product = b.matmul(x_rows, w_columns);
         b.output(product);
         const bool few = rows <= codegen::kBf16PairGemvRows;
-        EXPECT_EQ(passes::is_column_gemv(b.graph, b.graph.node(product.node), codegen::kBf16PairGemvRows), few) << what;
+        EXPECT_EQ(passes::is_column_gemv(b.graph, b.graph.node(product.node), {.bf16_pair_columns = codegen::kBf16PairGemvRows}), few) << what;
         EXPECT_FALSE(passes::is_column_gemv(b.graph, b.graph.node(product.node))) << what;  // without the pairs
         HostTensor weight = random_tensor(DType::BF16, {depth, n + 7}, rng);
         std::map<std::string, runtime::BufferRef> weights{{"w", weight.ref()}};
@@ -1119,10 +1119,10 @@ TEST(Fusion, F32GemvMultipliesAFewRowsPackedIntoStrips) {
   auto w = b.weight("w", DType::F32, {37, 70});
   const TensorRef repeated = b.matmul(x, viewed(w, w.view.permute({1, 0}).unsqueeze(0).expand({2, 70, 37})));
   b.output(repeated);
-  EXPECT_FALSE(passes::is_gemv(b.graph, b.graph.node(repeated.node), 1, codegen::kF32GemvRows));
+  EXPECT_FALSE(passes::is_gemv(b.graph, b.graph.node(repeated.node), {.f32 = codegen::kF32GemvRows}));
   const TensorRef one = b.matmul(viewed(x, x.view.slice(0, Expr(int64_t{0}), Expr(int64_t{1}), 1)),
                                  viewed(w, w.view.permute({1, 0}).unsqueeze(0)));
-  EXPECT_TRUE(passes::is_gemv(b.graph, b.graph.node(one.node), 1, codegen::kF32GemvRows));
+  EXPECT_TRUE(passes::is_gemv(b.graph, b.graph.node(one.node), {.f32 = codegen::kF32GemvRows}));
 }
 
 TEST(Fusion, F32GemmOfSymbolicRowsRunsTheStripGemvForAFewRows) {
@@ -1177,7 +1177,7 @@ TEST(Fusion, HalfGemmWidensTheWeightInStorageOrder) {
   auto x = b.input("x", DType::BF16, {kRows, 64});
   auto w = b.weight("w", DType::BF16, {48, 64});
   b.output(b.matmul(x, viewed(w, w.view.permute({1, 0}))));
-  const ir::Graph legal = passes::legalize_matmul(b.graph, {}, codegen::kHalfGemvRows, codegen::kF32GemvRows);
+  const ir::Graph legal = passes::legalize_matmul(b.graph, {}, {.half = codegen::kHalfGemvRows, .f32 = codegen::kF32GemvRows});
   int casts = 0;
   for (size_t i = 0; i < legal.size(); ++i) {
     const ir::Node& node = legal.node(static_cast<ir::NodeId>(i));

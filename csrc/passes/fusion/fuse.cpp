@@ -130,8 +130,7 @@ void group_quantized_gemvs(const ir::Graph& graph, Partition& p, PassContext& cx
     const ir::NodeId id = static_cast<ir::NodeId>(i);
     if (graph.node(id).op != ir::Op::Matmul) continue;
     const std::optional<GroupQuantizedGemv> pattern =
-        match_group_quantized_gemv(graph, id, p.users, p.read_by_runtime, cx.f32_gemv_rows,
-                                   cx.quantized_bf16_gemv_rows);
+        match_group_quantized_gemv(graph, id, p.users, p.read_by_runtime, cx.gemv_rows);
     if (!pattern) continue;
     group_pattern(p, id, pattern->nodes, GroupKind::QuantizedGemv);
     if (!cx.debug_dir.empty())

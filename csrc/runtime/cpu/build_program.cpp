@@ -70,9 +70,7 @@ bool bf16_output_attention(const ir::Graph& graph, const passes::Partition& part
 bool matmul_as_loop(const ir::Graph& graph, NodeId id, const passes::PassContext& cx) {
   const ir::Node& node = graph.node(id);
   if (!ir::is_floating(node.dtype) ||
-      passes::is_gemv(graph, node, cx.half_gemv_rows, cx.f32_gemv_rows, cx.bf16_pair_gemv_rows,
-                      cx.quantized_bf16_gemv_rows) ||
-      passes::is_column_gemv(graph, node, cx.bf16_pair_column_rows, cx.f32_column_rows))
+      passes::is_gemv(graph, node, cx.gemv_rows) || passes::is_column_gemv(graph, node, cx.gemv_rows))
     return true;
   const size_t rank = node.shape.size();
   const ir::View& b = node.inputs[1].view;
@@ -181,9 +179,9 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     if (aten_has_native_half_matmul(half)) cx.native_half_matmuls.push_back(half);
   // A few half-precision rows run as the GEMV, unless ATen multiplies a half dtype natively
   // (oneDNN with bf16/f16 dot products streams the weight as well and keeps its own blocking).
-  cx.half_gemv_rows = cx.native_half_matmuls.empty() ? codegen::kHalfGemvRows : 1;
-  cx.f32_gemv_rows = codegen::kF32GemvRows;
-  cx.f32_column_rows = codegen::kF32ColumnRows;  // the same through a [K, N] weight
+  cx.gemv_rows.half = cx.native_half_matmuls.empty() ? codegen::kHalfGemvRows : 1;
+  cx.gemv_rows.f32 = codegen::kF32GemvRows;
+  cx.gemv_rows.f32_columns = codegen::kF32ColumnRows;  // the same through a [K, N] weight
   // A prompt's bf16 Linears and experts as bf16 pairs in the GEMV kernel (lm_gemv_bf16_strips)
   // where its kernels have AVX512-BF16 and no AMX, up to kBf16PairGemvRows rows. Experts too: a
   // prefill that went back and forth between our pool and oneDNN's threads paid for each one's
@@ -195,11 +193,11 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   // strips (docs/lessons.md, 2026-11-30). A [K, N] weight stays with oneDNN there.
   const CpuIsa isa = parse_cpu_isa(options.cpu_isa);
   const bool amx_tiles = kernels_have_amx_bf16(isa);
-  if (kernels_multiply_bf16_pairs(isa)) cx.bf16_pair_gemv_rows = codegen::kBf16PairGemvRows;
-  if (kernels_have_bf16_pairs_without_amx(isa)) cx.bf16_pair_column_rows = codegen::kBf16PairGemvRows;
+  if (kernels_multiply_bf16_pairs(isa)) cx.gemv_rows.bf16_pairs = codegen::kBf16PairGemvRows;
+  if (kernels_have_bf16_pairs_without_amx(isa)) cx.gemv_rows.bf16_pair_columns = codegen::kBf16PairGemvRows;
   // bf16 prompts through quantized weights: past kF32GemvRows only where the chunks are bf16 pairs
   // (kQuantizedBf16PairGemvRows); f32 strips and AMX tiles were measured up to it.
-  cx.quantized_bf16_gemv_rows =
+  cx.gemv_rows.quantized_bf16 =
       kernels_have_bf16_pairs_without_amx(isa) ? codegen::kQuantizedBf16PairGemvRows : codegen::kF32GemvRows;
   // A bf16 prompt's strips GEMV on AMX tiles, where the kernels have them: of a bf16 weight read
   // in place, or of an int8 or group-quantized one dequantized a chunk at a time.
@@ -286,7 +284,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
                     arena_slot(group.nodes[0])};
       step.what = ir::is_half(node.dtype) ? std::string("matmul (ATen, ") + ir::dtype_name(node.dtype) + ") from " + node.origin
                                           : "matmul (BLAS) from " + node.origin;
-      if (passes::is_gemv_for_few_rows(graph, node, cx.bf16_pair_gemv_rows)) {
+      if (passes::is_gemv_for_few_rows(graph, node, cx.gemv_rows.bf16_pairs)) {
         codegen::LoweredKernel gemv = codegen::lower_gemv(graph, group.nodes[0]);
         INTERNAL_CHECK(gemv.param_nodes == std::vector<NodeId>({node.inputs[0].node, node.inputs[1].node,
                                                                  group.nodes[0]}))
@@ -319,7 +317,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       step.what = step.groups_through_aten
                       ? std::string("grouped matmul (ATen per expert, ") + ir::dtype_name(node.dtype) + ") from " + node.origin
                       : "grouped matmul (BLAS per expert) from " + node.origin;
-      if (passes::is_expert_gemv(graph, node, cx.bf16_pair_gemv_rows)) {
+      if (passes::is_expert_gemv(graph, node, cx.gemv_rows.bf16_pairs)) {
         codegen::LoweredKernel gemv = codegen::lower_expert_gemv(graph, group.nodes[0]);
         use_amx_tiles(gemv.kernel);
         auto kernel = std::make_shared<Step>();
@@ -338,14 +336,12 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     codegen::LoweredKernel lowered;
     if (group.kind == GroupKind::Matmul) {
       const ir::Node& matmul = graph.node(group.nodes[0]);
-      lowered = passes::is_gemv(graph, matmul, cx.half_gemv_rows, cx.f32_gemv_rows, cx.bf16_pair_gemv_rows,
-                                  cx.quantized_bf16_gemv_rows) ||
-                        passes::is_column_gemv(graph, matmul, cx.bf16_pair_column_rows, cx.f32_column_rows)
+      lowered = passes::is_gemv(graph, matmul, cx.gemv_rows) || passes::is_column_gemv(graph, matmul, cx.gemv_rows)
                     ? codegen::lower_gemv(graph, group.nodes[0])
                     : codegen::lower_matmul_loop(graph, group.nodes[0]);
       // lower_gemv marks a column GEMV's form itself.
       if (!lowered.kernel.gemv.columns)
-        lowered.kernel.gemv.bf16_pairs = passes::is_bf16_pair_gemv(graph, matmul, cx.bf16_pair_gemv_rows);
+        lowered.kernel.gemv.bf16_pairs = passes::is_bf16_pair_gemv(graph, matmul, cx.gemv_rows.bf16_pairs);
       use_amx_tiles(lowered.kernel);
       if (lowered.kernel.gemv.columns) lowered.kernel.tile = column_run(lowered.kernel, program_threads(options));
       if (lowered.kernel.gemv_strips())
@@ -372,7 +368,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     } else if (group.kind == GroupKind::QuantizedGemv) {
       const std::optional<passes::GroupQuantizedGemv> pattern =
           passes::match_group_quantized_gemv(graph, group.nodes.back(), partition.users, partition.read_by_runtime,
-                                             cx.f32_gemv_rows, cx.quantized_bf16_gemv_rows);
+                                             cx.gemv_rows);
       INTERNAL_CHECK(pattern.has_value()) << "quantized gemv group %" << group.nodes.back() << " no longer matches";
       lowered = codegen::lower_group_quantized_gemv(graph, *pattern);
       use_amx_tiles(lowered.kernel);
