@@ -204,10 +204,16 @@ LoweredKernel lower_matmul_loop(const ir::Graph& graph, NodeId id) {
   const DType dtype = node.dtype;
   kernel.params = {Param{dtype, false}, Param{dtype, false}, Param{dtype, true}};
   out.param_nodes = {node.inputs[0].node, node.inputs[1].node, id};
-  Value va{ValueKind::Load, dtype, 0, Index{a.offset(), zero_unit_dims(domain, a_strides)}};
-  Value vb{ValueKind::Load, dtype, 1, Index{b.offset(), zero_unit_dims(domain, b_strides)}};
-  const int ia = kernel.add_value(va);
-  const int ib = kernel.add_value(vb);
+  const auto load = [&](int param, Index index) {
+    Value v;
+    v.kind = ValueKind::Load;
+    v.dtype = dtype;
+    v.param = param;
+    v.index = std::move(index);
+    return v;
+  };
+  const int ia = kernel.add_value(load(0, Index{a.offset(), zero_unit_dims(domain, a_strides)}));
+  const int ib = kernel.add_value(load(1, Index{b.offset(), zero_unit_dims(domain, b_strides)}));
   // Integers multiply and accumulate in int64 and wrap once on store, as the reference does.
   const DType accumulate = ir::is_floating(dtype) ? dtype : DType::I64;
   Value product;
