@@ -105,6 +105,10 @@ bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul, const GemvRo
   return rank == 2 && m.is_constant() && m.constant_value() <= most_rows && is_one(matmul.inputs[0].view.strides()[1]);
 }
 
+bool is_any_gemv(const ir::Graph& graph, const ir::Node& matmul, const GemvRows& rows) {
+  return is_gemv(graph, matmul, rows) || is_column_gemv(graph, matmul, rows);
+}
+
 ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half, const GemvRows& rows) {
   ir::Graph out;
   std::vector<ir::NodeId> renumber(graph.size(), -1);
@@ -113,7 +117,7 @@ ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_
     for (ir::TensorRef& in : node.inputs) in.node = renumber[in.node];
     const bool native = std::find(native_half.begin(), native_half.end(), node.dtype) != native_half.end();
     if (node.op != ir::Op::Matmul || !ir::is_half(node.dtype) ||
-        is_gemv(out, node, rows) || is_column_gemv(out, node, rows) || native) {
+        is_any_gemv(out, node, rows) || native) {
       renumber[i] = out.add(std::move(node));
       continue;
     }

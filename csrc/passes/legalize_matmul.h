@@ -47,6 +47,9 @@ bool is_expert_gemv(const ir::Graph& graph, const ir::Node& grouped_matmul, int6
 // (codegen/kernel.h GemvSpec::columns, with rows_in_item for M > 1).
 bool is_column_gemv(const ir::Graph& graph, const ir::Node& matmul, const GemvRows& rows = {});
 
+// A Matmul the GEMV pattern kernel computes in either form: is_gemv or is_column_gemv with `rows`.
+bool is_any_gemv(const ir::Graph& graph, const ir::Node& matmul, const GemvRows& rows);
+
 ir::Graph legalize_matmul(ir::Graph graph, const std::vector<ir::DType>& native_half, const GemvRows& rows);
 
 }  // namespace luminal::passes

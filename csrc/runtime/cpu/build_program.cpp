@@ -69,9 +69,7 @@ bool bf16_output_attention(const ir::Graph& graph, const passes::Partition& part
 // torch's OpenMP threads between our pool's kernels); the rest a row kernel.
 bool matmul_as_loop(const ir::Graph& graph, NodeId id, const passes::PassContext& cx) {
   const ir::Node& node = graph.node(id);
-  if (!ir::is_floating(node.dtype) ||
-      passes::is_gemv(graph, node, cx.gemv_rows) || passes::is_column_gemv(graph, node, cx.gemv_rows))
-    return true;
+  if (!ir::is_floating(node.dtype) || passes::is_any_gemv(graph, node, cx.gemv_rows)) return true;
   const size_t rank = node.shape.size();
   const ir::View& b = node.inputs[1].view;
   return is_one(node.shape[rank - 2]) && (is_one(b.strides()[rank - 2]) || is_one(b.shape()[rank - 2]));
@@ -336,7 +334,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     codegen::LoweredKernel lowered;
     if (group.kind == GroupKind::Matmul) {
       const ir::Node& matmul = graph.node(group.nodes[0]);
-      lowered = passes::is_gemv(graph, matmul, cx.gemv_rows) || passes::is_column_gemv(graph, matmul, cx.gemv_rows)
+      lowered = passes::is_any_gemv(graph, matmul, cx.gemv_rows)
                     ? codegen::lower_gemv(graph, group.nodes[0])
                     : codegen::lower_matmul_loop(graph, group.nodes[0]);
       // lower_gemv marks a column GEMV's form itself.
