@@ -159,8 +159,9 @@ def kernel_rows(key: str, kernel, dtype: str, args: argparse.Namespace) -> dict:
                 rows[impl]["error"] = slow
             else:
                 fns[impl] = fn
+        mismatches = {impl: check_output(outputs[impl], expected) for impl in fns}
         direct_note = None
-        if "luminal" in fns and len(programs["luminal"]) == 1 and not check_output(outputs["luminal"], expected):
+        if "luminal" in fns and len(programs["luminal"]) == 1 and not mismatches["luminal"]:
             direct = direct_call(programs["luminal"][0])
             output = direct()
             direct_note = check_output(output, expected) if isinstance(output, torch.Tensor) else "not one tensor"
@@ -172,9 +173,8 @@ def kernel_rows(key: str, kernel, dtype: str, args: argparse.Namespace) -> dict:
                 continue
             row = rows[impl]
             row.update(timings[impl], bytes=traffic_bytes(kernel, inputs, outputs[impl]), flops=kernel.flops)
-            mismatch = check_output(outputs[impl], expected)
-            if mismatch:
-                row["note"] = "; ".join(filter(None, [row.get("note"), mismatch]))
+            if mismatches[impl]:
+                row["note"] = "; ".join(filter(None, [row.get("note"), mismatches[impl]]))
         if DIRECT in timings:
             rows["luminal"]["backend_call_us"] = timings[DIRECT]["latency_us"]
         elif direct_note:
