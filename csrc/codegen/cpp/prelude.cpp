@@ -2785,6 +2785,10 @@ inline void lm_int4_lookup_groups(const uint16_t* x, const signed char* const* r
     const lm_i16x32 index = lm_widen_i8x32(bytes);
     return (lm_f32x16)lm_lookup16(table, high ? index | 16 : index & 15);
   };
+  // The sums in locals for the loop: through the pointers GCC stored all of them to memory after
+  // every step and loaded `x` twice, since a float table's loads might read what they point to.
+  lm_f32x16 sums[S], sums2[S];
+  for (int s = 0; s < S; ++s) sums[s] = acc[s], sums2[s] = acc2[s];
   int j = 0;
   for (; j + 2 <= count; j += 2) {
     lm_i16x32 table[S];
@@ -2792,8 +2796,8 @@ inline void lm_int4_lookup_groups(const uint16_t* x, const signed char* const* r
     const int64_t k = (first + j) * 32;
     const lm_f32x16 x0 = lm_load_bf16x32(x + k), x1 = lm_load_bf16x32(x + k + 32);
     for (int s = 0; s < S; ++s) {
-      acc[s] = lm_dot_bf16_pairs(acc[s], x0, weights(rows[s] + k, table[s], false));
-      acc2[s] = lm_dot_bf16_pairs(acc2[s], x1, weights(rows[s] + k + 32, table[s], true));
+      sums[s] = lm_dot_bf16_pairs(sums[s], x0, weights(rows[s] + k, table[s], false));
+      sums2[s] = lm_dot_bf16_pairs(sums2[s], x1, weights(rows[s] + k + 32, table[s], true));
     }
   }
   if (j < count) {  // a last group, even-numbered: the first sums
@@ -2801,9 +2805,10 @@ inline void lm_int4_lookup_groups(const uint16_t* x, const signed char* const* r
     const lm_f32x16 xk = lm_load_bf16x32(x + k);
     for (int s = 0; s < S; ++s) {
       const lm_f32x16 v = values(s, j);
-      acc[s] = lm_dot_bf16_pairs(acc[s], xk, weights(rows[s] + k, (lm_i16x32)lm_round_bf16_pairs(v, v), false));
+      sums[s] = lm_dot_bf16_pairs(sums[s], xk, weights(rows[s] + k, (lm_i16x32)lm_round_bf16_pairs(v, v), false));
     }
   }
+  for (int s = 0; s < S; ++s) acc[s] = sums[s], acc2[s] = sums2[s];
 }
 #endif
 // lm_gemv_row_groups_bf16 where the CPU has AVX512-BF16 and a group is a multiple of 32 weights:
