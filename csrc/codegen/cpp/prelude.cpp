@@ -1950,11 +1950,20 @@ inline void lm_gemv_bf16_strips_chunks(const float* packed, int64_t rows, int64_
     const uint16_t* next = nullptr;
     const uint16_t* w = weights(d, chunk, wide, ldw, next);
     const bool accumulate = d > 0;
+    // Tiles of four strips, then of three or two: a tile of one strip is R chains of dependent
+    // vdpbf16ps, too few to hide their latency, so 3, 5 and 7 strips go as 3, 3 + 2 and 4 + 3.
     int64_t s = 0;
     if constexpr (R <= 6)
-      for (; s + 4 <= full; s += 4, next = nullptr)
-        lm_tile_bf16_strips<R, 4, 1>(w, ldw, strips + s * strip_stride + d * 16, strip_stride, padded / 2,
-                                     sums + s * 16, ldc, accumulate, next);
+      for (int64_t left = full; left >= 3; left = full - s, next = nullptr)
+        if (left == 4 || left >= 6) {
+          lm_tile_bf16_strips<R, 4, 1>(w, ldw, strips + s * strip_stride + d * 16, strip_stride, padded / 2,
+                                       sums + s * 16, ldc, accumulate, next);
+          s += 4;
+        } else {
+          lm_tile_bf16_strips<R, 3, 1>(w, ldw, strips + s * strip_stride + d * 16, strip_stride, padded / 2,
+                                       sums + s * 16, ldc, accumulate, next);
+          s += 3;
+        }
     for (; s + 2 <= full; s += 2, next = nullptr)
       lm_tile_bf16_strips<R, 2, 1>(w, ldw, strips + s * strip_stride + d * 16, strip_stride, padded / 2,
                                    sums + s * 16, ldc, accumulate, next);
