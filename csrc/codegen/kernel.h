@@ -196,14 +196,22 @@ inline constexpr int64_t kQuantizedBf16PairGemvRows = 256;
 // (lm_gemv_bf16_strips, vdpbf16ps) on a CPU with AVX512-BF16 but no AMX, instead of ATen's
 // oneDNN GEMM. On two Zen 4 cores, each path in its own process, the memory-bound Llama in bf16
 // (hidden 1024, 8 layers) took 18.3 / 27.0 / 46.1 ms for 16 / 32 / 64-token forwards against
-// 26.7 / 38.1 / 62.2 through oneDNN (docs/lessons.md, 2026-11-29 (late morning)).
-inline constexpr int64_t kBf16PairGemvRows = 64;
+// 26.7 / 38.1 / 62.2 through oneDNN (docs/lessons.md, 2026-11-29 (late morning)). On two Zen 5
+// cores, builds alternated (2026-12-07): Linears of Llama's shapes took 0.71-0.95x oneDNN's time
+// at 80-96 rows and 0.9-1.05x at 112-128; the same model's 72 / 96 / 128-token forwards 25 / 30 /
+// 38 ms against 29 / 35-44 / 42-52, 112 tokens level; the 1B shape's 128-token one 378 ms
+// against 388. Past 128 the strips lost (2048 -> 8192 and 8192 -> 2048 at 192 and 256 rows).
+inline constexpr int64_t kBf16PairGemvRows = 128;
+// The same on AMX tiles (GemvSpec::amx_tiles), where oneDNN's GEMM has AMX too: measured up to 64.
+inline constexpr int64_t kAmxBf16PairGemvRows = 64;
+// The same through a [K, N] weight (GPT-2's Conv1D, passes::is_column_gemv), measured up to 64.
+inline constexpr int64_t kBf16PairColumnRows = 64;
 // Weight rows per block of a bf16-pair GEMV on AMX tiles (GemvSpec::amx_tiles): two A tiles of
 // 16 rows, each multiplied by two strips of `a` into four sums tiles (the eight tiles AMX has).
 inline constexpr int64_t kAmxGemvRows = 32;
 // The most rows of `a` a strip GEMV lowered for a symbolic M takes (a dynamic-shape prompt's
 // Linear, an expert's rows): its block of sums is sized for that many, and the cpu runtime calls
-// it only for calls within them (Step::few_rows_limit).
+// it only for calls within them, or within kAmxBf16PairGemvRows on AMX tiles (Step::few_rows_limit).
 inline constexpr int64_t symbolic_gemv_rows(bool bf16_pairs) { return bf16_pairs ? kBf16PairGemvRows : kF32GemvRows; }
 // Weight rows per block of such a GEMV by default (lm_tile_strips' six rows of accumulators).
 inline constexpr int64_t kGemvStripRows = 6;
@@ -232,7 +240,7 @@ inline constexpr int64_t kGemvColumns = 4096;
 // or f32 weight, lm_gemm_bf16_columns / lm_gemm_f32_columns) multiplies blocks of this many
 // columns, each weight row's run of them one or two 64-byte loads...
 inline constexpr int64_t kColumnRowsBlock = 32;
-// ...and takes at most this many per work item, for all of its rows (at most kBf16PairGemvRows
+// ...and takes at most this many per work item, for all of its rows (at most kBf16PairColumnRows
 // or kF32ColumnRows): their f32 sums (16 KiB) on the stack, the block's weight panel re-read
 // from L2 per block of rows.
 inline constexpr int64_t kColumnRowsRun = 64;

@@ -259,7 +259,7 @@ LoweredKernel lower_gemv(const ir::Graph& graph, NodeId id) {
   g.a = Index{a.offset(), zero_unit_dims(kernel.domain, a_strides)};
   g.w = Index{b.offset(), zero_unit_dims(kernel.domain, w_strides)};
   g.out = Index{Expr(int64_t{0}), zero_unit_dims(kernel.domain, contiguous_strides(node.shape))};
-  if (passes::is_column_gemv(graph, node, {.bf16_pair_columns = kBf16PairGemvRows, .f32_columns = kF32ColumnRows}) &&
+  if (passes::is_column_gemv(graph, node, {.bf16_pair_columns = kBf16PairColumnRows, .f32_columns = kF32ColumnRows}) &&
       !passes::is_gemv(graph, node)) {
     const bool rows = !is_one(node.shape[rank - 2]);
     kernel.label = !rows                          ? "gemv (M = 1 matmul, weight [K, N] streamed a run of columns at a time)"

@@ -197,8 +197,14 @@ TEST_F(HalfMatmul, GroupedMatmulRunsEachGroupWithRowsThroughAten) {
     int64_t rows;
     size_t groups_with_rows, groups_past_pair_rows;
   };
-  const std::vector<Routing> routings = {{{3, 3, 8, 10}, 10, 3, 0},  {{2, 5, 6, 6}, 10, 3, 0}, {{6, 2, 9, 10}, 10, 3, 0},
-                                         {{-3, 4, 20, 20}, 10, 2, 0}, {{0, 0, 0, 0}, 10, 0, 0}, {{70, 70, 75, 80}, 80, 3, 1}};
+  // The last: a first group of six rows past the expert GEMV's, then groups of 0, 5 and 5.
+  constexpr int64_t kPast = codegen::kBf16PairGemvRows + 6;
+  const std::vector<Routing> routings = {{{3, 3, 8, 10}, 10, 3, 0},
+                                         {{2, 5, 6, 6}, 10, 3, 0},
+                                         {{6, 2, 9, 10}, 10, 3, 0},
+                                         {{-3, 4, 20, 20}, 10, 2, 0},
+                                         {{0, 0, 0, 0}, 10, 0, 0},
+                                         {{kPast, kPast, kPast + 5, kPast + 10}, kPast + 10, 3, 1}};
   for (DType dtype : {DType::BF16, DType::F16}) {
     IrTestBuilder b;
     auto a = b.input("a", dtype, {Expr::symbol("s0"), 12});

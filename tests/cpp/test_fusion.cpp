@@ -923,16 +923,20 @@ TEST(Fusion, Bf16PromptMultipliesBf16PairsWhereTheCpuHasThem) {
   // A bf16 prompt through a bf16 Linear, where the kernels have AVX512-BF16 (and no AMX): x's
   // rows packed as bf16 pairs (runs of 32 values transposed in registers, then the tail),
   // multiplied by vdpbf16ps (lm_gemv_bf16_strips, blocks of six weight rows) up to
-  // kBf16PairGemvRows rows; elsewhere the row GEMV up to kHalfGemvRows; past that a GEMM. Rows:
-  // a last strip of at most 8 (two pairs a lane), a partial strip of 9, whole strips of 16, two
-  // strips and a partial or a short one (33, 40), 64 and one past. 37 outputs (six blocks of
-  // six and a row); depth 70 and 302 (a chunk of 256, then 46, padded to 48 in pairs); x's rows
-  // a view further apart than the depth. Both ISAs against the reference (avx2 has no bf16
-  // pairs: another kernel, so not the same bits).
+  // kBf16PairGemvRows rows (on AMX tiles kAmxBf16PairGemvRows); elsewhere the row GEMV up to
+  // kHalfGemvRows; past that a GEMM. Rows: a last strip of at most 8 (two pairs a lane), a
+  // partial strip of 9, whole strips of 16, two strips and a partial or a short one (33, 40),
+  // three, five and seven whole strips (tiles of 3, 3 + 2 and 4 + 3 strips), six and a short one
+  // (100), each limit (AMX tiles', vdpbf16ps') and one past. 37 outputs (six blocks of six and a
+  // row); depth 70 and 302 (a chunk of 256, then 46, padded to 48 in pairs); x's rows a view
+  // further apart than the depth. Both ISAs against the reference (avx2 has no bf16 pairs:
+  // another kernel, so not the same bits).
   std::mt19937 rng(19);
   for (int64_t depth : {int64_t{70}, int64_t{302}})
     for (int64_t rows : {int64_t{2}, int64_t{7}, codegen::kHalfGemvRows, codegen::kHalfGemvRows + 1, int64_t{16},
-                         int64_t{33}, int64_t{40}, codegen::kBf16PairGemvRows, codegen::kBf16PairGemvRows + 1}) {
+                         int64_t{33}, int64_t{40}, int64_t{48}, codegen::kAmxBf16PairGemvRows,
+                         codegen::kAmxBf16PairGemvRows + 1, int64_t{80}, int64_t{100}, int64_t{112},
+                         codegen::kBf16PairGemvRows, codegen::kBf16PairGemvRows + 1}) {
       const int64_t stride = depth + 6;
       IrTestBuilder b;
       auto x = b.input("x", DType::BF16, {rows, stride});
@@ -947,9 +951,12 @@ TEST(Fusion, Bf16PromptMultipliesBf16PairsWhereTheCpuHasThem) {
       std::map<std::string, runtime::BufferRef> weights{{"w", weight.ref()}};
       auto exe = compile_cpu(b.graph, weights);
       const auto& program = program_of(*exe);
-      // The pairs, or on a CPU without them the row GEMV of at most kHalfGemvRows rows.
+      // The pairs (on AMX tiles up to kAmxBf16PairGemvRows), or on a CPU without them the row
+      // GEMV of at most kHalfGemvRows rows.
       const bool pairs = runtime::cpu::kernels_multiply_bf16_pairs(runtime::cpu::CpuIsa::Native);
-      const bool gemv = pairs ? few : rows <= codegen::kHalfGemvRows;
+      const bool amx = runtime::cpu::kernels_have_amx_bf16(runtime::cpu::CpuIsa::Native);
+      const bool gemv = pairs ? rows <= (amx ? codegen::kAmxBf16PairGemvRows : codegen::kBf16PairGemvRows)
+                              : rows <= codegen::kHalfGemvRows;
       if (few) {
         codegen::Kernel kernel = codegen::lower_gemv(b.graph, product.node).kernel;
         kernel.gemv.bf16_pairs = true;
@@ -960,7 +967,6 @@ TEST(Fusion, Bf16PromptMultipliesBf16PairsWhereTheCpuHasThem) {
         EXPECT_NE(program.steps[0].what.find("gemv per row"), std::string::npos) << rows << ": " << program.steps[0].what;
         // Every call of the strips kernel packs x again: the pool gives it chunks of at least
         // kGemvStripsChunkRows weight rows (here one chunk a thread), the row GEMV any chunk.
-        const bool amx = runtime::cpu::kernels_have_amx_bf16(runtime::cpu::CpuIsa::Native);
         EXPECT_EQ(program.steps[0].min_chunk_items,
                   amx ? codegen::kAmxGemvChunkRows : pairs ? codegen::kGemvStripsChunkRows : int64_t{1})
             << rows;
@@ -1025,7 +1031,7 @@ TEST(Fusion, ALinearsBiasJoinsTheStripGemvsStore) {
 TEST(Fusion, Bf16PromptThroughAKByNWeightMultipliesBf16PairsWhereTheCpuHasThem) {
   // x @ W with a bf16 W [K, N] (GPT-2's Conv1D) and a prompt's rows, where the kernels have
   // AVX512-BF16 (and no AMX): the column GEMV's bf16-pair form (lm_gemm_bf16_columns) up to
-  // kBf16PairGemvRows rows, oneDNN's GEMM (or sgemm) past it and elsewhere. Rows: tiles of 12, 8,
+  // kBf16PairColumnRows rows, oneDNN's GEMM (or sgemm) past it and elsewhere. Rows: tiles of 12, 8,
   // 4 and 1 (2, 13, 33), 64 and one past; 45 columns (a block of 32 and a tail of 13 through the
   // one-row column GEMV) and 96 (three blocks over two items of 64 and 32); an odd depth (37: the
   // last weight row paired with zeros) and 302; W a column slice of a wider weight and x's rows
@@ -1034,8 +1040,8 @@ TEST(Fusion, Bf16PromptThroughAKByNWeightMultipliesBf16PairsWhereTheCpuHasThem) 
   const bool pairs = runtime::cpu::kernels_have_bf16_pairs_without_amx(runtime::cpu::CpuIsa::Native);
   for (int64_t depth : {int64_t{37}, int64_t{302}})
     for (int64_t n : {int64_t{45}, int64_t{96}})
-      for (int64_t rows : {int64_t{2}, int64_t{13}, int64_t{33}, codegen::kBf16PairGemvRows,
-                           codegen::kBf16PairGemvRows + 1}) {
+      for (int64_t rows : {int64_t{2}, int64_t{13}, int64_t{33}, codegen::kBf16PairColumnRows,
+                           codegen::kBf16PairColumnRows + 1}) {
         const std::string what =
             "rows " + std::to_string(rows) + ", depth " + std::to_string(depth) + ", columns " + std::to_string(n);
         const int64_t stride = depth + 6;
@@ -1046,8 +1052,8 @@ TEST(Fusion, Bf16PromptThroughAKByNWeightMultipliesBf16PairsWhereTheCpuHasThem) 
         auto w_columns = viewed(w, w.view.slice(1, Expr(int64_t{3}), Expr(3 + n), 1));
         const TensorRef product = b.matmul(x_rows, w_columns);
         b.output(product);
-        const bool few = rows <= codegen::kBf16PairGemvRows;
-        EXPECT_EQ(passes::is_column_gemv(b.graph, b.graph.node(product.node), {.bf16_pair_columns = codegen::kBf16PairGemvRows}), few) << what;
+        const bool few = rows <= codegen::kBf16PairColumnRows;
+        EXPECT_EQ(passes::is_column_gemv(b.graph, b.graph.node(product.node), {.bf16_pair_columns = codegen::kBf16PairColumnRows}), few) << what;
         EXPECT_FALSE(passes::is_column_gemv(b.graph, b.graph.node(product.node))) << what;  // without the pairs
         HostTensor weight = random_tensor(DType::BF16, {depth, n + 7}, rng);
         std::map<std::string, runtime::BufferRef> weights{{"w", weight.ref()}};

@@ -149,6 +149,12 @@ def cpu_multiplies_bf16_pairs() -> bool:
     return cpu_has_bf16_pairs_without_amx() or cpu_has_amx_bf16()
 
 
+def bf16_pair_rows() -> int:
+    """The most rows of a bf16 prompt's Linear luminal's kernels multiply as bf16 pairs here:
+    codegen::kAmxBf16PairGemvRows on AMX tiles, else kBf16PairGemvRows (vdpbf16ps)."""
+    return 64 if cpu_has_amx_bf16() else 128
+
+
 def aten_multiplies_natively(feature: str) -> bool:
     """Whether ATen's oneDNN GEMM multiplies `feature` ("bf16" or "fp16") in its dtype here
     (AVX-512 or AMX dot products), so that the cpu runtime sends a half GEMM there instead of
@@ -157,11 +163,11 @@ def aten_multiplies_natively(feature: str) -> bool:
     return bool(cpu.get(f"avx512_{feature}") or cpu.get(f"amx_{feature}"))
 
 
-@pytest.mark.parametrize("rows", [2, 5, 8, 12, 16, 17, 33, 40, 64, 65])
+@pytest.mark.parametrize("rows", [2, 5, 8, 12, 16, 17, 33, 40, 48, 64, 65, 112, 128, 129])
 def test_prompt_bf16_linear_multiplies_bf16_pairs_where_the_cpu_has_them(rows, tmp_path):
-    """A prompt's bf16 Linear of at most 64 rows on a CPU with AVX512-BF16 is the strip GEMV of
-    bf16 pairs (vdpbf16ps, or AMX tiles where the CPU has them), ahead of oneDNN's GEMM, which
-    keeps more rows; elsewhere the row GEMV or a GEMM. Either way eager's values, from
+    """A prompt's bf16 Linear of at most 128 rows on a CPU with AVX512-BF16 (64 on AMX tiles) is
+    the strip GEMV of bf16 pairs (vdpbf16ps, or AMX tiles where the CPU has them), ahead of
+    oneDNN's GEMM, which keeps more rows; elsewhere the row GEMV or a GEMM. Either way eager's values, from
     non-contiguous rows: whole strips of 16, a partial one, a last one of at most 8 (two pairs a
     lane without AMX), and a depth of 300 (nine runs of 32 transposed in registers and a tail; on
     AMX, nine whole tiles of depth and a zero-padded one); 70 weight rows (on AMX two blocks of 32,
@@ -175,8 +181,8 @@ def test_prompt_bf16_linear_multiplies_bf16_pairs_where_the_cpu_has_them(rows, t
     torch.testing.assert_close(actual, expected, atol=2e-2, rtol=2e-2)
     stats = (tmp_path / "cpu_stats.txt").read_text()
     if pairs:
-        assert ("gemv per row" in stats and "ATen" not in stats) == (rows <= 64), stats
-        assert ("on AMX tiles" in stats) == (cpu_has_amx_bf16() and rows <= 64), stats
+        assert ("gemv per row" in stats and "ATen" not in stats) == (rows <= bf16_pair_rows()), stats
+        assert ("on AMX tiles" in stats) == (cpu_has_amx_bf16() and rows <= bf16_pair_rows()), stats
 
 
 @pytest.mark.parametrize("rows,depth,out_features", [(2, 31, 33), (16, 32, 32), (17, 64, 95), (33, 1000, 64),
@@ -249,8 +255,8 @@ def test_prompt_bf16_conv1d_multiplies_bf16_pairs_where_the_cpu_has_them(rows, t
 
 def test_dynamic_bf16_prompt_linear_multiplies_bf16_pairs_for_a_few_rows(tmp_path):
     """A dynamic-shape prefill's bf16 Linear (a symbolic prompt length: gemma3's sliding-window
-    cache compiles with automatic dynamic shapes) takes the bf16 pairs for a call of at most 64
-    rows where the CPU has them, and ATen's GEMM for more: one compile for every length (but 1,
+    cache compiles with automatic dynamic shapes) takes the bf16 pairs for a call of at most 128
+    rows (64 on AMX tiles) where the CPU has them, and ATen's GEMM for more: one compile for every length (but 1,
     which dynamo specializes); a CPU with neither widens every length to f32 for BLAS. A last strip
     of at most 8, a partial strip, the limit and one past, from non-contiguous rows."""
     from conftest import CountingBackend
@@ -260,14 +266,14 @@ def test_dynamic_bf16_prompt_linear_multiplies_bf16_pairs_for_a_few_rows(tmp_pat
     linear = torch.nn.Linear(300, 70).to(torch.bfloat16)
     backend = CountingBackend({"debug_dir": str(tmp_path)})
     compiled = torch.compile(linear, backend=backend, dynamic=True)
-    for rows in [2, 7, 17, 64, 65, 100]:
+    for rows in [2, 7, 17, 64, 65, 100, 128, 129]:
         x = torch.randn(rows, 310, dtype=torch.bfloat16)[:, 5:305]
         with torch.no_grad():
             expected = linear(x)
             actual = compiled(x)
         torch.testing.assert_close(actual, expected, atol=2e-2, rtol=2e-2)
         assert len(backend.compiled) == 1, "one compile serves every prompt length"
-        on_pairs = pairs and rows <= 64
+        on_pairs = pairs and rows <= bf16_pair_rows()
         assert (backend.compiled[0].stats["aten_matmuls_last_run"] > 0) == (native and not on_pairs), rows
     stats = (tmp_path / "cpu_stats.txt").read_text()
     # The bf16 matmul with its bf16-pair GEMV; without pairs the widened f32 one has the f32 GEMV.
@@ -281,7 +287,7 @@ def test_half_gemm_stays_half_where_the_cpu_has_half_dot_products(tmp_path, dtyp
     widened. Either way it matches eager."""
     native = aten_multiplies_natively("bf16" if dtype == torch.bfloat16 else "fp16")
     linear = torch.nn.Linear(64, 48).to(dtype)
-    x = torch.randn(96, 64, dtype=dtype)  # more rows than the cpu runtime's GEMVs take (half: 8, widened f32: 64)
+    x = torch.randn(200, 64, dtype=dtype)  # more rows than the cpu runtime's GEMVs take (half: 8, bf16 pairs: 128)
     compiled = torch.compile(linear, backend="luminal", options={"debug_dir": str(tmp_path)})
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), linear(x), atol=2e-2, rtol=2e-2)

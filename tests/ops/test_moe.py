@@ -200,7 +200,8 @@ def test_few_rows_per_expert_run_the_expert_gemv(tmp_path):
 
 def test_bf16_experts_multiply_bf16_pairs_where_the_cpu_has_them():
     """On a CPU with AVX512-BF16 (vdpbf16ps, or AMX tiles where it has them), each bf16 expert of
-    1 to 64 rows is the bf16-pair GEMV, as the prompt's bf16 Linears are; an expert of more rows goes to ATen's GEMM. A prefill
+    1 to 128 rows (64 on AMX tiles) is the bf16-pair GEMV, as the prompt's bf16 Linears are; an
+    expert of more rows goes to ATen's GEMM. A prefill
     that went back and forth between luminal's pool and oneDNN's threads paid for each one's
     spinning on the other's cores (Qwen3-MoE's 32-token forward 13.4 ms against 10.4). Eager's
     values either way (the expert GEMV's correctness in every dtype: test_grouped_mm_fallback_expert_gemv)."""
@@ -216,8 +217,8 @@ def test_bf16_experts_multiply_bf16_pairs_where_the_cpu_has_them():
     def only_experts(x, o):
         return fallback_of_linear_weights(x, experts, o)
 
-    # Experts of 8, 0, 12 and 12 rows after a 32-row Linear; of 1, 8, 70 and 21 rows alone.
-    for fn, rows, ends, aten_calls in ((prompt, 32, [8, 8, 20, 32], 0), (only_experts, 100, [1, 9, 79, 100], 1)):
+    # Experts of 8, 0, 12 and 12 rows after a 32-row Linear; of 1, 8, 140 and 21 rows alone.
+    for fn, rows, ends, aten_calls in ((prompt, 32, [8, 8, 20, 32], 0), (only_experts, 170, [1, 9, 149, 170], 1)):
         backend = CountingBackend()
         x = torch.randn(rows, 64 if fn is prompt else 48, dtype=torch.bfloat16)
         o = torch.tensor(ends, dtype=torch.int32)

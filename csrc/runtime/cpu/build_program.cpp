@@ -186,13 +186,15 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   // spinning on the other's cores (the 32-token Qwen3-MoE forward took 13.4 ms against 10.4 with
   // its Linears in oneDNN too; docs/lessons.md, 2026-11-29 (late morning)).
   // Where they have AMX-BF16 too, the pairs go on AMX tiles, a [N, K] weight read in place as the
-  // tiles' A operand: the memory-bound Llama in bf16 (hidden 1024, 8 layers) spent 19-31 ms of a
-  // 32-token forward in oneDNN's GEMMs on two Emerald Rapids cores, and 64-68 in the vdpbf16ps
-  // strips (docs/lessons.md, 2026-11-30). A [K, N] weight stays with oneDNN there.
+  // tiles' A operand, up to kAmxBf16PairGemvRows rows: the memory-bound Llama in bf16 (hidden
+  // 1024, 8 layers) spent 19-31 ms of a 32-token forward in oneDNN's GEMMs on two Emerald Rapids
+  // cores, and 64-68 in the vdpbf16ps strips (docs/lessons.md, 2026-11-30). A [K, N] weight stays
+  // with oneDNN there.
   const CpuIsa isa = parse_cpu_isa(options.cpu_isa);
   const bool amx_tiles = kernels_have_amx_bf16(isa);
-  if (kernels_multiply_bf16_pairs(isa)) cx.gemv_rows.bf16_pairs = codegen::kBf16PairGemvRows;
-  if (kernels_have_bf16_pairs_without_amx(isa)) cx.gemv_rows.bf16_pair_columns = codegen::kBf16PairGemvRows;
+  if (kernels_multiply_bf16_pairs(isa))
+    cx.gemv_rows.bf16_pairs = amx_tiles ? codegen::kAmxBf16PairGemvRows : codegen::kBf16PairGemvRows;
+  if (kernels_have_bf16_pairs_without_amx(isa)) cx.gemv_rows.bf16_pair_columns = codegen::kBf16PairColumnRows;
   // bf16 prompts through quantized weights: past kF32GemvRows only where the chunks are bf16 pairs
   // (kQuantizedBf16PairGemvRows); f32 strips and AMX tiles were measured up to it.
   cx.gemv_rows.quantized_bf16 =
@@ -293,7 +295,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
         auto kernel = std::make_shared<Step>();
         make_kernel_step(*kernel, gemv.kernel, node.origin);
         kernel->slots = step.slots;
-        step.few_rows_limit = codegen::symbolic_gemv_rows(bf16_pairs);
+        step.few_rows_limit = bf16_pairs ? cx.gemv_rows.bf16_pairs : codegen::symbolic_gemv_rows(false);
         step.what = std::string("matmul (") + (bf16_pairs ? "ATen" : "BLAS") + ", or the GEMV " + kernel->kernel_name +
                     " for up to " + std::to_string(step.few_rows_limit) + " rows) from " + node.origin;
         step.few_rows = std::move(kernel);
@@ -322,7 +324,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
         make_kernel_step(*kernel, gemv.kernel, node.origin);
         kernel->slots = {step.slots[0], step.slots[1], step.slots[3]};
         const bool bf16_pairs = node.dtype == ir::DType::BF16;
-        step.few_rows_limit = codegen::symbolic_gemv_rows(bf16_pairs);
+        step.few_rows_limit = bf16_pairs ? cx.gemv_rows.bf16_pairs : codegen::symbolic_gemv_rows(false);
         step.what = "grouped matmul (the GEMV " + kernel->kernel_name + " for experts of " + (bf16_pairs ? "1" : "2") +
                     " to " + std::to_string(step.few_rows_limit) + " rows, " + (step.groups_through_aten ? "ATen" : "BLAS") +
                     " for the others) from " + node.origin;
