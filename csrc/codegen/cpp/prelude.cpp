@@ -519,7 +519,7 @@ inline void lm_tile_strips(const float* a, int64_t lda, const float* b, int64_t 
 }
 #endif
 // c[R x 16 count] (+)= a[R x depth] x `count` strips, as many tiles of lm_tile_strip_count strips
-// as fit, then one strip at a time.
+// as fit (on AVX-512 an odd count's first three as one), then one strip at a time.
 template <int R>
 inline void lm_tile_strip_run(const float* a, int64_t lda, const float* b, int64_t strip_stride, int64_t count,
                               int64_t depth, float* c, int64_t ldc, bool accumulate) {
@@ -532,6 +532,15 @@ inline void lm_tile_strip_run(const float* a, int64_t lda, const float* b, int64
   }
 #endif
   int64_t s = 0;
+#if defined(__AVX512F__)
+  // An odd count of three or more starts with a tile of three strips: a last tile of one strip is
+  // R chains of dependent FMAs, too few to hide their latency.
+  if constexpr (R <= 8)
+    if (count >= 3 && count % 2 == 1) {
+      lm_tile_strips<R, 3>(a, lda, b, strip_stride, depth, c, ldc, accumulate);
+      s = 3;
+    }
+#endif
   for (; s + lm_tile_strip_count <= count; s += lm_tile_strip_count)
     lm_tile_strips<R, lm_tile_strip_count>(a, lda, b + s * strip_stride, strip_stride, depth, c + s * 16, ldc,
                                            accumulate);
