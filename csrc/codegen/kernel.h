@@ -197,10 +197,10 @@ inline constexpr int64_t kQuantizedBf16PairGemvRows = 256;
 // oneDNN GEMM. On two Zen 4 cores, each path in its own process, the memory-bound Llama in bf16
 // (hidden 1024, 8 layers) took 18.3 / 27.0 / 46.1 ms for 16 / 32 / 64-token forwards against
 // 26.7 / 38.1 / 62.2 through oneDNN (docs/lessons.md, 2026-11-29 (late morning)). On two Zen 5
-// cores, builds alternated (2026-12-07): Linears of Llama's shapes took 0.71-0.95x oneDNN's time
-// at 80-96 rows and 0.9-1.05x at 112-128; the same model's 72 / 96 / 128-token forwards 25 / 30 /
-// 38 ms against 29 / 35-44 / 42-52, 112 tokens level; the 1B shape's 128-token one 378 ms
-// against 388. Past 128 the strips lost (2048 -> 8192 and 8192 -> 2048 at 192 and 256 rows).
+// cores, builds alternated (2026-12-07): bf16 Linears of Llama's shapes took 0.64-0.89x oneDNN's
+// time at 80 rows, 0.70-1.01x at 96 and 112, 0.73-0.96x at 128; the same model's 72 / 96 /
+// 128-token forwards 25 / 30 / 38 ms against 29 / 35-44 / 42-52; the 1B shape's 128-token one
+// 378 ms against 388. At 160-256 rows the strips took 0.81-1.16x oneDNN's time, no steady gain.
 inline constexpr int64_t kBf16PairGemvRows = 128;
 // The same on AMX tiles (GemvSpec::amx_tiles), where oneDNN's GEMM has AMX too: measured up to 64.
 inline constexpr int64_t kAmxBf16PairGemvRows = 64;
