@@ -213,6 +213,7 @@ inline constexpr int64_t kAmxGemvRows = 32;
 // Linear, an expert's rows): its block of sums is sized for that many, and the cpu runtime calls
 // it only for calls within them, or within kAmxBf16PairGemvRows on AMX tiles (Step::few_rows_limit).
 inline constexpr int64_t symbolic_gemv_rows(bool bf16_pairs) { return bf16_pairs ? kBf16PairGemvRows : kF32GemvRows; }
+static_assert(kAmxBf16PairGemvRows <= kBf16PairGemvRows, "a symbolic GEMV's block holds every limit's rows");
 // Weight rows per block of such a GEMV by default (lm_tile_strips' six rows of accumulators).
 inline constexpr int64_t kGemvStripRows = 6;
 // The same for a prompt of at most 16 rows (one strip): six rows of AVX-512 accumulators are six

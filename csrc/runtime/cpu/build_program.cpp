@@ -60,6 +60,13 @@ bool bf16_output_attention(const ir::Graph& graph, const passes::Partition& part
   return reader.op == ir::Op::Cast && reader.dtype == ir::DType::BF16;
 }
 
+// The most rows a call of a symbolic-M GEMV step (a dynamic-shape prompt's Linear, an expert's
+// rows) runs through its few-rows kernel: the runtime's limit for its form (on AMX tiles below the
+// kernel's capacity, codegen::symbolic_gemv_rows), ATen or BLAS past it.
+int64_t few_rows_limit(const passes::PassContext& cx, bool bf16_pairs) {
+  return bf16_pairs ? cx.gemv_rows.bf16_pairs : cx.gemv_rows.f32;
+}
+
 // A Matmul that generated code serves better than BLAS: integer types (BLAS has none), and
 // M = 1 with b's K dim contiguous (a decode GEMV through a Linear weight: streaming the weight
 // once at copy bandwidth beats sgemv, research/cpu-baselines.md). GEMVs whose operands both
@@ -295,7 +302,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
         auto kernel = std::make_shared<Step>();
         make_kernel_step(*kernel, gemv.kernel, node.origin);
         kernel->slots = step.slots;
-        step.few_rows_limit = bf16_pairs ? cx.gemv_rows.bf16_pairs : codegen::symbolic_gemv_rows(false);
+        step.few_rows_limit = few_rows_limit(cx, bf16_pairs);
         step.what = std::string("matmul (") + (bf16_pairs ? "ATen" : "BLAS") + ", or the GEMV " + kernel->kernel_name +
                     " for up to " + std::to_string(step.few_rows_limit) + " rows) from " + node.origin;
         step.few_rows = std::move(kernel);
@@ -324,7 +331,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
         make_kernel_step(*kernel, gemv.kernel, node.origin);
         kernel->slots = {step.slots[0], step.slots[1], step.slots[3]};
         const bool bf16_pairs = node.dtype == ir::DType::BF16;
-        step.few_rows_limit = bf16_pairs ? cx.gemv_rows.bf16_pairs : codegen::symbolic_gemv_rows(false);
+        step.few_rows_limit = few_rows_limit(cx, bf16_pairs);
         step.what = "grouped matmul (the GEMV " + kernel->kernel_name + " for experts of " + (bf16_pairs ? "1" : "2") +
                     " to " + std::to_string(step.few_rows_limit) + " rows, " + (step.groups_through_aten ? "ATen" : "BLAS") +
                     " for the others) from " + node.origin;
