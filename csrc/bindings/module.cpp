@@ -9,6 +9,7 @@ namespace luminal::bindings {
 void define_aten_threads(pybind11::module_& m);
 void define_compiled_program(pybind11::module_& m);
 void define_cuda(pybind11::module_& m);
+void define_gemv_rows(pybind11::module_& m);
 void define_output_memory(pybind11::module_& m);
 void define_schema(pybind11::module_& m);
 void define_warnings(pybind11::module_& m);
@@ -25,6 +26,7 @@ PYBIND11_MODULE(_C, m) {
   luminal::bindings::define_schema(m);
   luminal::bindings::define_cuda(m);
   luminal::bindings::define_output_memory(m);
+  luminal::bindings::define_gemv_rows(m);
   luminal::runtime::aten_fallback::install_c10_dispatch_executor();
   luminal::bindings::install_collective_executor();
 }

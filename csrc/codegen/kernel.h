@@ -184,6 +184,18 @@ inline constexpr int64_t kHalfGemvRows = 8;
 // ran 1.3-2.8x sgemm's rate from 8 to 32 rows (8 x 2048 x 8184: 3.9 ms against 10.9; 32 x 1024 x
 // 2808: 1.35 against 1.77) and 1.16x at 64.
 inline constexpr int64_t kF32GemvRows = 64;
+// The same on a Zen 5 (runtime/cpu/jit.h kernels_have_zen5_avx512), whose strips run two 512-bit
+// FMAs a cycle: on two Zen 5 cores, builds alternated, f32 Linears of Llama's shapes took
+// 0.73-0.88x the time of OpenBLAS's AVX-512 sgemm ("Cooperlake") at 96 and 128 rows, 0.91-0.97x at
+// 256, 0.91-1.22x at 384 (docs/lessons.md, 2026-12-07 (afternoon))...
+inline constexpr int64_t kZen5F32GemvRows = 256;
+// ...and where OpenBLAS runs its AVX2 kernels there (OPENBLAS_CORETYPE=Haswell, as set on the
+// machine the benches run on), 0.52-0.58x at 512 rows and 0.55-0.71x at 1,024, with the strips
+// in panels once they outgrow L2 (lm_gemv_strips_panel)...
+inline constexpr int64_t kZen5F32GemvRowsBesideAvx2Blas = 1024;
+// ...while the strips (rows x K f32 values) fit in half of its 32 MiB L3: 512 x 8,192 took 0.81x
+// BLAS's time, 1,024 x 8,192 (32 MiB) 1.06x.
+inline constexpr int64_t kZen5F32StripValues = int64_t{1} << 22;
 // The most rows of bf16 activations a Matmul through an int8 or group-quantized weight runs as
 // the strips GEMV on a CPU that multiplies bf16 pairs without AMX (each chunk of a block of weight
 // rows dequantized into L1 once for all the rows; kF32GemvRows elsewhere). The other way widens
@@ -212,8 +224,12 @@ inline constexpr int64_t kAmxGemvRows = 32;
 // The most rows of `a` a strip GEMV lowered for a symbolic M takes (a dynamic-shape prompt's
 // Linear, an expert's rows): its block of sums is sized for that many, and the cpu runtime calls
 // it only for calls within them, or within kAmxBf16PairGemvRows on AMX tiles (Step::few_rows_limit).
-inline constexpr int64_t symbolic_gemv_rows(bool bf16_pairs) { return bf16_pairs ? kBf16PairGemvRows : kF32GemvRows; }
-static_assert(kAmxBf16PairGemvRows <= kBf16PairGemvRows, "a symbolic GEMV's block holds every limit's rows");
+inline constexpr int64_t symbolic_gemv_rows(bool bf16_pairs) {
+  return bf16_pairs ? kBf16PairGemvRows : kZen5F32GemvRowsBesideAvx2Blas;
+}
+static_assert(kAmxBf16PairGemvRows <= kBf16PairGemvRows && kF32GemvRows <= kZen5F32GemvRows &&
+                  kZen5F32GemvRows <= kZen5F32GemvRowsBesideAvx2Blas,
+              "a symbolic GEMV's block holds every limit's rows");
 // Weight rows per block of such a GEMV by default (lm_tile_strips' six rows of accumulators).
 inline constexpr int64_t kGemvStripRows = 6;
 // The same for a prompt of at most 16 rows (one strip): six rows of AVX-512 accumulators are six
@@ -221,6 +237,11 @@ inline constexpr int64_t kGemvStripRows = 6;
 // (AVX2 runs them as two blocks of six; both sum each output in the same order). A 16-row int8
 // Linear of 1024 x 32000, weight in L3, 2 threads: 6.7-8.3 ms against 7.5-10.4 with six rows.
 inline constexpr int64_t kGemvOneStripRows = 12;
+// The most blocks of f32 weight rows a panel of such a GEMV takes (lm_gemv_strips_panel), where
+// its strips outgrow L2: each slice of them is read from L3 once per panel, not once per block.
+// Eight blocks' sums of 1,024 rows are 192 KiB, beside the strips' 256 KiB slice in a 1 MiB L2
+// (not tuned further).
+inline constexpr int64_t kGemvStripPanelBlocks = 8;
 // Weight rows a thread-pool chunk of such a GEMV takes at least (Kernel::min_chunk_items). Each
 // call of the kernel packs all of `a` again (M x K values at ~0.1 ns each on a Zen 4 core) before
 // multiplying its rows by it (2 M K flops a row at ~234 GFLOP/s a core), so a chunk of r rows

@@ -38,7 +38,7 @@ std::optional<GroupQuantizedGemv> match_group_quantized_gemv(const ir::Graph& gr
   if (mm.op != Op::Matmul || mm.shape.size() != 2 || !mm.shape[0].is_constant()) return std::nullopt;
   if (t != ir::DType::F32 && t != ir::DType::BF16) return std::nullopt;
   const int64_t rows = mm.shape[0].constant_value();
-  if (rows < 1 || rows > (t == ir::DType::BF16 ? gemv_rows.quantized_bf16 : gemv_rows.f32)) return std::nullopt;
+  if (rows < 1 || rows > (t == ir::DType::BF16 ? gemv_rows.quantized_bf16 : gemv_rows.quantized_f32)) return std::nullopt;
   const ir::View& a = mm.inputs[0].view;
   if (!constant(a.strides()[1], 1) && !constant(a.shape()[1], 1)) return std::nullopt;
 

@@ -8,10 +8,10 @@
 // so that no float copy of the weight is written per call (passes/quantized_weights.h does the
 // same for per-channel int8, whose scale is applied after the product).
 //
-// A prompt's Linear of a few rows ([M, N] = Matmul(a [M, K], W^T), M <= gemv_rows.f32) is the same
-// pattern: the kernel dequantizes each block of weight rows once for all of a's rows (bf16: where
-// passes/legalize_matmul.h leaves the Matmul in bf16, up to its half-precision GEMV rows or on a
-// CPU with a native bf16 GEMM).
+// A prompt's Linear of a few rows ([M, N] = Matmul(a [M, K], W^T), M <= gemv_rows.quantized_f32)
+// is the same pattern: the kernel dequantizes each block of weight rows once for all of a's rows
+// (bf16: where passes/legalize_matmul.h leaves the Matmul in bf16, up to its half-precision GEMV
+// rows or on a CPU with a native bf16 GEMM).
 //
 // Only f32 and bf16 Linears, rank-2 Matmuls, and only where nothing outside the pattern reads
 // its intermediates, so that skipping them changes no other result.
@@ -43,7 +43,7 @@ struct GroupQuantizedGemv {
 };
 
 // `users[n]` lists the nodes reading node n; `read_by_runtime[n]` whether the runtime reads it
-// after the kernels (a graph output or a data symbol's value); gemv_rows.f32 and
+// after the kernels (a graph output or a data symbol's value); gemv_rows.quantized_f32 and
 // gemv_rows.quantized_bf16 the most rows of an f32 or bf16 Linear the pattern takes.
 std::optional<GroupQuantizedGemv> match_group_quantized_gemv(const ir::Graph& graph, ir::NodeId matmul,
                                                              const std::vector<std::vector<ir::NodeId>>& users,

@@ -61,8 +61,11 @@ bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, const GemvRows& row
   const bool quantized_bf16 = matmul.dtype == ir::DType::BF16 && rank == 2 &&
                               graph.node(matmul.inputs[1].node).dtype == ir::DType::I8;
   const bool f32_strips = matmul.dtype == ir::DType::F32 || quantized_bf16;
+  const ir::Expr& depth = matmul.inputs[0].view.shape()[rank - 1];
+  const bool quantized_f32 = matmul.dtype == ir::DType::F32 && graph.node(matmul.inputs[1].node).dtype == ir::DType::I8;
   const int64_t few_rows = quantized_bf16                  ? rows.quantized_bf16
-                           : matmul.dtype == ir::DType::F32 ? rows.f32
+                           : quantized_f32                  ? rows.quantized_f32
+                           : matmul.dtype == ir::DType::F32 ? rows.f32_rows(depth.is_constant() ? depth.constant_value() : 0)
                            : ir::is_half(matmul.dtype)      ? rows.half
                                                             : 1;
   const bool few =

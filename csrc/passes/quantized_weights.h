@@ -5,10 +5,10 @@
 // kernel instead reads the int8 operands themselves and widens them in registers. This pass
 // points such a GEMV's operands past the Casts (the scales stay where torchao put them, a
 // multiply of the GEMV's output, which fuses into its consumer). An f32 prompt of at most
-// rows.f32 rows is such a GEMV too (the kernel widens each block of weight rows once for all
-// of the prompt's rows); a longer one, or a bf16 one, keeps its Cast, made to widen the weight in
-// its own layout (see quantized_weights.cpp); a bf16 prompt of at most rows.quantized_bf16 rows
-// is such a GEMV as well.
+// rows.quantized_f32 rows is such a GEMV too (the kernel widens each block of weight rows once
+// for all of the prompt's rows); a longer one, or a bf16 one, keeps its Cast, made to widen the
+// weight in its own layout (see quantized_weights.cpp); a bf16 prompt of at most
+// rows.quantized_bf16 rows is such a GEMV as well.
 //
 // Needs: a verified graph. Guarantees: the same values (an int8 value is exact in f32, bf16 and
 // i32); a Matmul reads an i8 operand only where is_gemv(graph, matmul, rows) holds: an

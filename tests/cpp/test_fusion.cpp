@@ -12,6 +12,8 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "codegen/cpp/emit.h"
 #include "codegen/lower.h"
@@ -35,6 +37,12 @@ using ir::Expr;
 
 const runtime::cpu::Program& program_of(const runtime::Executable& e) {
   return dynamic_cast<const runtime::cpu::CpuExecutable&>(e).program();
+}
+
+// The most rows of an f32 Linear of depth `depth` the cpu runtime's strips GEMV takes with kernels
+// for `isa` here (kF32GemvRows, or more where they outrun BLAS: runtime/cpu/build_program.h).
+int64_t f32_strip_rows(runtime::cpu::CpuIsa isa, int64_t depth) {
+  return runtime::cpu::cpu_gemv_rows(isa, {}).f32_rows(depth);
 }
 
 size_t count(const std::string& text, const std::string& what) {
@@ -1078,19 +1086,24 @@ TEST(Fusion, Bf16PromptThroughAKByNWeightMultipliesBf16PairsWhereTheCpuHasThem) 
 }
 
 TEST(Fusion, F32GemvMultipliesAFewRowsPackedIntoStrips) {
-  // A short f32 prompt through a Linear (M <= kF32GemvRows) is the GEMV kernel: x's rows packed
-  // into strips of 16 that each block of six weight rows (twelve for one strip) multiplies in registers
-  // (lm_gemv_strips), the weight read in place; more rows go to BLAS. Row counts below, at and
-  // past a strip (a zero-padded one; up to eight rows in the last strip run as half a strip,
-  // lm_tile_half_strip: 2, 7, 17 and 40 rows, where 9 runs a whole one), 37 outputs (a 1-row block after six of six), depth 70 and
-  // 300 (a chunk of 256 and a tail), x's rows 75 or 310 apart (a view), and a batch dim with a
-  // weight per index (x packed again per index); on four threads. 40 rows are three strips: one
-  // AVX-512 tile of two strips and one of a single strip. A weight repeated over the batch goes
-  // to BLAS, which folds the batch into M.
+  // A short f32 prompt through a Linear (M <= kF32GemvRows, more where the strips outrun BLAS) is
+  // the GEMV kernel: x's rows packed into strips of 16 that each block of six weight rows (twelve
+  // for one strip) multiplies in registers (lm_gemv_strips_panel), the weight read in place; more
+  // rows go to BLAS. Row counts below, at and past a strip (a zero-padded one; up to eight rows in
+  // the last strip run as half a strip, lm_tile_half_strip: 2, 7, 17 and 40 rows, where 9 runs a
+  // whole one), 37 outputs (a 1-row block after six of six), depth 70 and 300 (a chunk of 256 and
+  // a tail) and 1,100 (64 rows of it outgrow the strips' L2 slice: a panel of the six whole
+  // blocks, then one row, over chunks of 256 and a tail), x's rows a view further apart, and a
+  // batch dim with a weight per index (x packed again per index); on four threads. 40 rows are
+  // three strips: one AVX-512 tile of two strips and one of a single strip. 200 rows are the
+  // strips on a Zen 5 (kZen5F32GemvRows), 300 there beside BLAS's AVX2 kernels
+  // (kZen5F32GemvRowsBesideAvx2Blas), BLAS elsewhere. A weight repeated over the
+  // batch goes to BLAS, which folds the batch into M. The ISAs give the same bits where both take
+  // the same path.
   std::mt19937 rng(15);
-  for (int64_t depth : {int64_t{70}, int64_t{300}})
+  for (int64_t depth : {int64_t{70}, int64_t{300}, int64_t{1100}})
     for (int64_t rows : {int64_t{2}, int64_t{7}, int64_t{9}, int64_t{16}, int64_t{17}, int64_t{40}, codegen::kF32GemvRows,
-                         codegen::kF32GemvRows + 1}) {
+                         codegen::kF32GemvRows + 1, int64_t{200}, int64_t{300}}) {
       const int64_t stride = depth + 5 + depth / 30;
       IrTestBuilder b;
       auto x = b.input("x", DType::F32, {2, rows, stride});
@@ -1105,20 +1118,27 @@ TEST(Fusion, F32GemvMultipliesAFewRowsPackedIntoStrips) {
       auto exe = compile_cpu(b.graph, weights, options);
       const auto& program = program_of(*exe);
       ASSERT_EQ(program.steps.size(), 1u) << rows;
-      const bool gemv = rows <= codegen::kF32GemvRows;
+      const int64_t native_rows = f32_strip_rows(runtime::cpu::CpuIsa::Native, depth);
+      const int64_t avx2_rows = f32_strip_rows(runtime::cpu::CpuIsa::Avx2, depth);
+      EXPECT_EQ(avx2_rows, codegen::kF32GemvRows);
+      EXPECT_TRUE(native_rows == codegen::kF32GemvRows || native_rows == codegen::kZen5F32GemvRows ||
+                  native_rows == codegen::kZen5F32GemvRowsBesideAvx2Blas)
+          << native_rows;
+      const bool gemv = rows <= native_rows;
       EXPECT_NE(program.steps[0].what.find(gemv ? "gemv per row" : "BLAS"), std::string::npos)
           << rows << ": " << program.steps[0].what;
       const std::string block_rows =
           std::to_string(rows <= 16 ? codegen::kGemvOneStripRows : codegen::kGemvStripRows);
       if (gemv)
         EXPECT_NE(codegen::cpp::emit_kernel(codegen::lower_gemv(b.graph, product.node).kernel, "k")
-                      .find("lm_gemv_strips<" + block_rows + ">"),
+                      .find("lm_gemv_strips_panel<" + block_rows + ">"),
                   std::string::npos)
             << rows;
       expect_both_isas_match_the_reference(
           b.graph, {random_tensor(DType::F32, {2, rows, stride}, rng)},
           "f32 few-row gemv, rows " + std::to_string(rows) + ", depth " + std::to_string(depth),
-          3e-7 * static_cast<double>(depth), weights);  // f32 rounding of `depth` products
+          3e-7 * static_cast<double>(depth), weights,  // f32 rounding of `depth` products
+          /*same_bits=*/(rows <= native_rows) == (rows <= avx2_rows));
     }
   IrTestBuilder b;
   auto x = b.input("x", DType::F32, {2, 3, 70});
@@ -1129,13 +1149,37 @@ TEST(Fusion, F32GemvMultipliesAFewRowsPackedIntoStrips) {
   const TensorRef one = b.matmul(viewed(x, x.view.slice(0, Expr(int64_t{0}), Expr(int64_t{1}), 1)),
                                  viewed(w, w.view.permute({1, 0}).unsqueeze(0)));
   EXPECT_TRUE(passes::is_gemv(b.graph, b.graph.node(one.node), {.f32 = codegen::kF32GemvRows}));
+  // Where f32_values bounds rows x K: 512 rows of depth 8,192 fill it, 513 do not fit, nor do any
+  // of an unknown depth; without the bound, any depth.
+  const passes::GemvRows wide{.f32 = codegen::kZen5F32GemvRowsBesideAvx2Blas, .f32_values = codegen::kZen5F32StripValues};
+  const auto product_of = [&](Expr rows, Expr depth) {
+    IrTestBuilder p;
+    auto a = p.input("a", DType::F32, {rows, depth});
+    auto weight = p.weight("w", DType::F32, {16, depth});
+    const TensorRef out = p.matmul(a, viewed(weight, weight.view.permute({1, 0})));
+    return std::pair{p, out.node};
+  };
+  for (auto [rows, depth, expected] : {std::tuple{int64_t{512}, int64_t{8192}, true},
+                                       std::tuple{int64_t{513}, int64_t{8192}, false},
+                                       std::tuple{int64_t{1024}, int64_t{4096}, true},
+                                       std::tuple{int64_t{1025}, int64_t{64}, false}}) {
+    auto [p, node] = product_of(Expr(rows), Expr(depth));
+    EXPECT_EQ(passes::is_gemv(p.graph, p.graph.node(node), wide), expected) << rows << " x " << depth;
+    EXPECT_EQ(passes::is_gemv(p.graph, p.graph.node(node), {.f32 = codegen::kZen5F32GemvRowsBesideAvx2Blas}),
+              rows <= codegen::kZen5F32GemvRowsBesideAvx2Blas)
+        << rows << " x " << depth;
+  }
+  auto [unknown, node] = product_of(Expr(int64_t{2}), Expr::symbol("k"));
+  EXPECT_FALSE(passes::is_gemv(unknown.graph, unknown.graph.node(node), wide));
+  EXPECT_TRUE(passes::is_gemv(unknown.graph, unknown.graph.node(node), {.f32 = codegen::kF32GemvRows}));
 }
 
 TEST(Fusion, F32GemmOfSymbolicRowsRunsTheStripGemvForAFewRows) {
   // A dynamic-shape prefill's Linear: M is a symbol, so which kernel serves a call is decided when
   // its rows are known. One program: BLAS, with the strip GEMV for calls of at most
-  // kF32GemvRows rows (the block on its stack sized for that many). Rows 1, within a strip,
-  // across strips, at the limit and past it, through both ISAs' builds.
+  // kF32GemvRows rows (more on a Zen 5, cpu_gemv_rows; the kernel checks the rows
+  // against its capacity, symbolic_gemv_rows). Rows 1, within a strip, across strips, at either
+  // limit and past it, through both ISAs' builds (the same bits where both take the same path).
   std::mt19937 rng(16);
   const Expr s = Expr::symbol("s0");
   IrTestBuilder b;
@@ -1152,10 +1196,16 @@ TEST(Fusion, F32GemmOfSymbolicRowsRunsTheStripGemvForAFewRows) {
   EXPECT_EQ(program.steps[0].kind, runtime::cpu::Step::Kind::Gemm);
   ASSERT_NE(program.steps[0].few_rows, nullptr);
   EXPECT_NE(program.steps[0].few_rows->what.find("gemv per row"), std::string::npos) << program.steps[0].few_rows->what;
+  const int64_t native_rows = f32_strip_rows(runtime::cpu::CpuIsa::Native, 90);
+  EXPECT_NE(program.steps[0].what.find("for up to " + std::to_string(native_rows) + " rows"), std::string::npos)
+      << program.steps[0].what;
   for (int64_t rows : {int64_t{1}, int64_t{5}, int64_t{17}, int64_t{40}, codegen::kF32GemvRows,
-                       codegen::kF32GemvRows + 1, int64_t{150}})
+                       codegen::kF32GemvRows + 1, int64_t{150}, codegen::kZen5F32GemvRows,
+                       codegen::kZen5F32GemvRows + 1, codegen::kZen5F32GemvRowsBesideAvx2Blas,
+                       codegen::kZen5F32GemvRowsBesideAvx2Blas + 1})
     expect_both_isas_match_the_reference(b.graph, {random_tensor(DType::F32, {rows, 90}, rng)},
-                                         "f32 gemm of symbolic rows, " + std::to_string(rows), 3e-7 * 90, weights);
+                                         "f32 gemm of symbolic rows, " + std::to_string(rows), 3e-7 * 90, weights,
+                                         /*same_bits=*/(rows <= native_rows) == (rows <= codegen::kF32GemvRows));
   // bf16 keeps ATen alone but where the CPU multiplies bf16 pairs (bf16_pair_rows > 1; a constant
   // M is is_bf16_pair_gemv's); a weight repeated over a batch dim keeps BLAS alone.
   IrTestBuilder half;

@@ -115,19 +115,51 @@ def test_few_row_f32_conv1d_reads_its_weight_in_place_on_both_isas(rows, tmp_pat
         assert torch.equal(native, avx2)
 
 
+def f32_strip_rows(depth: int, cpu_isa: str = "native") -> int:
+    """The most rows of an f32 Linear of `depth` inputs that luminal's strip GEMV takes here (64;
+    on a Zen 5 256, or 1,024 beside OpenBLAS's AVX2 kernels; passes::GemvRows::f32_rows)."""
+    limits = luminal._C._cpu_gemv_rows(cpu_isa)
+    if limits["f32_values"] == 0:
+        return limits["f32"]
+    return max(1, min(limits["f32"], limits["f32_values"] // depth))
+
+
 def test_dynamic_rows_f32_linear_runs_the_strip_gemv_for_few_rows(tmp_path):
     """With dynamic shapes (torch.compile's automatic dynamic after a second prompt length) the
     rows are a symbol: one program serves every length, the strip GEMV when a call has at most 64
-    rows, BLAS beyond. Each call matches eager."""
+    rows (more on a Zen 5), BLAS beyond. Each call matches eager."""
     linear = torch.nn.Linear(300, 70)
+    limit = f32_strip_rows(300)
     # The first length compiles a static graph, the second a dynamic one serving the rest.
     compiled = torch.compile(linear, backend="luminal", options={"debug_dir": str(tmp_path)})
     with torch.no_grad():
-        for rows in (3, 17, 64, 65, 200):
+        for rows in sorted({3, 17, 64, 65, 200, limit, limit + 1}):
             x = torch.randn(rows, 300)
             torch.testing.assert_close(compiled(x), linear(x), atol=1e-5, rtol=1e-5)
     stats = (tmp_path / "cpu_stats.txt").read_text()
-    assert "or the GEMV" in stats and "for up to 64 rows" in stats, stats
+    assert "or the GEMV" in stats and f"for up to {limit} rows" in stats, stats
+
+
+@pytest.mark.parametrize(
+    "rows,depth", [(65, 300), (200, 1000), (256, 70), (257, 70), (1024, 70), (1025, 70), (300, 8192), (600, 8192)],
+    ids=str,
+)
+def test_long_f32_prompt_takes_the_strips_where_they_outrun_blas(rows, depth, tmp_path):
+    """An f32 prompt's Linear of more than 64 rows: luminal's strip GEMV where its strips outrun
+    BLAS (a Zen 5: up to 256 rows, 1,024 beside OpenBLAS's AVX2 kernels, and rows x depth within
+    4M values; the strips in panels past L2), BLAS elsewhere; eager's values either way. Rows a
+    view of a wider input; 45 outputs (seven blocks of six in one panel, then three rows one at a
+    time)."""
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(depth, 45)
+    x = torch.randn(rows, depth + 9)[:, 4 : 4 + depth]
+    with torch.no_grad():
+        compiled = torch.compile(linear, backend="luminal", options={"debug_dir": str(tmp_path)})
+        # A sum of `depth` products of unit values: f32 orders differ by ~1e-7 * sqrt(depth) of it.
+        torch.testing.assert_close(compiled(x), linear(x), atol=3e-6 * depth**0.5, rtol=1e-5)
+    stats = (tmp_path / "cpu_stats.txt").read_text()
+    strips = rows <= f32_strip_rows(depth)
+    assert ("matmul (BLAS)" in stats) != strips, stats
 
 
 def cpu_has_bf16_pairs_without_amx() -> bool:
@@ -153,7 +185,7 @@ def cpu_multiplies_bf16_pairs() -> bool:
 def bf16_pair_rows() -> int:
     """The most rows of a bf16 prompt's Linear luminal's kernels multiply as bf16 pairs here:
     codegen::kAmxBf16PairGemvRows on AMX tiles, else kBf16PairGemvRows (vdpbf16ps)."""
-    return 64 if cpu_has_amx_bf16() else 128
+    return luminal._C._cpu_gemv_rows()["bf16_pairs"]
 
 
 def aten_multiplies_natively(feature: str) -> bool:
@@ -288,7 +320,9 @@ def test_half_gemm_stays_half_where_the_cpu_has_half_dot_products(tmp_path, dtyp
     widened. Either way it matches eager."""
     native = aten_multiplies_natively("bf16" if dtype == torch.bfloat16 else "fp16")
     linear = torch.nn.Linear(64, 48).to(dtype)
-    x = torch.randn(200, 64, dtype=dtype)  # more rows than the cpu runtime's GEMVs take (half: 8, bf16 pairs: 128)
+    # More rows than the cpu runtime's GEMVs take (half: 8, bf16 pairs: 128, widened to f32: 64
+    # or, where the f32 strips outrun BLAS, 1,024).
+    x = torch.randn(max(200, f32_strip_rows(64) + 1), 64, dtype=dtype)
     compiled = torch.compile(linear, backend="luminal", options={"debug_dir": str(tmp_path)})
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), linear(x), atol=2e-2, rtol=2e-2)

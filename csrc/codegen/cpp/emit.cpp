@@ -1006,10 +1006,15 @@ class Emitter {
     // stride apart (a depth of 2048) share L1 sets, and a 16 x 2048 x 8192 product took 3.3 ms
     // against 2.1 with six on two Zen 4 cores.
     const bool one_strip = a_rows.is_constant() && a_rows.constant_value() <= 16 && w != DType::BF16;
-    const std::string rows = std::to_string(k_.tile > 0      ? k_.tile
-                                            : g.amx_tiles ? kAmxGemvRows
-                                            : strips      ? (one_strip ? kGemvOneStripRows : kGemvStripRows)
-                                                          : kGemvRows);
+    const int64_t block = k_.tile > 0 ? k_.tile
+                          : g.amx_tiles ? kAmxGemvRows
+                          : strips      ? (one_strip ? kGemvOneStripRows : kGemvStripRows)
+                                        : kGemvRows;
+    const std::string rows = std::to_string(block);
+    // f32 weights' strips take panels of blocks where the strips outgrow L2 (lm_gemv_strips_panel):
+    // the sums of a block, or of a panel's blocks, are block_rows rows at most.
+    const bool panels = strips && t == DType::F32 && w == DType::F32;
+    const std::string block_rows = std::to_string(panels ? block * kGemvStripPanelBlocks : block);
     std::ostringstream out, pointers;
     // The row function's call is call_head + R + call_tail; with strips, the strip function's is
     // strips_head + R + strips_tail.
@@ -1137,8 +1142,20 @@ class Emitter {
       out << "  const int64_t lm_strip_count = (" << m_count << " + 15) / 16;\n";
       if (!m.is_constant())
         out << "  if (lm_strip_count > " << most_strips << ") " << fail(static_cast<int64_t>(kKernelTooManyRows)) << "\n";
-      out << "  float lm_block[" << rows << " * " << most_strips << " * 16] = {};\n";
-      if (g.has_bias) out << "  float lm_bias[" << rows << "];\n";
+      if (panels) {
+        // Panels of up to kGemvStripPanelBlocks blocks (lm_gemv_strips_panel): their sums, up to
+        // 192 KiB at 1,024 rows, on the heap rather than a pool thread's stack.
+        out << "  const int64_t lm_panel_blocks = lm_strip_panel_blocks(lm_strip_count, lm_depth, "
+            << kGemvStripPanelBlocks << ");\n";
+        out << "  const int64_t lm_block_floats = " << rows << " * lm_panel_blocks * lm_strip_count * 16;\n";
+        out << "  float* lm_block = (float*)__builtin_malloc(sizeof(float) * (lm_block_floats + 1));\n";
+        out << "  if (lm_block == nullptr) " << fail(static_cast<int64_t>(kKernelOutOfMemory)) << "\n";
+        frees += "__builtin_free(lm_block); ";
+        out << "  __builtin_memset(lm_block, 0, sizeof(float) * lm_block_floats);\n";
+      } else {
+        out << "  float lm_block[" << rows << " * " << most_strips << " * 16] = {};\n";
+      }
+      if (g.has_bias) out << "  float lm_bias[" << block_rows << "];\n";
       // 64-byte aligned (+ 16 floats): AMX loads the strips as B tiles, at a third of the rate
       // where their rows straddle cache lines (docs/lessons.md, 2026-12-02 afternoon).
       out << "  float* lm_strips_base = (float*)__builtin_malloc(sizeof(float) * (lm_strip_count * 16 * (lm_depth + 31) + "
@@ -1171,8 +1188,16 @@ class Emitter {
       first_item = "lm_begin + 2 * lm_half";
     }
     out << "  for (int64_t lm_p = " << first_item << "; lm_p < lm_end;) {\n" << item_head;
-    out << "    const int lm_rows = (i" << n_axis << " + " << rows << " <= " << expr_text(k_.domain[n_axis])
-        << " && lm_p + " << rows << " <= lm_end) ? " << rows << " : 1;\n";
+    if (panels) {
+      // As many whole blocks as the panel takes, left in this chunk and this batch index.
+      out << "    const int64_t lm_left = " << expr_text(k_.domain[n_axis]) << " - i" << n_axis
+          << " < lm_end - lm_p ? " << expr_text(k_.domain[n_axis]) << " - i" << n_axis << " : lm_end - lm_p;\n";
+      out << "    const int lm_rows = lm_left < " << rows << " ? 1 : " << rows << " * (int)(lm_left / " << rows
+          << " < lm_panel_blocks ? lm_left / " << rows << " : lm_panel_blocks);\n";
+    } else {
+      out << "    const int lm_rows = (i" << n_axis << " + " << rows << " <= " << expr_text(k_.domain[n_axis])
+          << " && lm_p + " << rows << " <= lm_end) ? " << rows << " : 1;\n";
+    }
     if (strips) {
       out << "    if (lm_packed != lm_a) {\n";
       out << "      " << (t == DType::BF16 ? "lm_pack_bf16_strips" : "lm_pack_strips") << "(lm_a, "
@@ -1180,7 +1205,11 @@ class Emitter {
           << ", lm_depth, lm_strips);\n";
       out << "      lm_packed = lm_a;\n    }\n";
       strips_tail += group_args + "lm_block);\n";
-      out << "    if (lm_rows == " << rows << ") " << strips_head << rows << strips_tail;
+      if (panels)
+        out << "    if (lm_rows >= " << rows << ") lm_gemv_strips_panel<" << rows << ">(lm_strips, (" << expr_text(a_rows)
+            << "), lm_w, lm_row_stride, lm_depth, lm_rows / " << rows << ", lm_block);\n";
+      else
+        out << "    if (lm_rows == " << rows << ") " << strips_head << rows << strips_tail;
       // The rows past the last whole block one at a time (on AMX: as bf16 pairs, from the same strips).
       out << "    else " << (g.amx_tiles && w == DType::BF16 ? std::string("lm_gemv_bf16_strips<") : strips_head) << "1"
           << strips_tail;
@@ -1200,7 +1229,7 @@ class Emitter {
       // by value in that order took 8% of a 32 x 768 x 3072 bf16 product on a Zen 4 core, this
       // 4%. Lanes past the rows hold sums of zero rows (or zeros from lm_block's initialiser).
       out << "    for (int64_t lm_s = 0; lm_s < " << m_count << "; lm_s += 16) {\n";
-      out << "      " << table_.storage_type(t) << " lm_rounded[" << rows << " * 16];\n";
+      out << "      " << table_.storage_type(t) << " lm_rounded[" << block_rows << " * 16];\n";
       // (`omp simd`: otherwise GCC unrolls the sixteen and vectorises across the weight rows.)
       out << "      for (int lm_u = 0; lm_u < lm_rows; ++lm_u) {\n";
       out << "        #pragma omp simd\n";

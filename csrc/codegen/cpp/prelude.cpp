@@ -1121,6 +1121,34 @@ inline void lm_gemv_strips(const float* strips, int64_t rows, const float* w, in
     lm_gemv_strip_run<R>(w + d, row_stride, strips + d * 16, depth * 16, rows, chunk, sums, d > 0);
   }
 }
+// lm_gemv_strips walks all of the strips for each block of weight rows: once they outgrow L2
+// (a long prompt: 1,024 rows of depth 2,048 are 8 MiB), every block reads them from L3 again. A
+// panel of `blocks` blocks of R rows (the sums of block b from sums + b * R * count * 16) instead
+// takes the depth in chunks whose slice of the strips fits in L2 (256 KiB), each slice multiplied
+// by every block of the panel before the next. The depth's order is the same: so are the sums.
+// On two Zen 5 cores, f32 Linears of Llama's shapes: 512 x 8,192 x 2,048 took 53 ms against 99,
+// 1,024 x 2,048 x 8,192 80 against 96, 64 x 8,192 x 2,048 4.9 against 5.9; the others at 64-384
+// rows 0.74-1.05x their time.
+inline int64_t lm_strip_panel_chunk(int64_t count) {
+  const int64_t chunk = 4096 / count;  // count strips of 16 floats, 256 KiB
+  return chunk < 32 ? 32 : chunk > 256 ? 256 : chunk;
+}
+// The blocks a panel takes, at most `most`: one where all the strips fit in that L2 slice
+// (lm_gemv_strips' order, a block's weight rows streamed once each).
+inline int64_t lm_strip_panel_blocks(int64_t count, int64_t depth, int64_t most) {
+  return count * 16 * depth <= 65536 ? 1 : most;
+}
+template <int R>
+inline void lm_gemv_strips_panel(const float* strips, int64_t rows, const float* w, int64_t row_stride,
+                                 int64_t depth, int64_t blocks, float* sums) {
+  const int64_t count = (rows + 15) / 16, chunk = lm_strip_panel_chunk(count);
+  for (int64_t d = 0; d < depth || d == 0; d += chunk) {  // depth 0: the sums are zeros
+    const int64_t n = depth - d < chunk ? depth - d : chunk;
+    for (int64_t b = 0; b < blocks; ++b)
+      lm_gemv_strip_run<R>(w + b * R * row_stride + d, row_stride, strips + d * 16, depth * 16, rows, n,
+                           sums + b * R * count * 16, d > 0);
+  }
+}
 // The strips read a block of R weight rows a chunk of each row at a time: R short streams a
 // row apart, which the hardware prefetchers follow poorly. Row r's chunk from depth d prefetches
 // the same chunk of row r of the next block (R rows on), a whole block ahead, so that the loads

@@ -16,6 +16,8 @@
 #include "passes/pipeline.h"
 #include "runtime/aten_fallback.h"
 #include "runtime/collectives.h"
+#include "runtime/cpu/gemm.h"
+#include "runtime/cpu/jit.h"
 #include "runtime/cpu/slot_table.h"
 
 namespace luminal::runtime::cpu {
@@ -61,10 +63,11 @@ bool bf16_output_attention(const ir::Graph& graph, const passes::Partition& part
 }
 
 // The most rows a call of a symbolic-M GEMV step (a dynamic-shape prompt's Linear, an expert's
-// rows) runs through its few-rows kernel: the runtime's limit for its form (on AMX tiles below the
-// kernel's capacity, codegen::symbolic_gemv_rows), ATen or BLAS past it.
-int64_t few_rows_limit(const passes::PassContext& cx, bool bf16_pairs) {
-  return bf16_pairs ? cx.gemv_rows.bf16_pairs : cx.gemv_rows.f32;
+// rows) of depth `depth` runs through its few-rows kernel: the runtime's limit for its form (on
+// AMX tiles, or for a deep f32 one, below the kernel's capacity, codegen::symbolic_gemv_rows),
+// ATen or BLAS past it.
+int64_t few_rows_limit(const passes::PassContext& cx, bool bf16_pairs, const ir::Expr& depth) {
+  return bf16_pairs ? cx.gemv_rows.bf16_pairs : cx.gemv_rows.f32_rows(depth.is_constant() ? depth.constant_value() : 0);
 }
 
 // A Matmul that generated code serves better than BLAS: integer types (BLAS has none), and
@@ -173,20 +176,28 @@ int program_threads(const CompileOptions& options) {
                                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-Program build_program(const ir::Graph& input_graph, const CompileOptions& options, const FusionChoice& fusion) {
-  passes::PassContext cx;
-  cx.debug_dir = options.debug_dir;
-  cx.attention_kernels = fusion.attention_kernels;
-  cx.attention_half_operands = true;
-  cx.quantized_gemv_weights = true;
-  cx.group_quantized_gemvs = true;
+std::vector<ir::DType> native_half_matmuls() {
+  std::vector<ir::DType> halves;
   for (ir::DType half : {ir::DType::BF16, ir::DType::F16})
-    if (aten_has_native_half_matmul(half)) cx.native_half_matmuls.push_back(half);
+    if (aten_has_native_half_matmul(half)) halves.push_back(half);
+  return halves;
+}
+
+passes::GemvRows cpu_gemv_rows(CpuIsa isa, const std::vector<ir::DType>& native_half_matmuls) {
+  passes::GemvRows rows;
   // A few half-precision rows run as the GEMV, unless ATen multiplies a half dtype natively
   // (oneDNN with bf16/f16 dot products streams the weight as well and keeps its own blocking).
-  cx.gemv_rows.half = cx.native_half_matmuls.empty() ? codegen::kHalfGemvRows : 1;
-  cx.gemv_rows.f32 = codegen::kF32GemvRows;
-  cx.gemv_rows.f32_columns = codegen::kF32ColumnRows;  // the same through a [K, N] weight
+  rows.half = native_half_matmuls.empty() ? codegen::kHalfGemvRows : 1;
+  // f32 prompts of up to kF32GemvRows rows; on a Zen 5 up to kZen5F32GemvRows, or
+  // kZen5F32GemvRowsBesideAvx2Blas where BLAS's sgemm runs AVX2 kernels, of kZen5F32StripValues
+  // values at most.
+  rows.f32 = codegen::kF32GemvRows;
+  if (kernels_have_zen5_avx512(isa)) {
+    rows.f32 = blas_sgemm_is_avx2() ? codegen::kZen5F32GemvRowsBesideAvx2Blas : codegen::kZen5F32GemvRows;
+    rows.f32_values = codegen::kZen5F32StripValues;
+  }
+  rows.quantized_f32 = codegen::kF32GemvRows;  // measured up to it
+  rows.f32_columns = codegen::kF32ColumnRows;  // the same through a [K, N] weight
   // A prompt's bf16 Linears and experts as bf16 pairs in the GEMV kernel (lm_gemv_bf16_strips)
   // where its kernels have AVX512-BF16 and no AMX, up to kBf16PairGemvRows rows. Experts too: a
   // prefill that went back and forth between our pool and oneDNN's threads paid for each one's
@@ -197,15 +208,27 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   // 1024, 8 layers) spent 19-31 ms of a 32-token forward in oneDNN's GEMMs on two Emerald Rapids
   // cores, and 64-68 in the vdpbf16ps strips (docs/lessons.md, 2026-11-30). A [K, N] weight stays
   // with oneDNN there.
-  const CpuIsa isa = parse_cpu_isa(options.cpu_isa);
-  const bool amx_tiles = kernels_have_amx_bf16(isa);
   if (kernels_multiply_bf16_pairs(isa))
-    cx.gemv_rows.bf16_pairs = amx_tiles ? codegen::kAmxBf16PairGemvRows : codegen::kBf16PairGemvRows;
-  if (kernels_have_bf16_pairs_without_amx(isa)) cx.gemv_rows.bf16_pair_columns = codegen::kBf16PairColumnRows;
+    rows.bf16_pairs = kernels_have_amx_bf16(isa) ? codegen::kAmxBf16PairGemvRows : codegen::kBf16PairGemvRows;
+  if (kernels_have_bf16_pairs_without_amx(isa)) rows.bf16_pair_columns = codegen::kBf16PairColumnRows;
   // bf16 prompts through quantized weights: past kF32GemvRows only where the chunks are bf16 pairs
   // (kQuantizedBf16PairGemvRows); f32 strips and AMX tiles were measured up to it.
-  cx.gemv_rows.quantized_bf16 =
+  rows.quantized_bf16 =
       kernels_have_bf16_pairs_without_amx(isa) ? codegen::kQuantizedBf16PairGemvRows : codegen::kF32GemvRows;
+  return rows;
+}
+
+Program build_program(const ir::Graph& input_graph, const CompileOptions& options, const FusionChoice& fusion) {
+  passes::PassContext cx;
+  cx.debug_dir = options.debug_dir;
+  cx.attention_kernels = fusion.attention_kernels;
+  cx.attention_half_operands = true;
+  cx.quantized_gemv_weights = true;
+  cx.group_quantized_gemvs = true;
+  cx.native_half_matmuls = native_half_matmuls();
+  const CpuIsa isa = parse_cpu_isa(options.cpu_isa);
+  cx.gemv_rows = cpu_gemv_rows(isa, cx.native_half_matmuls);
+  const bool amx_tiles = kernels_have_amx_bf16(isa);
   // A bf16 prompt's strips GEMV on AMX tiles, where the kernels have them: of a bf16 weight read
   // in place, or of an int8 or group-quantized one dequantized a chunk at a time.
   const auto use_amx_tiles = [&](codegen::Kernel& kernel) {
@@ -302,7 +325,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
         auto kernel = std::make_shared<Step>();
         make_kernel_step(*kernel, gemv.kernel, node.origin);
         kernel->slots = step.slots;
-        step.few_rows_limit = few_rows_limit(cx, bf16_pairs);
+        step.few_rows_limit = few_rows_limit(cx, bf16_pairs, node.inputs[0].view.shape().back());
         step.what = std::string("matmul (") + (bf16_pairs ? "ATen" : "BLAS") + ", or the GEMV " + kernel->kernel_name +
                     " for up to " + std::to_string(step.few_rows_limit) + " rows) from " + node.origin;
         step.few_rows = std::move(kernel);
@@ -331,7 +354,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
         make_kernel_step(*kernel, gemv.kernel, node.origin);
         kernel->slots = {step.slots[0], step.slots[1], step.slots[3]};
         const bool bf16_pairs = node.dtype == ir::DType::BF16;
-        step.few_rows_limit = few_rows_limit(cx, bf16_pairs);
+        step.few_rows_limit = few_rows_limit(cx, bf16_pairs, node.inputs[0].view.shape().back());
         step.what = "grouped matmul (the GEMV " + kernel->kernel_name + " for experts of " + (bf16_pairs ? "1" : "2") +
                     " to " + std::to_string(step.few_rows_limit) + " rows, " + (step.groups_through_aten ? "ATen" : "BLAS") +
                     " for the others) from " + node.origin;

@@ -3,8 +3,11 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
+#include "passes/gemv_rows.h"
+#include "runtime/cpu/jit.h"
 #include "runtime/cpu/program.h"
 #include "runtime/runtime.h"
 
@@ -19,6 +22,14 @@ struct FusionChoice {
   bool attention_kernels = true;
   std::string describe() const;
 };
+
+// The half dtypes ATen's GEMM multiplies natively here (oneDNN with AVX-512 or AMX dot products),
+// which the cpu runtime leaves to it.
+std::vector<ir::DType> native_half_matmuls();
+
+// The most rows (a prompt's) of each kind of Matmul the GEMV kernels built for `isa` take here
+// (passes/gemv_rows.h), from codegen/kernel.h's measured thresholds and this CPU and BLAS.
+passes::GemvRows cpu_gemv_rows(CpuIsa isa, const std::vector<ir::DType>& native_half_matmuls);
 
 // The threads a program built with `options` runs on: num_threads, else every core.
 int program_threads(const CompileOptions& options);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <string>
 
 #include "common/error.h"
 #include "common/half.h"
@@ -230,6 +231,11 @@ void group_product(ir::DType dtype, const void* a, const StridedLayout& al, cons
 }
 
 }  // namespace
+
+bool blas_sgemm_is_avx2() {
+  const std::string core = openblas_get_corename();
+  return core == "Haswell" || core == "Zen";
+}
 
 void blas_group_product(ir::DType dtype, const void* a, const StridedLayout& al, const void* b,
                         const StridedLayout& bl, int64_t g, int64_t begin, int64_t end, void* out,

@@ -29,6 +29,10 @@ struct StridedLayout {
 using ColumnSplit = std::function<void(int64_t m, int64_t n, int64_t k,
                                        const std::function<void(int64_t begin, int64_t end)>& columns)>;
 
+// Whether OpenBLAS's sgemm runs its 256-bit kernels here (the core it picked at load time is one
+// of its AVX2 ones, as 0.3.21 picks "Haswell" on a Zen 5): half the width of AVX-512's FMAs.
+bool blas_sgemm_is_avx2();
+
 // out (contiguous, shape = a's batch dims + [M, N]) = a [.., M, K] x b [.., K, N]; dtype f32 or f64.
 void blas_matmul(ir::DType dtype, const void* a, const StridedLayout& a_layout, const void* b,
                  const StridedLayout& b_layout, void* out, const ColumnSplit& split = {});

@@ -219,6 +219,17 @@ bool kernels_have_amx_bf16(CpuIsa isa) {
   return isa == CpuIsa::Native && __builtin_cpu_supports("avx512bf16") && permitted;
 }
 
+bool kernels_have_zen5_avx512(CpuIsa isa) {
+  // CPUID.1:EAX: the family is the base family (bits 8-11) plus the extended one (bits 20-27)
+  // where the base is 0Fh.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (isa != CpuIsa::Native || !__builtin_cpu_is("amd") || !__builtin_cpu_supports("avx512f") ||
+      !__get_cpuid(1, &eax, &ebx, &ecx, &edx))
+    return false;
+  const unsigned base = eax >> 8 & 0xFu, family = base == 0xFu ? base + (eax >> 20 & 0xFFu) : base;
+  return family >= 0x1Au;
+}
+
 bool kernels_multiply_bf16_pairs(CpuIsa isa) {
   return kernels_have_bf16_pairs_without_amx(isa) || kernels_have_amx_bf16(isa);
 }

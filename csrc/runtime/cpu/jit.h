@@ -36,6 +36,11 @@ bool kernels_have_amx_bf16(CpuIsa isa);
 // vdpbf16ps or on AMX tiles: one of the two above.
 bool kernels_multiply_bf16_pairs(CpuIsa isa);
 
+// Whether kernels built for `isa` here have AVX-512 on an AMD CPU of family 1Ah or later (Zen
+// 5), whose server and desktop cores run two 512-bit FMAs a cycle, twice AVX2's rate (Zen 4
+// splits each in two; so do Zen 5's mobile cores, which this does not tell apart).
+bool kernels_have_zen5_avx512(CpuIsa isa);
+
 struct JitOptions {
   std::string cache_dir;  // empty: $LUMINAL_CACHE_DIR, $XDG_CACHE_HOME/luminal or ~/.cache/luminal
   int jobs = 0;           // parallel compiler processes; 0: hardware threads
