@@ -62,10 +62,12 @@ bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, const GemvRows& row
                               graph.node(matmul.inputs[1].node).dtype == ir::DType::I8;
   const bool f32_strips = matmul.dtype == ir::DType::F32 || quantized_bf16;
   const ir::Expr& depth = matmul.inputs[0].view.shape()[rank - 1];
-  const bool quantized_f32 = matmul.dtype == ir::DType::F32 && graph.node(matmul.inputs[1].node).dtype == ir::DType::I8;
+  const bool quantized_f32 =
+      matmul.dtype == ir::DType::F32 && graph.node(matmul.inputs[1].node).dtype == ir::DType::I8;
+  const int64_t known_depth = depth.is_constant() ? depth.constant_value() : 0;
   const int64_t few_rows = quantized_bf16                  ? rows.quantized_bf16
                            : quantized_f32                  ? rows.quantized_f32
-                           : matmul.dtype == ir::DType::F32 ? rows.f32_rows(depth.is_constant() ? depth.constant_value() : 0)
+                           : matmul.dtype == ir::DType::F32 ? rows.f32_rows(known_depth)
                            : ir::is_half(matmul.dtype)      ? rows.half
                                                             : 1;
   const bool few =

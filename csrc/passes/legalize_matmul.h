@@ -18,9 +18,10 @@ namespace luminal::passes {
 // A Matmul of `graph` the GEMV pattern kernel computes (codegen/kernel.h GemvSpec): f32, f16 or
 // bf16 with M = 1, f16/bf16 with a constant M <= rows.half, f32 with a constant M <=
 // rows.f32_rows(K) (<= rows.quantized_f32 reading an int8 weight), a rank-2 bf16 one reading an
-// int8 weight (passes/quantized_weights.h) with a constant M <= rows.quantized_bf16, a rank-2 bf16 one reading a bf16 weight with a constant M <=
-// rows.bf16_pairs (is_bf16_pair_gemv), or i32 reading two int8 operands with any M (a GEMV per
-// row), and both operands read K with unit stride (a Linear's weight is [N, K] row-major).
+// int8 weight (passes/quantized_weights.h) with a constant M <= rows.quantized_bf16, a rank-2
+// bf16 one reading a bf16 weight with a constant M <= rows.bf16_pairs (is_bf16_pair_gemv), or
+// i32 reading two int8 operands with any M (a GEMV per row), and both operands read K with unit
+// stride (a Linear's weight is [N, K] row-major).
 bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, const GemvRows& rows = {});
 
 // A rank-2 bf16 Matmul of a bf16 weight with a constant M in (1, bf16_pair_rows]: a prompt's
@@ -29,9 +30,9 @@ bool is_gemv(const ir::Graph& graph, const ir::Node& matmul, const GemvRows& row
 bool is_bf16_pair_gemv(const ir::Graph& graph, const ir::Node& matmul, int64_t bf16_pair_rows);
 
 // An f32 Matmul with a symbolic M (a dynamic-shape prefill) that is_gemv would take for a
-// constant M of at most GemvRows::f32_rows, or a bf16 one that is_bf16_pair_gemv would take for a constant
-// M where the CPU multiplies bf16 pairs (bf16_pair_rows > 1): the cpu runtime runs it as the GEMV
-// kernel when a call's M is that small, and through BLAS (f32) or ATen (bf16) otherwise.
+// constant M of at most GemvRows::f32_rows, or a bf16 one that is_bf16_pair_gemv would take for a
+// constant M where the CPU multiplies bf16 pairs (bf16_pair_rows > 1): the cpu runtime runs it as
+// the GEMV kernel when a call's M is that small, and through BLAS (f32) or ATen (bf16) otherwise.
 bool is_gemv_for_few_rows(const ir::Graph& graph, const ir::Node& matmul, int64_t bf16_pair_rows = 1);
 
 // An f32 GroupedMatmul (MoE experts) whose operands both read K with unit stride (each expert's

@@ -1151,7 +1151,8 @@ TEST(Fusion, F32GemvMultipliesAFewRowsPackedIntoStrips) {
   EXPECT_TRUE(passes::is_gemv(b.graph, b.graph.node(one.node), {.f32 = codegen::kF32GemvRows}));
   // Where f32_values bounds rows x K: 512 rows of depth 8,192 fill it, 513 do not fit, nor do any
   // of an unknown depth; without the bound, any depth.
-  const passes::GemvRows wide{.f32 = codegen::kZen5F32GemvRowsBesideAvx2Blas, .f32_values = codegen::kZen5F32StripValues};
+  const passes::GemvRows wide{.f32 = codegen::kZen5F32GemvRowsBesideAvx2Blas,
+                              .f32_values = codegen::kZen5F32StripValues};
   const auto product_of = [&](Expr rows, Expr depth) {
     IrTestBuilder p;
     auto a = p.input("a", DType::F32, {rows, depth});
