@@ -1092,7 +1092,7 @@ TEST(Fusion, F32GemvMultipliesAFewRowsPackedIntoStrips) {
   // rows go to BLAS. Row counts below, at and past a strip (a zero-padded one; up to eight rows in
   // the last strip run as half a strip, lm_tile_half_strip: 2, 7, 17 and 40 rows, where 9 runs a
   // whole one), 37 outputs (a 1-row block after six of six), depth 70 and 300 (a chunk of 256 and
-  // a tail) and 1,100 (64 rows of it outgrow the strips' L2 slice: a panel of the six whole
+  // a tail) and 2,100 (64 rows of it outgrow half of L2: a panel of the six whole
   // blocks, then one row, over chunks of 256 and a tail), x's rows a view further apart, and a
   // batch dim with a weight per index (x packed again per index); on four threads. 40 rows are
   // three strips: one AVX-512 tile of two strips and one of a single strip. 200 rows are the
@@ -1101,7 +1101,7 @@ TEST(Fusion, F32GemvMultipliesAFewRowsPackedIntoStrips) {
   // batch goes to BLAS, which folds the batch into M. The ISAs give the same bits where both take
   // the same path.
   std::mt19937 rng(15);
-  for (int64_t depth : {int64_t{70}, int64_t{300}, int64_t{1100}})
+  for (int64_t depth : {int64_t{70}, int64_t{300}, int64_t{2100}})
     for (int64_t rows : {int64_t{2}, int64_t{7}, int64_t{9}, int64_t{16}, int64_t{17}, int64_t{40}, codegen::kF32GemvRows,
                          codegen::kF32GemvRows + 1, int64_t{200}, int64_t{300}}) {
       const int64_t stride = depth + 5 + depth / 30;
