@@ -191,7 +191,7 @@ inline constexpr int64_t kF32GemvRows = 64;
 inline constexpr int64_t kZen5F32GemvRows = 256;
 // ...and where OpenBLAS runs its AVX2 kernels there (OPENBLAS_CORETYPE=Haswell, as set on the
 // machine the benches run on), 0.52-0.58x at 512 rows and 0.55-0.71x at 1,024, with the strips
-// in panels once they outgrow L2 (lm_gemv_strips_panel)...
+// in panels once they outgrow L2 (lm_gemv_strips)...
 inline constexpr int64_t kZen5F32GemvRowsBesideAvx2Blas = 1024;
 // ...while the strips (rows x K f32 values) fit in half of its 32 MiB L3: 512 x 8,192 took 0.81x
 // BLAS's time, 1,024 x 8,192 (32 MiB) 1.06x.
@@ -237,7 +237,7 @@ inline constexpr int64_t kGemvStripRows = 6;
 // (AVX2 runs them as two blocks of six; both sum each output in the same order). A 16-row int8
 // Linear of 1024 x 32000, weight in L3, 2 threads: 6.7-8.3 ms against 7.5-10.4 with six rows.
 inline constexpr int64_t kGemvOneStripRows = 12;
-// The most blocks of f32 weight rows a panel of such a GEMV takes (lm_gemv_strips_panel), where
+// The most blocks of f32 weight rows a panel of such a GEMV takes (lm_gemv_strips), where
 // its strips outgrow L2: each slice of them is read from L3 once per panel, not once per block.
 // Eight blocks' sums of 1,024 rows are 192 KiB, beside the strips' 256 KiB slice in a 1 MiB L2
 // (not tuned further).

@@ -1088,8 +1088,8 @@ TEST(Fusion, Bf16PromptThroughAKByNWeightMultipliesBf16PairsWhereTheCpuHasThem) 
 TEST(Fusion, F32GemvMultipliesAFewRowsPackedIntoStrips) {
   // A short f32 prompt through a Linear (M <= kF32GemvRows, more where the strips outrun BLAS) is
   // the GEMV kernel: x's rows packed into strips of 16 that each block of six weight rows (twelve
-  // for one strip) multiplies in registers (lm_gemv_strips_panel), the weight read in place; more
-  // rows go to BLAS. Row counts below, at and past a strip (a zero-padded one; up to eight rows in
+  // for one strip) multiplies in registers (lm_gemv_strips, in panels), the weight read in place;
+  // more rows go to BLAS. Row counts below, at and past a strip (a zero-padded one; up to eight rows in
   // the last strip run as half a strip, lm_tile_half_strip: 2, 7, 17 and 40 rows, where 9 runs a
   // whole one), 37 outputs (a 1-row block after six of six), depth 70 and 300 (a chunk of 256 and
   // a tail) and 2,100 (64 rows of it outgrow half of L2: a panel of the six whole
@@ -1129,11 +1129,12 @@ TEST(Fusion, F32GemvMultipliesAFewRowsPackedIntoStrips) {
           << rows << ": " << program.steps[0].what;
       const std::string block_rows =
           std::to_string(rows <= 16 ? codegen::kGemvOneStripRows : codegen::kGemvStripRows);
-      if (gemv)
-        EXPECT_NE(codegen::cpp::emit_kernel(codegen::lower_gemv(b.graph, product.node).kernel, "k")
-                      .find("lm_gemv_strips_panel<" + block_rows + ">"),
-                  std::string::npos)
-            << rows;
+      if (gemv) {  // whole blocks in panels (the call's last argument: the panel's blocks)
+        const std::string source = codegen::cpp::emit_kernel(codegen::lower_gemv(b.graph, product.node).kernel, "k");
+        const size_t call = source.find("lm_gemv_strips<" + block_rows + ">(");
+        ASSERT_NE(call, std::string::npos) << rows;
+        EXPECT_NE(source.find(", lm_rows / " + block_rows + ");", call), std::string::npos) << rows;
+      }
       expect_both_isas_match_the_reference(
           b.graph, {random_tensor(DType::F32, {2, rows, stride}, rng)},
           "f32 few-row gemv, rows " + std::to_string(rows) + ", depth " + std::to_string(depth),

@@ -1011,7 +1011,7 @@ class Emitter {
                           : strips      ? (one_strip ? kGemvOneStripRows : kGemvStripRows)
                                         : kGemvRows;
     const std::string rows = std::to_string(block);
-    // f32 weights' strips take panels of blocks where the strips outgrow L2 (lm_gemv_strips_panel):
+    // f32 weights' strips take panels of blocks where the strips outgrow L2 (lm_gemv_strips):
     // the sums of a block, or of a panel's blocks, are block_rows rows at most.
     const bool panels = strips && t == DType::F32 && w == DType::F32;
     const std::string block_rows = std::to_string(panels ? block * kGemvStripPanelBlocks : block);
@@ -1143,7 +1143,7 @@ class Emitter {
       if (!m.is_constant())
         out << "  if (lm_strip_count > " << most_strips << ") " << fail(static_cast<int64_t>(kKernelTooManyRows)) << "\n";
       if (panels) {
-        // Panels of up to kGemvStripPanelBlocks blocks (lm_gemv_strips_panel): their sums, up to
+        // Panels of up to kGemvStripPanelBlocks blocks (lm_gemv_strips): their sums, up to
         // 192 KiB at 1,024 rows, on the heap rather than a pool thread's stack.
         out << "  const int64_t lm_panel_blocks = lm_strip_panel_blocks(lm_strip_count, lm_depth, "
             << kGemvStripPanelBlocks << ");\n";
@@ -1205,9 +1205,9 @@ class Emitter {
           << ", lm_depth, lm_strips);\n";
       out << "      lm_packed = lm_a;\n    }\n";
       strips_tail += group_args + "lm_block);\n";
-      if (panels)
-        out << "    if (lm_rows >= " << rows << ") lm_gemv_strips_panel<" << rows << ">(lm_strips, (" << expr_text(a_rows)
-            << "), lm_w, lm_row_stride, lm_depth, lm_rows / " << rows << ", lm_block);\n";
+      if (panels)  // a panel of lm_rows / rows blocks
+        out << "    if (lm_rows >= " << rows << ") " << strips_head << rows << ">(lm_strips, (" << expr_text(a_rows)
+            << "), lm_w, lm_row_stride, lm_depth, lm_block, lm_rows / " << rows << ");\n";
       else
         out << "    if (lm_rows == " << rows << ") " << strips_head << rows << strips_tail;
       // The rows past the last whole block one at a time (on AMX: as bf16 pairs, from the same strips).

@@ -1112,37 +1112,28 @@ inline void lm_pack_strips(const TA* a, int64_t a_stride, int64_t rows, int64_t 
         strip[k * 16 + j] = s * 16 + j < rows ? lm_load_f32(a + (s * 16 + j) * a_stride + k) : 0.0f;
   }
 }
-template <int R>
-inline void lm_gemv_strips(const float* strips, int64_t rows, const float* w, int64_t row_stride, int64_t depth,
-                           float* sums) {
-  constexpr int64_t kChunk = 256;
-  for (int64_t d = 0; d < depth || d == 0; d += kChunk) {  // depth 0: the sums are zeros
-    const int64_t chunk = depth - d < kChunk ? depth - d : kChunk;
-    lm_gemv_strip_run<R>(w + d, row_stride, strips + d * 16, depth * 16, rows, chunk, sums, d > 0);
-  }
-}
-// lm_gemv_strips walks all of the strips for each block of weight rows: once they outgrow L2
-// (a long prompt: 1,024 rows of depth 2,048 are 8 MiB), every block reads them from L3 again. A
-// panel of `blocks` blocks of R rows (the sums of block b from sums + b * R * count * 16) instead
-// takes the depth in chunks whose slice of the strips fits in L2 (256 KiB), each slice multiplied
-// by every block of the panel before the next. The depth's order is the same: so are the sums.
-// On two Zen 5 cores, f32 Linears of Llama's shapes: 512 x 8,192 x 2,048 took 53 ms against 99,
-// 1,024 x 2,048 x 8,192 80 against 96, 64 x 8,192 x 2,048 4.9 against 5.9; the others at 64-384
-// rows 0.74-1.05x their time.
+// A block of R weight rows walks all of the strips: once they outgrow L2 (a long prompt: 1,024
+// rows of depth 2,048 are 8 MiB), each block would read them from L3 again. So `blocks` blocks of
+// R rows (a panel; the sums of block b from sums + b * R * count * 16) take the depth in chunks
+// whose slice of the strips fits in L2 (256 KiB), each slice multiplied by every block of the
+// panel before the next; one block takes chunks of 256. The depth's order is the same either way:
+// so are the sums. On two Zen 5 cores, f32 Linears of Llama's shapes in panels: 512 x 8,192 x
+// 2,048 took 53 ms against 99, 1,024 x 2,048 x 8,192 80 against 96, 64 x 8,192 x 2,048 4.9
+// against 5.9; the others at 64-384 rows 0.74-1.05x their time.
 inline int64_t lm_strip_panel_chunk(int64_t count) {
   const int64_t chunk = 4096 / count;  // count strips of 16 floats, 256 KiB
   return chunk < 32 ? 32 : chunk > 256 ? 256 : chunk;
 }
 // The blocks a panel takes, at most `most`: one where all the strips fit in half of L2 (512 KiB:
-// lm_gemv_strips' order, a block's weight rows streamed once each; 128 x 1,024 Linears took
-// 0.93-1.05x their time in panels, 32-row prompts level).
+// a block's weight rows streamed once each; 128 x 1,024 Linears took 0.93-1.05x their time in
+// panels, 32-row prompts level).
 inline int64_t lm_strip_panel_blocks(int64_t count, int64_t depth, int64_t most) {
   return count * 16 * depth <= 131072 ? 1 : most;
 }
 template <int R>
-inline void lm_gemv_strips_panel(const float* strips, int64_t rows, const float* w, int64_t row_stride,
-                                 int64_t depth, int64_t blocks, float* sums) {
-  const int64_t count = (rows + 15) / 16, chunk = lm_strip_panel_chunk(count);
+inline void lm_gemv_strips(const float* strips, int64_t rows, const float* w, int64_t row_stride, int64_t depth,
+                           float* sums, int64_t blocks = 1) {
+  const int64_t count = (rows + 15) / 16, chunk = blocks == 1 ? 256 : lm_strip_panel_chunk(count);
   for (int64_t d = 0; d < depth || d == 0; d += chunk) {  // depth 0: the sums are zeros
     const int64_t n = depth - d < chunk ? depth - d : chunk;
     for (int64_t b = 0; b < blocks; ++b)
