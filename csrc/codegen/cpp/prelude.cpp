@@ -2761,27 +2761,6 @@ inline lm_f32x16 lm_load_bf16x32(const uint16_t* p) {
 typedef short lm_i16x32 __attribute__((vector_size(64)));
 typedef signed char lm_i8x64 __attribute__((vector_size(64)));
 typedef signed char lm_i8x32 __attribute__((vector_size(32)));
-// Whether every one of the n int8 values (n a multiple of 32) is in int4's range [-8, 8): then
-// q + 8 has no bit above the fourth. The lookup below reads only an index's low five bits, so
-// a value outside the range would read another value's weight; torchao's int4 tensors hold
-// int8 bytes that nothing else stops a user from writing.
-inline bool lm_int4_values(const signed char* q, int64_t n) {
-  lm_i8x64 any = {};
-  int64_t k = 0;
-  for (; k + 64 <= n; k += 64) {
-    lm_i8x64 v;
-    __builtin_memcpy(&v, q + k, sizeof v);
-    any |= v + 8;
-  }
-  if (k < n) {
-    lm_i8x64 v = {};
-    __builtin_memcpy(&v, q + k, 32);
-    any |= v + 8;  // (the upper half's zeros add 8: in range)
-  }
-  const lm_u64x8 high = (lm_u64x8)any & 0xf0f0f0f0f0f0f0f0ull;
-  return __builtin_ia32_ptestmq512((__attribute__((vector_size(64))) long long)high,
-                                   (__attribute__((vector_size(64))) long long)high, (unsigned char)-1) == 0;
-}
 // One float broadcast to sixteen lanes from memory: a load-port operation. Given the value in a
 // register GCC made each of a table's broadcasts a shuffle on port 5, which the lookups need
 // (the lookups alone, stored to L1, took 1.7 ns per 32 weights instead of 1.5 on a Xeon core).
@@ -2808,9 +2787,17 @@ inline lm_i16x32 lm_lookup16(lm_i16x32 table, lm_i16x32 index) {
 // widening, dequantizing and rounding them took eight. An 8192 x 2048 int4 GEMV on a Xeon core
 // with AMX: 2.67 -> 1.99 ns per 32 weights with the weight in L2, 19.1 -> 22.4 GB/s on two cores
 // from memory (docs/lessons.md, 2026-12-02). Same bits as the dot path's FMA form.
+// The lookup reads only an index's low five bits, so a value outside int4's range would read
+// another value's weight, and torchao's int4 tensors hold int8 bytes that nothing else stops a
+// user from writing: every byte's q + 8 is ORed together on the way (no bit above the fourth:
+// all in range), and the groups are summed only if all were; false leaves acc and acc2 as they
+// were, for the FMA form. Checked and prefetched in the loop over the weights, not in passes of
+// their own before it: on a Zen 5 the separate pass and its loop took a tenth of the kernel's
+// time with the weight in L2 (0.98-1.04 -> 0.86-0.92 ns per 32 weights of an 8192 x 2048
+// GEMV on one core; 41-47 -> 48-52 GB/s on two from memory; docs/lessons.md, 2026-12-07).
 // `count` groups from `first` (even), S rows' tables at scale[s] and minus_zero_scale[s].
 template <int S>
-inline void lm_int4_lookup_groups(const uint16_t* x, const signed char* const* rows, int64_t first, int count,
+inline bool lm_int4_lookup_groups(const uint16_t* x, const signed char* const* rows, int64_t first, int count,
                                   const float (*scale)[16], const float (*minus_zero_scale)[16], lm_f32x16* acc,
                                   lm_f32x16* acc2) {
   const lm_f32x16 iota = {0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1};
@@ -2827,6 +2814,7 @@ inline void lm_int4_lookup_groups(const uint16_t* x, const signed char* const* r
   // every step and loaded `x` twice, since a float table's loads might read what they point to.
   lm_f32x16 sums[S], sums2[S];
   for (int s = 0; s < S; ++s) sums[s] = acc[s], sums2[s] = acc2[s];
+  lm_i8x64 in_range = {};
   int j = 0;
   for (; j + 2 <= count; j += 2) {
     lm_i16x32 table[S];
@@ -2834,6 +2822,10 @@ inline void lm_int4_lookup_groups(const uint16_t* x, const signed char* const* r
     const int64_t k = (first + j) * 32;
     const lm_f32x16 x0 = lm_load_bf16x32(x + k), x1 = lm_load_bf16x32(x + k + 32);
     for (int s = 0; s < S; ++s) {
+      __builtin_prefetch(rows[s] + k + lm_stream_prefetch_bytes);
+      lm_i8x64 bytes;
+      __builtin_memcpy(&bytes, rows[s] + k, sizeof bytes);
+      in_range |= bytes + 8;
       sums[s] = lm_dot_bf16_pairs(sums[s], x0, weights(rows[s] + k, table[s], false));
       sums2[s] = lm_dot_bf16_pairs(sums2[s], x1, weights(rows[s] + k + 32, table[s], true));
     }
@@ -2842,11 +2834,19 @@ inline void lm_int4_lookup_groups(const uint16_t* x, const signed char* const* r
     const int64_t k = (first + j) * 32;
     const lm_f32x16 xk = lm_load_bf16x32(x + k);
     for (int s = 0; s < S; ++s) {
+      lm_i8x64 bytes = {};
+      __builtin_memcpy(&bytes, rows[s] + k, 32);
+      in_range |= bytes + 8;  // (the upper half's zeros add 8: in range)
       const lm_f32x16 v = values(s, j);
       sums[s] = lm_dot_bf16_pairs(sums[s], xk, weights(rows[s] + k, (lm_i16x32)lm_round_bf16_pairs(v, v), false));
     }
   }
+  const lm_u64x8 above = (lm_u64x8)in_range & 0xf0f0f0f0f0f0f0f0ull;
+  if (__builtin_ia32_ptestmq512((__attribute__((vector_size(64))) long long)above,
+                                (__attribute__((vector_size(64))) long long)above, (unsigned char)-1) != 0)
+    return false;
   for (int s = 0; s < S; ++s) acc[s] = sums[s], acc2[s] = sums2[s];
+  return true;
 }
 #endif
 // lm_gemv_row_groups_bf16 where the CPU has AVX512-BF16 and a group is a multiple of 32 weights:
@@ -2874,8 +2874,6 @@ inline void lm_gemv_row_groups_bf16_dot(const uint16_t* x, const signed char* co
     alignas(64) float scale[S][kTable], zero[S][kTable], minus_zero_scale[S][kTable];
     bool small_scales = true;  // every |scale| below 2^102 (false for NaN)
     for (int s = 0; s < S; ++s) {
-      for (int64_t j = 0; j < count * group; j += 64)
-        __builtin_prefetch(rows[s] + first * group + j + lm_stream_prefetch_bytes);
       // Made sixteen at a time where they are adjacent: made one at a time, the table took a
       // fifth of the kernel's time.
       if (count == kTable && scale_group == 1 && (zeros[s] == nullptr || zero_group == 1)) {
@@ -2906,15 +2904,13 @@ inline void lm_gemv_row_groups_bf16_dot(const uint16_t* x, const signed char* co
       }
     }
 #if defined(__AVX512BW__)
-    if (small_scales && group == 32) {
-      bool int4 = true;
-      for (int s = 0; s < S; ++s) int4 = int4 && lm_int4_values(rows[s] + first * 32, count * 32);
-      if (int4) {
-        lm_int4_lookup_groups<S>(x, rows, first, count, scale, minus_zero_scale, acc, acc2);
-        continue;
-      }
-    }
+    if (small_scales && group == 32 &&
+        lm_int4_lookup_groups<S>(x, rows, first, count, scale, minus_zero_scale, acc, acc2))
+      continue;
 #endif
+    for (int s = 0; s < S; ++s)
+      for (int64_t j = 0; j < count * group; j += 64)
+        __builtin_prefetch(rows[s] + first * group + j + lm_stream_prefetch_bytes);
     // One loop per form, so that the choice is made once per table, not per vector.
     auto run = [&](auto dequantize) {
       for (int j = 0; j < count; ++j)
