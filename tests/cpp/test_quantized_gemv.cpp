@@ -42,6 +42,22 @@ ir::Graph quantized_linear(DType t, int64_t n, int64_t k, int64_t batch) {
   return b.graph;
 }
 
+// The most rows of an f32 prompt through a quantized weight that the strips GEMV takes with this
+// machine's kernels (kF32GemvRows, kZen5QuantizedF32GemvRows on a Zen 5: cpu_gemv_rows).
+int64_t quantized_f32_strip_rows() {
+  return runtime::cpu::cpu_gemv_rows(runtime::cpu::CpuIsa::Native, {}).quantized_f32;
+}
+
+// f32 prompt rows up to the strips' limit: `rows`, then 100 and the limit itself where the limit
+// is past kF32GemvRows (whose prompts both ISAs run in the strips).
+std::vector<int64_t> with_wider_f32_strips(std::vector<int64_t> rows) {
+  if (quantized_f32_strip_rows() > codegen::kF32GemvRows) {
+    rows.push_back(100);
+    rows.push_back(quantized_f32_strip_rows());
+  }
+  return rows;
+}
+
 const runtime::cpu::Step* gemv_step(const runtime::cpu::Program& program) {
   for (const runtime::cpu::Step& step : program.steps)
     if (step.what.find("gemv") != std::string::npos) return &step;
@@ -296,13 +312,14 @@ TEST(QuantizedGemv, APromptOfFewRowsDequantizesEachChunkOnceInStrips) {
   // vector of eight and a scalar tail); f32 rows within one strip, past it and at the limit; bf16
   // rows up to kHalfGemvRows, where legalize_matmul leaves the Matmul in bf16 on a CPU without a
   // native bf16 GEMM (ATen's, absent here; more rows: APromptOfFewRowsReadsTheInt8WeightInStrips
-  // and tests/quantization). f32: both ISAs give the same bits; bf16 on an AVX512-BF16 CPU
-  // multiplies bf16 pairs, not f32.
+  // and tests/quantization); f32 rows up to the CPU's limit (quantized_f32_strip_rows). f32:
+  // both ISAs give the same bits up to kF32GemvRows (past it the avx2 build widens the weight);
+  // bf16 on an AVX512-BF16 CPU multiplies bf16 pairs, not f32.
   std::mt19937 rng(17);
   for (DType t : {DType::F32, DType::BF16})
     for (auto [n, groups, group] :
          {std::tuple<int64_t, int64_t, int64_t>{37, 7, 48}, {13, 10, 32}, {11, 5, 64}, {9, 3, 12}})
-      for (int64_t rows : t == DType::F32 ? std::vector<int64_t>{3, 16, 40, codegen::kF32GemvRows}
+      for (int64_t rows : t == DType::F32 ? with_wider_f32_strips({3, 16, 40, codegen::kF32GemvRows})
                                           : std::vector<int64_t>{3, codegen::kHalfGemvRows})
         for (bool zero_points : {true, false}) {
           const ir::Graph graph = group_quantized_linear(t, n, groups, group, zero_points, rows);
@@ -320,7 +337,8 @@ TEST(QuantizedGemv, APromptOfFewRowsDequantizesEachChunkOnceInStrips) {
           EXPECT_NE(program.steps[0].what.find(label), std::string::npos) << program.steps[0].what;
           // bf16: the output's rounding, after sums in another order than the reference's.
           expect_both_isas_match_the_reference(graph, {random_tensor(t, {rows, groups * group}, rng)}, what,
-                                               t == DType::F32 ? 1e-4 : 1e-2, weights, t == DType::F32);
+                                               t == DType::F32 ? 1e-4 : 1e-2, weights,
+                                               t == DType::F32 && rows <= codegen::kF32GemvRows);
         }
 }
 
@@ -437,15 +455,17 @@ TEST(QuantizedGemv, AWeightWidenedWholeThenTransposedIsReadAsInt8) {
 }
 
 TEST(QuantizedGemv, APromptOfFewRowsReadsTheInt8WeightInStrips) {
-  // A prompt of at most kF32GemvRows rows: the strip GEMV widens each chunk of a block of weight
-  // rows once for all the rows, the int8 weight read in place; bf16 activations are packed as
-  // bf16 pairs (AVX512-BF16) or widened to f32 once per call. Rows in a last strip of at most 8,
-  // within one strip (twelve weight rows per block), past it and at the limit; 37 outputs (whole
-  // blocks, then single rows); depth 302 (a chunk of 256, then 46: vectors, a scalar tail, and
-  // bf16 pairs padded to a multiple of 4); rows k + 9 apart.
+  // A prompt of at most kF32GemvRows rows (f32: up to the CPU's limit, quantized_f32_strip_rows):
+  // the strip GEMV widens each chunk of a block of weight rows once for all the rows, the int8
+  // weight read in place; bf16 activations are packed as bf16 pairs (AVX512-BF16) or widened to
+  // f32 once per call. Rows in a last strip of at most 8, within one strip (twelve weight rows per
+  // block), past it and at the limit; 37 outputs (whole blocks, then single rows); depth 302 (a
+  // chunk of 256, then 46: vectors, a scalar tail, and bf16 pairs padded to a multiple of 4); rows
+  // k + 9 apart.
   std::mt19937 rng(16);
   for (DType t : {DType::F32, DType::BF16})
-    for (int64_t rows : {int64_t{2}, int64_t{16}, int64_t{17}, int64_t{40}, codegen::kF32GemvRows}) {
+    for (int64_t rows : t == DType::F32 ? with_wider_f32_strips({2, 16, 17, 40, codegen::kF32GemvRows})
+                                        : std::vector<int64_t>{2, 16, 17, 40, codegen::kF32GemvRows}) {
       const int64_t n = 37, k = 302;
       IrTestBuilder b;
       auto x = b.input("x", t, {rows, k + 9});
@@ -471,15 +491,18 @@ TEST(QuantizedGemv, APromptOfFewRowsReadsTheInt8WeightInStrips) {
       // differ by up to ~1e-3 (f32: both ISAs give the same bits); bf16 outputs by their rounding.
       expect_both_isas_match_the_reference(b.graph, {random_tensor(t, {rows, k + 9}, rng)}, what,
                                            t == DType::F32 ? 2e-3 : 2e-2,
-                                           {{"w", weight.ref()}, {"scale", scales.ref()}}, t == DType::F32);
+                                           {{"w", weight.ref()}, {"scale", scales.ref()}},
+                                           t == DType::F32 && rows <= codegen::kF32GemvRows);
     }
 }
 
 TEST(QuantizedGemv, APromptBeyondTheStripRowsKeepsTheCastAndBlas) {
-  // More rows than the strip GEMV takes: the weight is widened for BLAS, in its own [N, K]
-  // layout (contiguous reads and writes), and the matmul reads the widened weight transposed.
+  // More rows than the strip GEMV takes (quantized_f32_strip_rows): the weight is widened for
+  // BLAS, in its own [N, K] layout (contiguous reads and writes), and the matmul reads the
+  // widened weight transposed.
+  const int64_t rows = quantized_f32_strip_rows() + 1;
   IrTestBuilder b;
-  auto x = b.input("x", DType::F32, {codegen::kF32GemvRows + 1, 24});
+  auto x = b.input("x", DType::F32, {rows, 24});
   auto w = b.weight("w", DType::I8, {16, 24});
   b.output(b.matmul(x, b.unary(Op::Cast, viewed(w, w.view.permute({1, 0})), DType::F32)));
   runtime::CompileOptions options;
@@ -496,7 +519,7 @@ TEST(QuantizedGemv, APromptBeyondTheStripRowsKeepsTheCastAndBlas) {
   EXPECT_EQ(casts, 1);
   std::mt19937 rng(6);
   HostTensor weight = int8_weight(16, 24, rng);
-  expect_matches_reference(b.graph, {random_tensor(DType::F32, {codegen::kF32GemvRows + 1, 24}, rng)}, "prefill",
+  expect_matches_reference(b.graph, {random_tensor(DType::F32, {rows, 24}, rng)}, "prefill",
                            1e-4, {{"w", weight.ref()}});
 }
 

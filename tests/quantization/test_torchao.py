@@ -118,6 +118,31 @@ def test_bf16_prompts_of_every_strip_shape_equal_eager(config, hidden, ffn, rows
         assert (stats.count("on AMX tiles") == 3) == cpu_has_amx_bf16(), stats
 
 
+@pytest.mark.parametrize("config", ["int8", "int4"])
+@pytest.mark.parametrize("rows", [64, 65, 200, 256, 257])
+def test_f32_prompts_read_quantized_weights_up_to_the_cpus_limit(config, rows, tmp_path):
+    """An f32 prompt through weight-only quantized Linears equals eager. Up to the CPU's
+    quantized f32 limit (kF32GemvRows, kZen5QuantizedF32GemvRows on a Zen 5: read from the
+    runtime, luminal._C._cpu_gemv_rows) each Linear is the strips GEMV reading the quantized
+    weight; past it the weight is widened, then multiplied."""
+    torch.manual_seed(0)
+    model = MLP(hidden=320, ffn=288).eval()
+    quantize_(model, CONFIGS[config][0]())
+    x = torch.randn(1, rows, 320)
+    backend = CountingBackend({"debug_dir": str(tmp_path)})
+    with torch.no_grad():
+        expected = model(x)
+        actual = torch.compile(model, backend=backend)(x)
+    torch.testing.assert_close(actual, expected, rtol=TOLERANCE[config], atol=TOLERANCE[config])
+    assert backend.compiled[0].stats["fallback_ops"] == []
+    if rows <= luminal._C._cpu_gemv_rows()["quantized_f32"]:
+        assert_gemvs_read_quantized_weights(tmp_path, config, 3, rows)
+    elif config == "int4":
+        assert (tmp_path / "cpu_stats.txt").read_text().count(PROMPT_GEMV[config]) == 0
+    else:  # (the widened weight may take the f32 strips, whose GEMV has int8's label)
+        assert any("= Matmul" not in line for line in int8_weight_readers(tmp_path))
+
+
 def cpu_multiplies_bf16_pairs_without_amx() -> bool:
     """Whether luminal's kernels multiply a bf16 prompt's strips as bf16 pairs by vdpbf16ps here."""
     cpu = torch._C._cpu._get_cpu_capability()
@@ -215,14 +240,22 @@ def assert_gemvs_read_quantized_weights(debug_dir, config, linears, rows=1):
         return
     assert steps.count(gemv) >= linears, steps
     # After the passes no node reads an int8 weight but a Matmul.
+    for line in int8_weight_readers(debug_dir):
+        assert "= Matmul" in line, line
+
+
+def int8_weight_readers(debug_dir):
+    """The IR lines (after the passes, dumped in `debug_dir`) of the nodes reading an int8 weight."""
     ir = next(debug_dir.glob("*_dead_code.txt")).read_text().splitlines()
     int8_weights = {line.split()[0] for line in ir if "= Weight i8" in line}
     assert int8_weights
+    readers = []
     for line in ir:
         operands = re.search(r"\((.*)\)\s*;", line)
         reads = {token for token in operands.group(1).split() if token.startswith("%")} if operands else set()
         if reads & int8_weights:
-            assert "= Matmul" in line, line
+            readers.append(line)
+    return readers
 
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))

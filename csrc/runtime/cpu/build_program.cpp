@@ -188,15 +188,16 @@ passes::GemvRows cpu_gemv_rows(CpuIsa isa, const std::vector<ir::DType>& native_
   // A few half-precision rows run as the GEMV, unless ATen multiplies a half dtype natively
   // (oneDNN with bf16/f16 dot products streams the weight as well and keeps its own blocking).
   rows.half = native_half_matmuls.empty() ? codegen::kHalfGemvRows : 1;
-  // f32 prompts of up to kF32GemvRows rows; on a Zen 5 up to kZen5F32GemvRows, or
-  // kZen5F32GemvRowsBesideAvx2Blas where BLAS's sgemm runs AVX2 kernels, of kZen5F32StripValues
-  // values at most.
+  // f32 prompts of up to kF32GemvRows rows, through f32 or quantized weights; on a Zen 5 up to
+  // kZen5F32GemvRows, or kZen5F32GemvRowsBesideAvx2Blas where BLAS's sgemm runs AVX2 kernels, of
+  // kZen5F32StripValues values at most, and kZen5QuantizedF32GemvRows through quantized weights.
   rows.f32 = codegen::kF32GemvRows;
+  rows.quantized_f32 = codegen::kF32GemvRows;
   if (kernels_have_zen5_avx512(isa)) {
     rows.f32 = blas_sgemm_is_avx2() ? codegen::kZen5F32GemvRowsBesideAvx2Blas : codegen::kZen5F32GemvRows;
     rows.f32_values = codegen::kZen5F32StripValues;
+    rows.quantized_f32 = codegen::kZen5QuantizedF32GemvRows;
   }
-  rows.quantized_f32 = codegen::kF32GemvRows;  // measured up to it
   rows.f32_columns = codegen::kF32ColumnRows;  // the same through a [K, N] weight
   // A prompt's bf16 Linears and experts as bf16 pairs in the GEMV kernel (lm_gemv_bf16_strips)
   // where its kernels have AVX512-BF16 and no AMX, up to kBf16PairGemvRows rows. Experts too: a
