@@ -497,9 +497,9 @@ TEST(QuantizedGemv, APromptOfFewRowsReadsTheInt8WeightInStrips) {
 }
 
 TEST(QuantizedGemv, APromptBeyondTheStripRowsKeepsTheCastAndBlas) {
-  // More rows than the strip GEMV takes (quantized_f32_strip_rows): the weight is widened for
-  // BLAS, in its own [N, K] layout (contiguous reads and writes), and the matmul reads the
-  // widened weight transposed.
+  // More rows than the strip GEMV takes (quantized_f32_strip_rows): the weight is widened once,
+  // in its own [N, K] layout (contiguous reads and writes), and the matmul reads the widened
+  // weight transposed (through BLAS, or the f32 strips where a Zen 5's take more rows).
   const int64_t rows = quantized_f32_strip_rows() + 1;
   IrTestBuilder b;
   auto x = b.input("x", DType::F32, {rows, 24});
