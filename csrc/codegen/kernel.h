@@ -201,8 +201,8 @@ inline constexpr int64_t kZen5F32StripValues = int64_t{1} << 22;
 // kF32GemvRows elsewhere). The other way widens the whole weight to f32 on every call, a copy
 // written to memory and read back, then multiplies it as an f32 weight. Linears of 2048 -> 8192
 // and 8192 -> 2048 on two Zen 5 cores, builds alternated: int8 and int4 (groups of 32) 7.2-7.9 ms
-// against 9.3-10.0 at 96 rows, 18.6-20.2 against 20.7-23.5 at 256; at 512 rows 0.90-1.06x the
-// widened copy's speed (docs/lessons.md, 2026-12-07 (evening)).
+// against 9.3-10.0 at 96 rows, 18.6-20.2 against 20.7-23.5 at 256; at 512 rows the strips took
+// 0.97-1.15x the widened copy's time (docs/lessons.md, 2026-12-07 (evening)).
 inline constexpr int64_t kZen5QuantizedF32GemvRows = 256;
 // The most rows of bf16 activations a Matmul through an int8 or group-quantized weight runs as
 // the strips GEMV on a CPU that multiplies bf16 pairs without AMX (each chunk of a block of weight
