@@ -308,6 +308,55 @@ TEST(CudaCodegen, QuantizedGemvsReadTheInt8WeightAndCompileWithNvrtc) {
   }
 }
 
+// torchao's IntxWeightOnlyConfig Linears (int4 values one a byte, a scale and an optional zero
+// point per group along K) at decode: one GEMV that dequantizes the int8 bytes in registers,
+// where a kernel of its own had written a dequantized copy of the whole weight on every call.
+TEST(CudaCodegen, GroupQuantizedGemvsDequantizeInRegistersAndCompileWithNvrtc) {
+  runtime::cuda::NvrtcCompiler compiler;
+  bool nvrtc = true;
+  try {
+    compiler.version();
+  } catch (const UserError&) {
+    nvrtc = false;
+  }
+  // Groups of 32 and 128 read in 16-byte chunks (each in one group); a group of 8 element by
+  // element; a depth of 40 groups of 8 leaves no whole chunk in some rows.
+  for (auto [t, n, groups, group, zero_points] :
+       {std::tuple<DType, int64_t, int64_t, int64_t, bool>{DType::BF16, 64, 64, 32, true},
+        {DType::BF16, 13, 3, 128, false}, {DType::F32, 24, 8, 32, true}, {DType::F32, 17, 2, 128, false},
+        {DType::BF16, 9, 5, 8, true}, {DType::F32, 11, 40, 8, false}}) {
+    const std::string what = std::string(ir::dtype_name(t)) + " " + std::to_string(n) + "x" +
+                             std::to_string(groups) + "x" + std::to_string(group) +
+                             (zero_points ? " with zero points" : "");
+    const ir::Graph graph = group_quantized_linear(t, n, groups, group, zero_points);
+    passes::PassContext cx;
+    const runtime::cuda::CudaKernelPlan plan = runtime::cuda::plan_cuda_kernels(graph, cx);
+    ASSERT_EQ(plan.steps.size(), 1u) << what;
+    const codegen::Kernel& gemv = plan.steps[0].lowered.kernel;
+    ASSERT_EQ(gemv.kind, codegen::KernelKind::Gemv) << what;
+    EXPECT_EQ(gemv.gemv.group, group) << what;
+    EXPECT_EQ(gemv.params[1].dtype, DType::I8) << what;
+    ASSERT_EQ(gemv.params.size(), zero_points ? 5u : 4u) << what;
+    const std::string source = kernel_of(plan.steps[0].cuda.source);
+    // Each weight dequantized as the IR computes it: (q - zero) * scale, one rounding (to bf16
+    // for a bf16 Linear), in the chunks' products (four written in a loop over a chunk's 16) and
+    // the element-by-element tail.
+    const size_t chunked = group % 16 == 0 ? 4 : 0;
+    EXPECT_EQ(count(source, "__fmul_rn((float)"), chunked + 1) << source;
+    EXPECT_EQ(count(source, " - lm_gz, lm_gs)"), zero_points ? chunked + 1 : 0u) << source;
+    EXPECT_EQ(count(source, "lm_rbf(__fmul_rn("), t == DType::BF16 ? chunked + 1 : 0u) << source;
+    EXPECT_EQ(count(source, "const uint4 lm_wv"), chunked ? 1u : 0u) << source;
+    if (!nvrtc) continue;
+    const runtime::cuda::KernelCheckReport report =
+        runtime::cuda::check_kernels(graph, {"sm_80", "sm_90"}, runtime::cuda::ImageKind::Cubin, compiler);
+    ASSERT_EQ(report.kernels.size(), 1u) << what;
+    for (const auto& [arch, image] : report.kernels[0].images)
+      EXPECT_TRUE(image->ok && !image->has_warnings) << what << " " << arch << ":\n"
+                                                     << image->log << "\n"
+                                                     << report.kernels[0].source;
+  }
+}
+
 }  // namespace
 }  // namespace luminal::testing
 

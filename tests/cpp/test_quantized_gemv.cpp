@@ -94,30 +94,6 @@ TEST(QuantizedGemv, ReadsTheInt8WeightAndMatchesTheReference) {
   }
 }
 
-// x [rows, K] times torchao's IntxWeightOnlyConfig weight: W [N, G, group] =
-// (Cast(q) - Cast(zero)) * scale, read as W^T [K, N].
-ir::Graph group_quantized_linear(DType t, int64_t n, int64_t groups, int64_t group, bool zero_points,
-                                 int64_t rows = 1) {
-  const int64_t k = groups * group;
-  IrTestBuilder b;
-  auto x = b.input("x", t, {rows, k});
-  auto q = b.weight("q", DType::I8, {n, k});
-  auto scale = b.weight("scale", t, {n, groups});
-  const ir::Shape grouped = {n, groups, group};
-  auto per_group = [&](const TensorRef& operand) {
-    return viewed(operand, ir::View::contiguous({n, groups, 1}).expand(grouped));
-  };
-  auto values = b.unary(Op::Cast, viewed(q, ir::View::contiguous(grouped)), t);
-  if (zero_points) {
-    auto zero = b.weight("zero", DType::I8, {n, groups});
-    auto widened_zero = b.unary(Op::Cast, viewed(zero, ir::View::contiguous({n, groups, 1})), t);
-    values = b.binary(Op::Sub, values, per_group(widened_zero));
-  }
-  auto dequantized = b.binary(Op::Mul, values, per_group(scale));
-  b.output(b.matmul(x, viewed(dequantized, ir::View::contiguous({n, k}).permute({1, 0}))));
-  return b.graph;
-}
-
 // group_quantized_linear's weights, drawn in this order: q [n, groups * group] and zero points
 // [n, groups] with values in [lo, hi], positive scales [n, groups] of dtype t.
 struct GroupQuantizedWeights {

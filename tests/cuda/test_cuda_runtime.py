@@ -349,18 +349,30 @@ def test_a_single_row_linear_matches_eager(dtype, depth, aligned):
 
 
 @needs_gpu
-@pytest.mark.parametrize("config", ["int8", "int8dyn"])
+@pytest.mark.parametrize("config", ["int8", "int8dyn", "int4"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("rows", [1, 5], ids=["decode", "prefill"])
 def test_a_torchao_quantized_linear_matches_eager(config, dtype, rows):
     # The decode GEMV reads the int8 weight itself (16-byte chunks widened in registers, dp4a
-    # for int8 activations); a weight-only prefill widens the weight for cuBLASLt.
+    # for int8 activations; int4's bytes dequantized per group of 32 in registers); a
+    # weight-only prefill widens the weight for cuBLASLt.
     pytest.importorskip("torchao", reason="torchao==0.18.0 (scripts/install_deps.sh)")
-    from torchao.quantization import Int8DynamicActivationInt8WeightConfig, Int8WeightOnlyConfig, quantize_
+    from torchao.quantization import (
+        Int8DynamicActivationInt8WeightConfig,
+        Int8WeightOnlyConfig,
+        IntxWeightOnlyConfig,
+        PerGroup,
+        quantize_,
+    )
 
+    configs = {
+        "int8": Int8WeightOnlyConfig,
+        "int8dyn": Int8DynamicActivationInt8WeightConfig,
+        "int4": lambda: IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)),
+    }
     torch.manual_seed(0)
     linear = torch.nn.Linear(2048, 96, bias=True).to("cuda", dtype)
-    quantize_(linear, Int8WeightOnlyConfig() if config == "int8" else Int8DynamicActivationInt8WeightConfig())
+    quantize_(linear, configs[config]())
     x = torch.randn(rows, 2048, device="cuda", dtype=dtype)
     with torch.no_grad():
         expected = linear(x)

@@ -199,6 +199,27 @@ def test_gemv_source(dtype):
         assert "const float4 lm_wf = *reinterpret_cast<const float4*>(&lm_wv);" in source
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_int4_decode_gemv_dequantizes_in_registers(dtype):
+    # torchao's int4 (one value a byte, a scale and zero point per group of 32) at decode: one
+    # GEMV reading the int8 bytes, where a kernel of its own had written a dequantized copy of
+    # the whole weight on every call.
+    pytest.importorskip("torchao", reason="torchao==0.18.0 (scripts/install_deps.sh)")
+    from torchao.quantization import IntxWeightOnlyConfig, PerGroup, quantize_
+
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(256, 48, bias=False).to(dtype)
+    quantize_(linear, IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)))
+    report = check_model(linear, {"input": torch.randn(1, 256, dtype=dtype)})
+    assert not failures(report)
+    [kernel] = report["kernels"]
+    assert kernel["what"].startswith("gemv (M = 1 matmul, weight dequantized per group of 32)"), kernel["what"]
+    source = kernel["source"]
+    assert "const uint4 lm_wv = reinterpret_cast<const uint4*>(lm_w)[lm_c];" in source
+    assert "const int64_t lm_g = (lm_c * 16) / INT64_C(32);" in source
+    assert (" - lm_gz, lm_gs)" in source) and (("lm_rbf(__fmul_rn(" in source) == (dtype == torch.bfloat16))
+
+
 class Sdpa(torch.nn.Module):
     def __init__(self, causal: bool = False) -> None:
         super().__init__()

@@ -301,12 +301,17 @@ class Emitter {
 
   // ---- gemv: one warp per output element ----
   // The operands are the output's dtype, or (passes/quantized_weights.h) an int8 weight times
-  // f32 or bf16 activations, or int8 times int8 summed exactly in i32 (torchao's _int_mm).
+  // f32 or bf16 activations, or int8 times int8 summed exactly in i32 (torchao's _int_mm), or
+  // (passes/group_quantized_gemv.h, `group` > 0) an int8 weight dequantized per group of K in
+  // registers, w = (q - zero) * scale in the Linear's dtype (torchao's int4, one value a byte).
   std::string gemv_body() const {
     const GemvSpec& g = k_.gemv;
     const DType t = k_.params[2].dtype;
     const DType a_type = k_.params[0].dtype, w_type = k_.params[1].dtype;
     const bool int8_weight = w_type == DType::I8;
+    const bool grouped = g.group > 0;
+    INTERNAL_CHECK(!grouped || (int8_weight && (t == DType::F32 || t == DType::BF16) && k_.params[3].dtype == t))
+        << "a group-quantized gemv of " << ir::dtype_name(w_type) << " into " << ir::dtype_name(t);
     // The CUDA runtime adds biases in cuBLASLt's epilogue; only the cpu runtime's strips take one.
     INTERNAL_CHECK(!g.has_bias) << "a bias epilogue on a CUDA GEMV: " << k_.label;
     INTERNAL_CHECK(t == DType::I32 ? (a_type == DType::I8 || a_type == DType::U8) && int8_weight
@@ -318,83 +323,119 @@ class Emitter {
     std::string per_output;
     per_output += "    const " + table_.storage_type(a_type) + "* lm_a = p0 + (" + index_text(g.a, false) + ");\n";
     per_output += "    const " + table_.storage_type(w_type) + "* lm_w = p1 + (" + index_text(g.w, false) + ");\n";
+    if (grouped) {
+      per_output += "    const " + table_.storage_type(t) + "* lm_s = p3 + (" + index_text(g.scale, false) + ");\n";
+      if (g.has_zero)
+        per_output +=
+            "    const " + table_.storage_type(DType::I8) + "* lm_z = p4 + (" + index_text(g.zero, false) + ");\n";
+    }
+    // The scale (and zero point) of the group holding depth position `k` (text): lm_gs, lm_gz.
+    auto group_constants = [&](const std::string& k, const std::string& indent) {
+      std::string text = indent + "const int64_t lm_g = (" + k + ") / INT64_C(" + std::to_string(g.group) + ");\n";
+      text += indent + "const float lm_gs = " +
+              table_.load(t, "lm_s[lm_g * (" + expr_text(g.scale_group_stride) + ")]") + ";\n";
+      if (g.has_zero)
+        text += indent + "const float lm_gz = (float)lm_z[lm_g * (" + expr_text(g.zero_group_stride) + ")];\n";
+      return text;
+    };
+    // The int8 weight `q` (text) as the value the product reads: widened, or for a grouped
+    // weight dequantized as the IR's Sub and Mul compute it in the Linear's dtype (q - zero is
+    // exact; the product is rounded once, to bf16 for a bf16 Linear).
+    auto weight = [&](const std::string& q) {
+      if (!grouped) return "(float)" + q;
+      const std::string product =
+          g.has_zero ? "__fmul_rn((float)" + q + " - lm_gz, lm_gs)" : "__fmul_rn((float)" + q + ", lm_gs)";
+      return t == DType::BF16 ? "lm_rbf(" + product + ")" : product;
+    };
     // f32 accumulation, rounded once on store, as the C++ GEMV and torch's half matmul do (i32,
     // wrapping as torch's does, for int8 x int8). Where both rows start 16-byte aligned, each
     // lane reads 16-byte chunks of the weight (several loads in flight per lane: a decode step's
     // GEMVs are bound by how fast the weights stream in) and the activations they multiply; the
-    // rest of the row, or all of a misaligned one, element by element.
+    // rest of the row, or all of a misaligned one, element by element. A grouped weight's chunks
+    // each lie in one group where the group is a multiple of 16 weights (torchao's 32 to 256);
+    // any other group is read element by element.
     const int per_chunk = int8_weight ? 16 : t == DType::F32 ? 4 : 8;
     per_output += t == DType::I32 ? "    int32_t lm_sum = 0;\n" : "    float lm_sum = 0.0f;\n";
     per_output += "    int64_t lm_tail = 0;\n";
-    per_output += "    if ((((unsigned long long)lm_a | (unsigned long long)lm_w) & 15) == 0) {\n";
-    per_output += "      const int64_t lm_chunks = lm_depth / " + std::to_string(per_chunk) + ";\n";
-    per_output += "#pragma unroll 4\n";
-    per_output += "      for (int64_t lm_c = lm_lane; lm_c < lm_chunks; lm_c += 32) {\n";
-    per_output += "        const uint4 lm_wv = reinterpret_cast<const uint4*>(lm_w)[lm_c];\n";
-    if (t == DType::I32) {
-      // dp4a: four int8 products and the running sum in one instruction; uint8 activations
-      // (torchao's CPU form for AVX512-VNNI) by int8 weights through PTX's mixed-sign form, which
-      // CUDA's __dp4a overloads lack.
-      per_output += "        const uint4 lm_av = reinterpret_cast<const uint4*>(lm_a)[lm_c];\n";
-      for (const char* f : {"x", "y", "z", "w"})
-        per_output += a_type == DType::U8
-                          ? std::string("        asm(\"dp4a.u32.s32 %0, %1, %2, %0;\" : \"+r\"(lm_sum) : \"r\"(lm_av.") +
-                                f + "), \"r\"(lm_wv." + f + "));\n"
-                          : std::string("        lm_sum = __dp4a((int)lm_av.") + f + ", (int)lm_wv." + f + ", lm_sum);\n";
-    } else if (int8_weight) {
-      // Sixteen int8 weights widen in registers; their sixteen activations are four float4
-      // (f32) or two uint4 of bf16 pairs.
-      per_output += "        const char4* lm_wq = reinterpret_cast<const char4*>(&lm_wv);\n";
-      if (t == DType::F32) {
-        per_output += "        const float4* lm_ac = reinterpret_cast<const float4*>(lm_a) + lm_c * 4;\n";
-        per_output += "#pragma unroll\n";
-        per_output += "        for (int lm_q = 0; lm_q < 4; ++lm_q) {\n";
-        per_output += "          const float4 lm_af = lm_ac[lm_q];\n";
+    if (!grouped || g.group % per_chunk == 0) {
+      per_output += "    if ((((unsigned long long)lm_a | (unsigned long long)lm_w) & 15) == 0) {\n";
+      per_output += "      const int64_t lm_chunks = lm_depth / " + std::to_string(per_chunk) + ";\n";
+      per_output += "#pragma unroll 4\n";
+      per_output += "      for (int64_t lm_c = lm_lane; lm_c < lm_chunks; lm_c += 32) {\n";
+      per_output += "        const uint4 lm_wv = reinterpret_cast<const uint4*>(lm_w)[lm_c];\n";
+      if (grouped) per_output += group_constants("lm_c * " + std::to_string(per_chunk), "        ");
+      if (t == DType::I32) {
+        // dp4a: four int8 products and the running sum in one instruction; uint8 activations
+        // (torchao's CPU form for AVX512-VNNI) by int8 weights through PTX's mixed-sign form, which
+        // CUDA's __dp4a overloads lack.
+        per_output += "        const uint4 lm_av = reinterpret_cast<const uint4*>(lm_a)[lm_c];\n";
         for (const char* f : {"x", "y", "z", "w"})
           per_output +=
-              std::string("          lm_sum = fmaf(lm_af.") + f + ", (float)lm_wq[lm_q]." + f + ", lm_sum);\n";
-        per_output += "        }\n";
+              a_type == DType::U8
+                  ? std::string("        asm(\"dp4a.u32.s32 %0, %1, %2, %0;\" : \"+r\"(lm_sum) : \"r\"(lm_av.") + f +
+                        "), \"r\"(lm_wv." + f + "));\n"
+                  : std::string("        lm_sum = __dp4a((int)lm_av.") + f + ", (int)lm_wv." + f + ", lm_sum);\n";
+      } else if (int8_weight) {
+        // Sixteen int8 weights widen in registers; their sixteen activations are four float4
+        // (f32) or two uint4 of bf16 pairs.
+        per_output += "        const char4* lm_wq = reinterpret_cast<const char4*>(&lm_wv);\n";
+        if (t == DType::F32) {
+          per_output += "        const float4* lm_ac = reinterpret_cast<const float4*>(lm_a) + lm_c * 4;\n";
+          per_output += "#pragma unroll\n";
+          per_output += "        for (int lm_q = 0; lm_q < 4; ++lm_q) {\n";
+          per_output += "          const float4 lm_af = lm_ac[lm_q];\n";
+          for (const char* f : {"x", "y", "z", "w"})
+            per_output += std::string("          lm_sum = fmaf(lm_af.") + f + ", " +
+                          weight(std::string("lm_wq[lm_q].") + f) + ", lm_sum);\n";
+          per_output += "        }\n";
+        } else {
+          per_output += "        const uint4* lm_ac = reinterpret_cast<const uint4*>(lm_a) + lm_c * 2;\n";
+          per_output += "#pragma unroll\n";
+          per_output += "        for (int lm_q = 0; lm_q < 2; ++lm_q) {\n";
+          per_output += "          const uint4 lm_av = lm_ac[lm_q];\n";
+          per_output +=
+              "          const __nv_bfloat162* lm_ap = reinterpret_cast<const __nv_bfloat162*>(&lm_av);\n";
+          per_output += "#pragma unroll\n";
+          per_output += "          for (int lm_h = 0; lm_h < 2; ++lm_h) {\n";
+          per_output += "            const char4 lm_q4 = lm_wq[lm_q * 2 + lm_h];\n";
+          per_output += "            const float2 lm_a0 = __bfloat1622float2(lm_ap[lm_h * 2]);\n";
+          per_output += "            const float2 lm_a1 = __bfloat1622float2(lm_ap[lm_h * 2 + 1]);\n";
+          per_output += "            lm_sum = fmaf(lm_a0.x, " + weight("lm_q4.x") + ", lm_sum);\n";
+          per_output += "            lm_sum = fmaf(lm_a0.y, " + weight("lm_q4.y") + ", lm_sum);\n";
+          per_output += "            lm_sum = fmaf(lm_a1.x, " + weight("lm_q4.z") + ", lm_sum);\n";
+          per_output += "            lm_sum = fmaf(lm_a1.y, " + weight("lm_q4.w") + ", lm_sum);\n";
+          per_output += "          }\n";
+          per_output += "        }\n";
+        }
+      } else if (t == DType::F32) {
+        per_output += "        const float4 lm_av = reinterpret_cast<const float4*>(lm_a)[lm_c];\n";
+        per_output += "        const float4 lm_wf = *reinterpret_cast<const float4*>(&lm_wv);\n";
+        for (const char* f : {"x", "y", "z", "w"})
+          per_output += std::string("        lm_sum = fmaf(lm_av.") + f + ", lm_wf." + f + ", lm_sum);\n";
       } else {
-        per_output += "        const uint4* lm_ac = reinterpret_cast<const uint4*>(lm_a) + lm_c * 2;\n";
+        const std::string pair = t == DType::BF16 ? "__nv_bfloat162" : "__half2";
+        const std::string widen = t == DType::BF16 ? "__bfloat1622float2" : "__half22float2";
+        per_output += "        const uint4 lm_av = reinterpret_cast<const uint4*>(lm_a)[lm_c];\n";
+        per_output += "        const " + pair + "* lm_ap = reinterpret_cast<const " + pair + "*>(&lm_av);\n";
+        per_output += "        const " + pair + "* lm_wp = reinterpret_cast<const " + pair + "*>(&lm_wv);\n";
         per_output += "#pragma unroll\n";
-        per_output += "        for (int lm_q = 0; lm_q < 2; ++lm_q) {\n";
-        per_output += "          const uint4 lm_av = lm_ac[lm_q];\n";
-        per_output += "          const __nv_bfloat162* lm_ap = reinterpret_cast<const __nv_bfloat162*>(&lm_av);\n";
-        per_output += "#pragma unroll\n";
-        per_output += "          for (int lm_h = 0; lm_h < 2; ++lm_h) {\n";
-        per_output += "            const char4 lm_q4 = lm_wq[lm_q * 2 + lm_h];\n";
-        per_output += "            const float2 lm_a0 = __bfloat1622float2(lm_ap[lm_h * 2]);\n";
-        per_output += "            const float2 lm_a1 = __bfloat1622float2(lm_ap[lm_h * 2 + 1]);\n";
-        per_output += "            lm_sum = fmaf(lm_a0.x, (float)lm_q4.x, lm_sum);\n";
-        per_output += "            lm_sum = fmaf(lm_a0.y, (float)lm_q4.y, lm_sum);\n";
-        per_output += "            lm_sum = fmaf(lm_a1.x, (float)lm_q4.z, lm_sum);\n";
-        per_output += "            lm_sum = fmaf(lm_a1.y, (float)lm_q4.w, lm_sum);\n";
-        per_output += "          }\n";
+        per_output += "        for (int lm_q = 0; lm_q < 4; ++lm_q) {\n";
+        per_output +=
+            "          const float2 lm_af = " + widen + "(lm_ap[lm_q]), lm_wf = " + widen + "(lm_wp[lm_q]);\n";
+        per_output += "          lm_sum = fmaf(lm_af.x, lm_wf.x, lm_sum);\n";
+        per_output += "          lm_sum = fmaf(lm_af.y, lm_wf.y, lm_sum);\n";
         per_output += "        }\n";
       }
-    } else if (t == DType::F32) {
-      per_output += "        const float4 lm_av = reinterpret_cast<const float4*>(lm_a)[lm_c];\n";
-      per_output += "        const float4 lm_wf = *reinterpret_cast<const float4*>(&lm_wv);\n";
-      for (const char* f : {"x", "y", "z", "w"})
-        per_output += std::string("        lm_sum = fmaf(lm_av.") + f + ", lm_wf." + f + ", lm_sum);\n";
-    } else {
-      const std::string pair = t == DType::BF16 ? "__nv_bfloat162" : "__half2";
-      const std::string widen = t == DType::BF16 ? "__bfloat1622float2" : "__half22float2";
-      per_output += "        const uint4 lm_av = reinterpret_cast<const uint4*>(lm_a)[lm_c];\n";
-      per_output += "        const " + pair + "* lm_ap = reinterpret_cast<const " + pair + "*>(&lm_av);\n";
-      per_output += "        const " + pair + "* lm_wp = reinterpret_cast<const " + pair + "*>(&lm_wv);\n";
-      per_output += "#pragma unroll\n";
-      per_output += "        for (int lm_q = 0; lm_q < 4; ++lm_q) {\n";
-      per_output += "          const float2 lm_af = " + widen + "(lm_ap[lm_q]), lm_wf = " + widen + "(lm_wp[lm_q]);\n";
-      per_output += "          lm_sum = fmaf(lm_af.x, lm_wf.x, lm_sum);\n";
-      per_output += "          lm_sum = fmaf(lm_af.y, lm_wf.y, lm_sum);\n";
-      per_output += "        }\n";
+      per_output += "      }\n";
+      per_output += "      lm_tail = lm_chunks * " + std::to_string(per_chunk) + ";\n";
+      per_output += "    }\n";
     }
-    per_output += "      }\n";
-    per_output += "      lm_tail = lm_chunks * " + std::to_string(per_chunk) + ";\n";
-    per_output += "    }\n";
-    per_output += "    for (int64_t lm_k = lm_tail + lm_lane; lm_k < lm_depth; lm_k += 32)\n";
-    if (t == DType::I32)
+    per_output += "    for (int64_t lm_k = lm_tail + lm_lane; lm_k < lm_depth; lm_k += 32)";
+    per_output += grouped ? " {\n" + group_constants("lm_k", "      ") : "\n";
+    if (grouped)
+      per_output += "      lm_sum = fmaf(" + table_.load(a_type, "lm_a[lm_k]") + ", " + weight("lm_w[lm_k]") +
+                    ", lm_sum);\n    }\n";
+    else if (t == DType::I32)
       per_output +=
           "      lm_sum = (int32_t)((uint32_t)lm_sum + (uint32_t)((int32_t)lm_a[lm_k] * (int32_t)lm_w[lm_k]));\n";
     else

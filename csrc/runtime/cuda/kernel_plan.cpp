@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "passes/attention.h"
+#include "passes/group_quantized_gemv.h"
 #include "passes/legalize_matmul.h"
 #include "passes/pipeline.h"
 #include "runtime/cpu/jit.h"
@@ -39,9 +40,11 @@ CudaKernelPlan plan_cuda_kernels(const ir::Graph& input_graph, passes::PassConte
   // Scaled dot-product attention is one pattern kernel (codegen/cuda/emit.h, Attention): its
   // [L, S] scores never reach memory, and keys every row of a query block masks are never read.
   cx.attention_kernels = true;
-  // Decode GEMVs read torchao's int8 weights themselves (codegen/cuda/emit.cpp, gemv_body);
-  // group-quantized (int4) weights are still dequantized by a kernel of their own.
+  // Decode GEMVs read torchao's int8 weights themselves, and its group-quantized (int4) ones,
+  // dequantizing them in registers (codegen/cuda/emit.cpp, gemv_body): no kernel writes a
+  // dequantized copy of the weight on every call.
   cx.quantized_gemv_weights = true;
+  cx.group_quantized_gemvs = true;
   passes::KernelPlan plan = passes::plan_kernels(input_graph, cx);
   CudaKernelPlan out;
   out.graph = std::move(plan.graph);
@@ -65,6 +68,11 @@ CudaKernelPlan plan_cuda_kernels(const ir::Graph& input_graph, passes::PassConte
                                   cx.attention_half_operands);
       INTERNAL_CHECK(pattern.has_value()) << "attention group %" << group.nodes.back() << " no longer matches";
       step.lowered = codegen::lower_attention(graph, *pattern);
+    } else if (group.kind == GroupKind::QuantizedGemv) {
+      const std::optional<passes::GroupQuantizedGemv> pattern = passes::match_group_quantized_gemv(
+          graph, group.nodes.back(), plan.partition.users, plan.partition.read_by_runtime, cx.gemv_rows);
+      INTERNAL_CHECK(pattern.has_value()) << "quantized gemv group %" << group.nodes.back() << " no longer matches";
+      step.lowered = codegen::lower_group_quantized_gemv(graph, *pattern);
     } else if (group.kind == GroupKind::Scatter) {
       step.lowered = codegen::lower_scatter(graph, group.nodes[0]);
     } else if (group.kind == GroupKind::Scan) {
