@@ -75,6 +75,9 @@ class BenchConfig:
     # one-token-at-a-time prefill (TTFT, sequential) is skipped. For long prompts, where it would
     # take minutes per iteration.
     sequential_prefill: bool = True
+    # luminal options the luminal path adds to its own (docs/options.md), e.g. pack_int4_weights;
+    # the other paths ignore them.
+    luminal_options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def torch_dtype(self) -> torch.dtype:

@@ -87,6 +87,7 @@ def measure_interleaved(prepares: dict[str, Prepare], args) -> dict[str, dict[st
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
     args.dynamic = None if config.automatic_dynamic else False  # as measure.py passes it
+    args.luminal_options = config.luminal_options
     stage("build model")
     session = Session(config, decode_tokens)
     if not config.is_encoder:

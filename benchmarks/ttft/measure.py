@@ -263,8 +263,9 @@ def measure(prepare: Prepare, args: argparse.Namespace, result: dict[str, Any], 
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
 
-    # What both compiled paths pass as torch.compile(dynamic=...).
+    # What both compiled paths pass as torch.compile(dynamic=...), and the luminal path's options.
     args.dynamic = None if config.automatic_dynamic else False
+    args.luminal_options = config.luminal_options
     stage("build model")
     session = Session(config, decode_tokens)
     if config.is_encoder:

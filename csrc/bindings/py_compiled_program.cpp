@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 
 #include "bindings/py_runtime_factory.h"
 #include "bindings/tensor_buffer.h"
@@ -40,6 +41,8 @@ CompileOptions parse_options(const py::dict& options) {
       parsed.cpu_isa = value.cast<std::string>();
     } else if (key == "profile") {
       parsed.profile = value.cast<bool>();
+    } else if (key == "pack_int4_weights") {
+      parsed.pack_int4_weights = value.cast<bool>();
     } else {
       // luminal/options.py validates names first; reaching here means the two lists diverged.
       INTERNAL_ERROR() << "option '" << key << "' passed validation but is unknown to the C++ core";
@@ -59,10 +62,13 @@ class PyCompiledProgram {
     compiled_ = compile_program(std::move(program), *runtime_.runtime, bound, options, read_ms);
     const auto& graph = compiled_->program.graph;
     for (ir::NodeId id : graph.input_nodes()) input_dtypes_.push_back(graph.node(id).dtype);
+    for (const std::string& name : compiled_->executable->copied_weights())
+      copied_versions_[name] = version_of(name, weights_.at(name));
   }
 
   // Runs on the user inputs; mutations land in the caller's tensors; returns user outputs.
   std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) {
+    rebind_written_copies();
     const auto& names = compiled_->program.input_names;
     USER_CHECK(inputs.size() == names.size())
         << "the compiled model takes " << names.size() << " tensor inputs, got " << inputs.size();
@@ -126,8 +132,11 @@ class PyCompiledProgram {
 
   void rebind_weight(const std::string& name, const at::Tensor& tensor) {
     USER_CHECK(weights_.count(name)) << "no weight named '" << name << "' is bound to this compiled model";
+    auto copied = copied_versions_.find(name);
+    const int64_t version = copied == copied_versions_.end() ? 0 : version_of(name, tensor);
     compiled_->executable->rebind_weight(name, buffer_of(tensor, "weight '" + name + "'", device_));
     weights_[name] = tensor;
+    if (copied != copied_versions_.end()) copied->second = version;
   }
 
   std::vector<std::string> input_names() const { return compiled_->program.input_names; }
@@ -181,12 +190,36 @@ class PyCompiledProgram {
     for (const runtime::StepTime& step : last.steps) steps.append(py::make_tuple(step.what, step.ms));
     d["step_ms_last_run"] = steps;
     d["run_count"] = run_count_.load();
+    d["packed_weight_bytes"] = compiled_->executable->copied_weight_bytes();
     return d;
   }
 
   std::string ir_text() const { return ir::to_text(compiled_->program.graph); }
 
  private:
+  // The version counter of a weight the executable copied (Executable::copied_weights): torch
+  // counts every in-place write to the tensor and its views there. An inference tensor has none.
+  static int64_t version_of(const std::string& name, const at::Tensor& tensor) {
+    USER_CHECK(!tensor.is_inference())
+        << "luminal option 'pack_int4_weights': weight '" << name
+        << "' is an inference tensor (made under torch.inference_mode()), whose in-place writes torch does not "
+           "count, so its packed copy could go stale unseen; create the model's weights outside inference_mode, or "
+           "compile without the option";
+    return tensor._version();
+  }
+
+  // Rebinds (so recopies) each copied weight written in place since it was last copied. Writes
+  // that bypass the version counter (through `.data`, or another tensor over the same memory) are
+  // not seen: docs/options.md says so where the option is described.
+  void rebind_written_copies() {
+    for (auto& [name, version] : copied_versions_) {
+      const at::Tensor& tensor = weights_.at(name);
+      if (tensor._version() == version) continue;
+      compiled_->executable->rebind_weight(name, buffer_of(tensor, "weight '" + name + "'", device_));
+      version = tensor._version();
+    }
+  }
+
   // The caller's tensor that output `o` mutates, or an undefined tensor for a user output.
   at::Tensor mutation_target(const ProgramOutput& o, const std::vector<at::Tensor>& inputs) const {
     switch (o.kind) {
@@ -209,6 +242,8 @@ class PyCompiledProgram {
   std::string device_;
   std::unique_ptr<CompiledProgram> compiled_;
   std::vector<ir::DType> input_dtypes_;
+  // Each copied weight's version counter when it was last copied (rebind_written_copies).
+  std::map<std::string, int64_t> copied_versions_;
   std::atomic<int64_t> last_copy_back_bytes_{0};
   std::atomic<int64_t> bytes_copied_total_{0};
   std::atomic<int64_t> run_count_{0};

@@ -124,6 +124,11 @@ struct GemvSpec {
   // stride 0 along M. The output param is then the Add's node.
   bool has_bias = false;
   Index bias;
+  // A decode row's group-quantized GEMV of groups of 32 (bf16 activations) whose last param is
+  // its int8 weight's values packed two a byte (runtime/cpu/int4_pairs.h), or null at run time,
+  // where the kernel reads the int8 bytes as without it: set by the cpu runtime with
+  // CompileOptions::pack_int4_weights.
+  bool int4_pairs = false;
 };
 
 // torch.scatter along `axis`: params are out (0), data (1), index (2), src (3).

@@ -75,6 +75,7 @@ std::unique_ptr<CompiledProgram> compile_program(pt2::Pt2Program program, const 
   runtime_options.debug_dir = options.debug_dir;
   runtime_options.cpu_isa = options.cpu_isa;
   runtime_options.time_steps = options.profile;
+  runtime_options.pack_int4_weights = options.pack_int4_weights;
   compiled->executable = runtime.compile(compiled->program.graph, bound, runtime_options);
   compiled->stats.runtime_compile_ms = elapsed_ms(start);
   compiled->stats.kernel_count = compiled->program.graph.size();

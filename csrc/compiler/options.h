@@ -13,6 +13,7 @@ struct CompileOptions {
   std::string cache_dir;     // kernel cache (used by generating runtimes)
   std::string cpu_isa = "native";  // the cpu runtime's kernels: every extension of this CPU, or "avx2"
   bool profile = false;  // time each step of every call (stats' step_ms_last_run)
+  bool pack_int4_weights = false;  // decode GEMVs read int4 weights packed two a byte (runtime.h)
 };
 
 }  // namespace luminal

@@ -21,7 +21,8 @@ extern "C" {
 // 3: BufferRef::device_index (buffers in GPU memory).
 // 4: runtime.h's CompileOptions (cpu_isa, time_steps) and RunStats (collective_wait_ns,
 // aten_matmuls, steps) grew: a plugin built against version 3's headers has their old layouts.
-#define LUMINAL_RUNTIME_FACTORY_ABI_VERSION 4u
+// 5: CompileOptions::pack_int4_weights and Executable::copied_weights / copied_weight_bytes.
+#define LUMINAL_RUNTIME_FACTORY_ABI_VERSION 5u
 
 struct LuminalRuntimeFactory {
   uint32_t abi_version;  // LUMINAL_RUNTIME_FACTORY_ABI_VERSION

@@ -33,6 +33,9 @@ struct CompileOptions {
   std::string debug_dir;      // when set: IR after each pass, kernel sources, stats
   std::string cpu_isa = "native";  // the cpu runtime's generated kernels: "native" or "avx2" (no AVX-512)
   bool time_steps = false;         // time every step of each call (RunStats::steps); runtimes may ignore it
+  // Decode GEMVs may read a copy of an int4 weight packed two values a byte, made when the weight
+  // is bound (Executable::copied_weights); runtimes may ignore it.
+  bool pack_int4_weights = false;
 };
 
 // One step of a run and its time (CompileOptions::time_steps).
@@ -85,6 +88,12 @@ class Executable {
   virtual void rebind_weight(const std::string& name, const BufferRef& buffer) = 0;
   // The counters of the most recent run() on any thread; zeros from a runtime that keeps none.
   virtual RunStats last_run_stats() const { return {}; }
+  // The weights this executable keeps a copy of in another layout (CompileOptions::
+  // pack_int4_weights), made when each is bound or rebound and never seen again by the weight's
+  // own buffer: a caller that writes such a weight in place must rebind it before the next run.
+  virtual std::vector<std::string> copied_weights() const { return {}; }
+  // The bytes those copies take now.
+  virtual int64_t copied_weight_bytes() const { return 0; }
 };
 
 class Runtime {

@@ -15,6 +15,7 @@ KNOWN_OPTIONS: dict[str, tuple[type, str]] = {
     "cache_dir": (str, "where generated kernels are cached"),
     "cpu_isa": (str, "the cpu runtime's kernels: 'native' (every extension of this CPU) or 'avx2' (no AVX-512)"),
     "profile": (bool, "time each step of every call: stats['step_ms_last_run'] (the cpu runtime)"),
+    "pack_int4_weights": (bool, "decode GEMVs read int4 weights packed two a byte, a copy made at compile (the cpu runtime)"),
     "runtime": (str, "'cpu' (default for CPU tensors: generated kernels) or 'reference' (the interpreter)"),
     "payload_size_ratio": (float, "luminal.compile(path): how many times its tensor's bytes a weight entry may hold"),
 }

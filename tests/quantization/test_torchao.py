@@ -184,23 +184,27 @@ def test_int8dyn_both_int_mm_forms_equal_eager(vnni, dtype, rows, monkeypatch, t
     assert_gemvs_read_quantized_weights(tmp_path / "debug", "int8dyn", 3, rows)
 
 
-@pytest.mark.parametrize("config", sorted(CONFIGS))
-def test_each_module_reads_its_own_quantized_weights(config):
+@pytest.mark.parametrize(("config", "options"), [(c, {}) for c in sorted(CONFIGS)] +
+                         [("int4", {"pack_int4_weights": True})], ids=str)
+def test_each_module_reads_its_own_quantized_weights(config, options):
     """Dynamo traces a module class once and reuses the graph for every module of the same shapes,
     passing each one's weights. A quantized weight's own data_ptr() is 0 for every one of them, so
-    its binding follows its inner tensors, or every layer after the first reads the first's weights."""
+    its binding follows its inner tensors, or every layer after the first reads the first's weights
+    (with pack_int4_weights: or the first's packed copy; bf16 decode rows, where copies are made)."""
     torch.manual_seed(0)
-    layers = [torch.nn.Linear(64, 48) for _ in range(3)]
+    dtype = torch.bfloat16 if options else torch.float32
+    layers = [torch.nn.Linear(64, 48).to(dtype) for _ in range(3)]
     for layer in layers:
         quantize_(layer, CONFIGS[config][0]())
-    x = torch.randn(2, 64)
-    backend = CountingBackend()
+    x = torch.randn(1 if options else 2, 64, dtype=dtype)
+    tolerance = 3e-2 if options else TOLERANCE[config]
+    backend = CountingBackend(options)
     with torch.no_grad():
         compiled = [torch.compile(layer, backend=backend) for layer in layers]
         for model in compiled:
             model(x)
         for layer, model in zip(layers, compiled):
-            torch.testing.assert_close(model(x), layer(x), rtol=TOLERANCE[config], atol=TOLERANCE[config])
+            torch.testing.assert_close(model(x), layer(x), rtol=tolerance, atol=tolerance)
     assert backend.compiled
 
 
@@ -307,6 +311,82 @@ def test_the_documented_guard_filter_reaches_dynamo_and_weights_stay_bound():
         torch.testing.assert_close(compiled(x), layer(x), rtol=TOLERANCE["int8"], atol=TOLERANCE["int8"])
         layer.bias.add_(1.0)
         torch.testing.assert_close(compiled(x), layer(x), rtol=TOLERANCE["int8"], atol=TOLERANCE["int8"])
+
+
+def packed_int4_bytes(*linears: torch.nn.Linear) -> int:
+    """The bytes of the int4 pairs luminal's cpu runtime keeps for these Linears' weights with
+    pack_int4_weights (half a byte a weight) where its kernels look int4 groups up (AVX512-BF16)."""
+    cpu = torch._C._cpu._get_cpu_capability()
+    if not cpu.get("avx512_bf16"):
+        return 0
+    return sum(linear.weight.shape.numel() // 2 for linear in linears)
+
+
+def test_packed_int4_decode_gives_the_bytes_forms_bits_and_follows_in_place_writes():
+    """With pack_int4_weights a bf16 decode step's int4 GEMVs read a copy of each weight packed two
+    values a byte: the same bits as reading the int8 bytes (the same sums), the copy's bytes in
+    stats. A write into a weight in place after compiling reaches the next call (torch counts the
+    write in the tensor's version: its bytes are read, and from the call after, a new copy), and a
+    value written outside int4's range drops that weight's copy for good."""
+    torch.manual_seed(0)
+    model = MLP(hidden=128, ffn=192).to(torch.bfloat16).eval()
+    quantize_(model, CONFIGS["int4"][0]())
+    x = torch.randn(1, 1, 128, dtype=torch.bfloat16)
+    packed_backend, bytes_backend = CountingBackend({"pack_int4_weights": True}), CountingBackend()
+    packed, bytes_form = torch.compile(model, backend=packed_backend), torch.compile(model, backend=bytes_backend)
+    with torch.no_grad():
+        assert torch.equal(packed(x), bytes_form(x))
+        torch.testing.assert_close(packed(x), model(x), rtol=3e-2, atol=3e-2)
+        stats = packed_backend.compiled[0].stats
+        assert stats["packed_weight_bytes"] == packed_int4_bytes(model.gate, model.up, model.down)
+        assert bytes_backend.compiled[0].stats["packed_weight_bytes"] == 0
+        gate = model.gate.weight.qdata
+        gate.copy_(torch.randint(-8, 8, gate.shape, dtype=torch.int8))
+        assert torch.equal(packed(x), bytes_form(x)), "the packed copy of a weight written in place went stale"
+        torch.testing.assert_close(packed(x), model(x), rtol=3e-2, atol=3e-2)
+        assert torch.equal(packed(x), bytes_form(x))
+        assert packed_backend.compiled[0].stats["packed_weight_bytes"] == stats["packed_weight_bytes"]
+        model.down.weight.qdata[0, 0] = 100
+        assert torch.equal(packed(x), bytes_form(x))
+        assert packed_backend.compiled[0].stats["packed_weight_bytes"] == packed_int4_bytes(model.gate, model.up)
+
+
+def test_packed_int4_static_cache_decode_gives_the_bytes_forms_tokens_and_logits():
+    """A bf16 Llama quantized to int4 (every Linear's depth a multiple of 64): greedy decode with
+    pack_int4_weights gives the bytes form's tokens and logits, bit for bit, from one compile per
+    graph, the KV cache updated in place."""
+    model = build(DECODERS["llama"], torch.bfloat16)
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    quantize_(model, CONFIGS["int4"][0]())
+    prompt = torch.randint(0, VOCAB, (1, 5), generator=torch.Generator().manual_seed(1))
+    packed_backend = CountingBackend({"pack_int4_weights": True})
+    with torch.no_grad():
+        bytes_form = greedy_decode(torch.compile(model, backend="luminal"), prompt, 16, MAX_CACHE_LEN)
+        torch._dynamo.reset()
+        tokens, logits, in_place = greedy_decode(torch.compile(model, backend=packed_backend), prompt, 16, MAX_CACHE_LEN)
+    assert tokens == bytes_form[0]
+    assert torch.equal(logits, bytes_form[1])
+    assert in_place
+    assert len(packed_backend.compiled) == 2  # prefill and every decode step
+    # The decode step's Linears read packed copies; the prefill's prompt rows read the bytes.
+    assert packed_backend.compiled[1].stats["packed_weight_bytes"] == packed_int4_bytes(*linears)
+    assert packed_backend.compiled[0].stats["packed_weight_bytes"] == 0
+
+
+def test_packed_int4_weights_refuse_inference_tensors():
+    """Tensors made under torch.inference_mode() keep no version counter: a packed copy of one
+    could go stale unseen after an in-place write, so pack_int4_weights names the weight and what
+    to do instead."""
+    if packed_int4_bytes(torch.nn.Linear(64, 64)) == 0:
+        pytest.skip("int4 weights are packed where luminal's kernels have AVX512-BF16")
+    torch.manual_seed(0)
+    with torch.inference_mode():
+        model = MLP(hidden=128, ffn=192).to(torch.bfloat16).eval()
+        quantize_(model, CONFIGS["int4"][0]())
+        x = torch.randn(1, 1, 128, dtype=torch.bfloat16)
+        compiled = torch.compile(model, backend="luminal", options={"pack_int4_weights": True})
+        with pytest.raises(luminal.UserError, match=r"inference tensor .*inference_mode.*without the option"):
+            compiled(x)
 
 
 def test_quantized_moe_experts_that_do_not_export_name_torchaos_code_and_what_to_do():

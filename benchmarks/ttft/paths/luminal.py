@@ -1,7 +1,8 @@
 """Path `luminal`: torch.compile(model, backend="luminal").
 
 dynamic as in the inductor path (False unless the config asks for automatic dynamic). The
-runtime gets the same thread count as torch, and the cache dir the orchestrator passes. Every
+runtime gets the same thread count as torch, the cache dir the orchestrator passes and the
+config's luminal_options. Every
 compiled graph is kept, so the bench can read the bytes the runtime copied
 (`bytes_copied_total` in each graph's stats).
 """
@@ -23,6 +24,7 @@ def prepare(model, args, search_iterations: int = 0):
     import luminal
 
     options = {"num_threads": args.threads, "search_iterations": search_iterations}
+    options.update(getattr(args, "luminal_options", {}))
     if args.cache_dir:
         options["cache_dir"] = args.cache_dir
 

@@ -1073,9 +1073,21 @@ class Emitter {
       pointers << "    const " << element << "* lm_s = p3 + " << index_text(g.scale, false) << ";\n";
       pointers << "    const signed char* lm_z = " << (g.has_zero ? "p4 + " + index_text(g.zero, false) : "nullptr")
                << ";\n";
+      // The weight's int4 values packed two a byte, the last param (GemvSpec::int4_pairs): null
+      // where the runtime has no such copy, and the rows read the int8 bytes.
+      std::string pairs = "nullptr";
+      if (g.int4_pairs) {
+        INTERNAL_CHECK(!strips && !g.has_bias && t == DType::BF16 && g.group == 32 &&
+                       k_.params.back().dtype == DType::U8)
+            << "int4 pairs on a GEMV that is not a bf16 decode row's of groups of 32: " << k_.label;
+        const std::string param = "p" + std::to_string(k_.params.size() - 1);
+        pointers << "    const unsigned char* lm_pairs = " << param << " == nullptr ? nullptr : " << param << " + ("
+                 << index_text(g.w, false) << ") / 2;\n";
+        pairs = "lm_pairs";
+      }
       group_args = std::to_string(g.group) + ", lm_s, lm_scale_row, lm_scale_group, lm_z, lm_zero_row, lm_zero_group, ";
       call_head = "lm_gemv_rows_grouped<";
-      call_tail = ">(lm_a_row, lm_w, lm_row_stride, lm_depth, " + group_args + "&lm_totals, lm_sums)";
+      call_tail = ">(lm_a_row, lm_w, lm_row_stride, lm_depth, " + group_args + "&lm_totals, lm_sums, " + pairs + ")";
       strips_head = t == DType::BF16 ? "lm_gemv_bf16_strips_grouped<" : "lm_gemv_strips_grouped<";
       if (!strips) {
         // The sums of `a` per group the row kernels share (lm_group_totals). (+ 1: no groups is
@@ -1096,7 +1108,7 @@ class Emitter {
       }
       if (rank_ == 2 && is_one(k_.domain[0])) {
         pair_call = "lm_gemv_rows_grouped_pair<" + rows + ">(lm_a, lm_w, lm_row_stride, lm_depth, " + group_args +
-                    "&lm_totals, lm_half, lm_sums, lm_sums_b)";
+                    "&lm_totals, lm_half, lm_sums, lm_sums_b, " + pairs + ")";
         pair_half = "(lm_end - lm_begin) / (2 * " + rows + ") * " + rows;
       }
     } else {

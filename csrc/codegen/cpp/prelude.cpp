@@ -2774,6 +2774,10 @@ inline lm_f32x16 lm_broadcast16_from(const float* p) {
 inline lm_i16x32 lm_widen_i8x32(lm_i8x32 v) {
   return __builtin_ia32_pmovsxbw512_mask((char __attribute__((vector_size(32))))v, lm_i16x32{}, (unsigned)-1);
 }
+// 32 bytes zero-extended to 16-bit lanes: one vpmovzxbw.
+inline lm_i16x32 lm_widen_u8x32(lm_i8x32 v) {
+  return __builtin_ia32_pmovzxbw512_mask((char __attribute__((vector_size(32))))v, lm_i16x32{}, (unsigned)-1);
+}
 // table[index & 31] in each 16-bit lane (vpermw).
 inline lm_i16x32 lm_lookup16(lm_i16x32 table, lm_i16x32 index) {
   return __builtin_ia32_permvarhi512_mask(table, index, lm_i16x32{}, (unsigned)-1);
@@ -2848,6 +2852,40 @@ inline bool lm_int4_lookup_groups(const uint16_t* x, const signed char* const* r
   for (int s = 0; s < S; ++s) acc[s] = sums[s], acc2[s] = sums2[s];
   return true;
 }
+// lm_int4_lookup_groups reading the weight's packed copy (runtime/cpu/int4_pairs.h, the
+// pack_int4_weights option): byte i of each 64 weights holds weight i's nibble in its low four
+// bits and weight 32 + i's in its high four, every one an int4 value (checked when the copy was
+// made), so 32 bytes index both groups' tables: a zero-extension to 16-bit lanes, then an AND
+// (the low nibbles, group j's half of the table) or a shift and an OR (the high ones, | 16:
+// group j + 1's). The tables, products and sums are the byte form's, in its order: the same bits
+// from half the bytes. `count` is even: a row of packed values is whole 64-weight blocks.
+template <int S>
+inline void lm_int4_pair_lookup_groups(const uint16_t* x, const unsigned char* const* pairs, int64_t first, int count,
+                                       const float (*scale)[16], const float (*minus_zero_scale)[16], lm_f32x16* acc,
+                                       lm_f32x16* acc2) {
+  const lm_f32x16 iota = {0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1};
+  auto values = [&](int s, int j) {
+    return lm_madd16(iota, lm_broadcast16_from(&scale[s][j]), lm_broadcast16_from(&minus_zero_scale[s][j]));
+  };
+  lm_f32x16 sums[S], sums2[S];  // in locals for the loop, as in lm_int4_lookup_groups
+  for (int s = 0; s < S; ++s) sums[s] = acc[s], sums2[s] = acc2[s];
+  for (int j = 0; j + 2 <= count; j += 2) {
+    lm_i16x32 table[S];
+    for (int s = 0; s < S; ++s) table[s] = (lm_i16x32)lm_round_bf16_pairs(values(s, j), values(s, j + 1));
+    const int64_t k = (first + j) * 32;
+    const lm_f32x16 x0 = lm_load_bf16x32(x + k), x1 = lm_load_bf16x32(x + k + 32);
+    for (int s = 0; s < S; ++s) {
+      const unsigned char* packed = pairs[s] + k / 2;
+      if ((j & 2) == 0) __builtin_prefetch(packed + lm_stream_prefetch_bytes);  // once per 64 bytes
+      lm_i8x32 bytes;
+      __builtin_memcpy(&bytes, packed, sizeof bytes);
+      const lm_i16x32 nibbles = lm_widen_u8x32(bytes);
+      sums[s] = lm_dot_bf16_pairs(sums[s], x0, (lm_f32x16)lm_lookup16(table[s], nibbles & 15));
+      sums2[s] = lm_dot_bf16_pairs(sums2[s], x1, (lm_f32x16)lm_lookup16(table[s], (nibbles >> 4) | 16));
+    }
+  }
+  for (int s = 0; s < S; ++s) acc[s] = sums[s], acc2[s] = sums2[s];
+}
 #endif
 // lm_gemv_row_groups_bf16 where the CPU has AVX512-BF16 and a group is a multiple of 32 weights:
 // 32 weights at a time are dequantized in f32 (q * scale - zero * scale in one FMA where every
@@ -2860,11 +2898,13 @@ inline bool lm_int4_lookup_groups(const uint16_t* x, const signed char* const* r
 // rate: about 1.4x. The scales of sixteen groups a table. A 4096x4096 int4 GEMV on two Zen 4
 // cores took 1,301 us against the Veltkamp form's 1,801 (cpu_isa="avx2"), interleaved in one
 // process (docs/lessons.md, 2026-11-28). Groups of 32 int4 values take lm_int4_lookup_groups
-// where the CPU has AVX512-BW. Each row's operations are the same whatever S: the same bits.
+// where the CPU has AVX512-BW, from the rows' packed copies where `pairs` is given
+// (lm_int4_pair_lookup_groups). Each row's operations are the same whatever S: the same bits.
 template <int S>
 inline void lm_gemv_row_groups_bf16_dot(const uint16_t* x, const signed char* const* rows, int64_t depth,
                                         int64_t group, const uint16_t* const* scales, int64_t scale_group,
-                                        const signed char* const* zeros, int64_t zero_group, float* const* sums) {
+                                        const signed char* const* zeros, int64_t zero_group, float* const* sums,
+                                        const unsigned char* const* pairs) {
   typedef lm_lanes16 L;
   constexpr int kTable = 16;
   lm_f32x16 acc[S] = {}, acc2[S] = {};
@@ -2904,6 +2944,10 @@ inline void lm_gemv_row_groups_bf16_dot(const uint16_t* x, const signed char* co
       }
     }
 #if defined(__AVX512BW__)
+    if (small_scales && group == 32 && pairs != nullptr) {
+      lm_int4_pair_lookup_groups<S>(x, pairs, first, count, scale, minus_zero_scale, acc, acc2);
+      continue;
+    }
     if (small_scales && group == 32 &&
         lm_int4_lookup_groups<S>(x, rows, first, count, scale, minus_zero_scale, acc, acc2))
       continue;
@@ -3009,13 +3053,15 @@ inline bool lm_bf16_split_table_of_32s(const float* a, const signed char* const*
 // per eight weights on a Zen 3 core with its weight in L2, 1.4x this form's time, and read
 // 8.8 GB/s against this form's 11.9 on two cores from memory (docs/lessons.md, 2026-12-01). Each
 // row's operations are the same, in the same order, whatever S: the same bits.
+// `pairs`, where given, the rows' int4 values packed two a byte (lm_int4_pair_lookup_groups).
 template <int S>
 inline void lm_gemv_row_groups_bf16(const float* a, const uint16_t* x, const signed char* const* rows, int64_t depth,
                                     int64_t group, const uint16_t* const* scales, int64_t scale_group,
-                                    const signed char* const* zeros, int64_t zero_group, float* const* sums) {
+                                    const signed char* const* zeros, int64_t zero_group, float* const* sums,
+                                    const unsigned char* const* pairs) {
 #if defined(__AVX512BF16__)
   if (group % 32 == 0)
-    return lm_gemv_row_groups_bf16_dot<S>(x, rows, depth, group, scales, scale_group, zeros, zero_group, sums);
+    return lm_gemv_row_groups_bf16_dot<S>(x, rows, depth, group, scales, scale_group, zeros, zero_group, sums, pairs);
 #endif
   constexpr int kTable = 8;
   lm_f32x8 acc[S][4] = {};
@@ -3067,13 +3113,17 @@ inline void lm_gemv_row_groups_bf16(const float* a, const uint16_t* x, const sig
 // R rows from each of S blocks of a grouped GEMV whose groups are whole vectors (w[s], scale[s],
 // zero[s] where block s starts; its sums to sums[s]): f32 scales sum each group and scale the sum
 // (lm_gemv_rows_grouped_f32_lanes); bf16 ones dequantize every weight (lm_gemv_row_groups_bf16),
-// row r of every block together, with `a` widened to f32 once per call by the emitter.
+// row r of every block together, with `a` widened to f32 once per call by the emitter. `pairs`:
+// each block's int4 values packed two a byte (runtime/cpu/int4_pairs.h, rows row_stride / 2
+// bytes apart), or null; bf16 groups of 32 read them instead of w.
 template <int R, int S, class TA, class TS>
 inline void lm_gemv_rows_grouped_blocks(const TA* a, const signed char* const* w, int64_t row_stride, int64_t depth,
                                         int64_t group, const TS* const* scale, int64_t scale_row, int64_t scale_group,
                                         const signed char* const* zero, int64_t zero_row, int64_t zero_group,
-                                        lm_group_totals* totals, float* const* sums) {
+                                        lm_group_totals* totals, float* const* sums,
+                                        const unsigned char* const* pairs) {
   if constexpr (sizeof(TS) == 4) {
+    (void)pairs;  // f32 activations sum each group and scale the sum: no lookup to read them
     lm_gemv_rows_grouped_f32_lanes<R, S>(a, w, row_stride, depth, group, scale, scale_row, scale_group, zero, zero_row,
                                          zero_group, totals, sums);
   } else {
@@ -3087,20 +3137,24 @@ inline void lm_gemv_rows_grouped_blocks(const TA* a, const signed char* const* w
       const TS* scales[S];
       const signed char* zeros[S];
       float* row_sums[S];
+      const unsigned char* pair_rows[S];
       for (int s = 0; s < S; ++s) {
         rows[s] = w[s] + r * row_stride;
         scales[s] = scale[s] + r * scale_row;
         zeros[s] = zero[s] ? zero[s] + r * zero_row : nullptr;
         row_sums[s] = sums[s] + r;
+        pair_rows[s] = pairs ? pairs[s] + r * (row_stride / 2) : nullptr;
       }
-      lm_gemv_row_groups_bf16<S>(a, x, rows, depth, group, scales, scale_group, zeros, zero_group, row_sums);
+      lm_gemv_row_groups_bf16<S>(a, x, rows, depth, group, scales, scale_group, zeros, zero_group, row_sums,
+                                 pairs ? pair_rows : nullptr);
     }
   }
 }
 template <int R, class TA, class TS>
 inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_stride, int64_t depth, int64_t group,
                                  const TS* scale, int64_t scale_row, int64_t scale_group, const signed char* zero,
-                                 int64_t zero_row, int64_t zero_group, lm_group_totals* totals, float* sums) {
+                                 int64_t zero_row, int64_t zero_group, lm_group_totals* totals, float* sums,
+                                 const unsigned char* pairs = nullptr) {
   auto zero_point = [&](int r, int64_t g) { return zero ? (float)zero[r * zero_row + g * zero_group] : 0.0f; };
   if (group % 8 != 0) {  // no whole vectors per group: one weight at a time
     for (int r = 0; r < R; ++r) {
@@ -3118,8 +3172,9 @@ inline void lm_gemv_rows_grouped(const TA* a, const signed char* w, int64_t row_
   const TS* const scales[1] = {scale};
   const signed char* const zeros[1] = {zero};
   float* const all_sums[1] = {sums};
+  const unsigned char* const all_pairs[1] = {pairs};
   lm_gemv_rows_grouped_blocks<R, 1>(a, ws, row_stride, depth, group, scales, scale_row, scale_group, zeros, zero_row,
-                                    zero_group, totals, all_sums);
+                                    zero_group, totals, all_sums, pairs ? all_pairs : nullptr);
 }
 // The block of R rows at w and the one `half` rows further, as lm_gemv_rows_pair reads int8 rows:
 // two streams, for groups of whole vectors; groups of any other size one block after the other.
@@ -3128,14 +3183,16 @@ template <int R, class TA, class TS>
 inline void lm_gemv_rows_grouped_pair(const TA* a, const signed char* w, int64_t row_stride, int64_t depth,
                                       int64_t group, const TS* scale, int64_t scale_row, int64_t scale_group,
                                       const signed char* zero, int64_t zero_row, int64_t zero_group,
-                                      lm_group_totals* totals, int64_t half, float* sums0, float* sums1) {
+                                      lm_group_totals* totals, int64_t half, float* sums0, float* sums1,
+                                      const unsigned char* pairs = nullptr) {
   const signed char* const ws[2] = {w, w + half * row_stride};
   const TS* const scales[2] = {scale, scale + half * scale_row};
   const signed char* const zeros[2] = {zero, zero ? zero + half * zero_row : nullptr};
   if (group % 8 == 0) {
     float* const sums[2] = {sums0, sums1};
+    const unsigned char* const both_pairs[2] = {pairs, pairs ? pairs + half * (row_stride / 2) : nullptr};
     lm_gemv_rows_grouped_blocks<R, 2>(a, ws, row_stride, depth, group, scales, scale_row, scale_group, zeros, zero_row,
-                                      zero_group, totals, sums);
+                                      zero_group, totals, sums, pairs ? both_pairs : nullptr);
     return;
   }
   lm_gemv_rows_grouped<R>(a, ws[0], row_stride, depth, group, scales[0], scale_row, scale_group, zeros[0], zero_row,

@@ -17,6 +17,7 @@
 #include "runtime/aten_fallback.h"
 #include "runtime/collectives.h"
 #include "runtime/cpu/gemm.h"
+#include "runtime/cpu/int4_pairs.h"
 #include "runtime/cpu/jit.h"
 #include "runtime/cpu/slot_table.h"
 
@@ -240,6 +241,18 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       kernel.label += " on AMX tiles";
     }
   };
+  // A decode row's int4 Linear reads its weight's values packed two a byte (int4_pairs.h) where
+  // the option asks for it and the kernels look its groups of 32 up (AVX512-BW, and AVX512-BF16
+  // for bf16 activations): a Weight (bound, so copied once) whose rows are whole 64-value blocks.
+  // The pairs are the kernel's last param; null at run time where a value is not an int4 one.
+  const bool pack_int4 = options.pack_int4_weights && kernels_multiply_bf16_pairs(isa);
+  const auto reads_int4_pairs = [&](const ir::Graph& graph, const passes::GroupQuantizedGemv& pattern,
+                                    const codegen::Kernel& kernel) {
+    const ir::Expr& depth = kernel.gemv.depth;
+    return pack_int4 && pattern.group == 32 && kernel.params[0].dtype == ir::DType::BF16 &&
+           is_one(kernel.domain[0]) && !kernel.gemv_strips() && !kernel.gemv.has_bias && depth.is_constant() &&
+           depth.constant_value() % kInt4PairBlock == 0 && graph.node(pattern.weight).op == ir::Op::Weight;
+  };
   passes::KernelPlan plan = passes::plan_kernels(input_graph, cx);
   Program program;
   program.graph = std::move(plan.graph);
@@ -403,6 +416,12 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       INTERNAL_CHECK(pattern.has_value()) << "quantized gemv group %" << group.nodes.back() << " no longer matches";
       lowered = codegen::lower_group_quantized_gemv(graph, *pattern);
       use_amx_tiles(lowered.kernel);
+      if (reads_int4_pairs(graph, *pattern, lowered.kernel)) {
+        lowered.kernel.gemv.int4_pairs = true;
+        lowered.kernel.label += ", int4 values read two a byte";
+        lowered.kernel.params.push_back(codegen::Param{ir::DType::U8, false});
+        lowered.param_nodes.push_back(pattern->weight);
+      }
       program.fused_nodes += group.nodes.size();
     } else if (group.kind == GroupKind::Scatter) {
       lowered = codegen::lower_scatter(graph, group.nodes[0]);
@@ -429,6 +448,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       step.slots.push_back(lowered.kernel.params[i].is_output ? arena_slot(node) : program.slot_of_node[node]);
       INTERNAL_CHECK(step.slots.back() >= 0) << "kernel reads %" << node << " which has no buffer";
     }
+    if (lowered.kernel.gemv.int4_pairs) step.slots.back() = table.int4_pairs_slot(lowered.param_nodes.back());
     program.steps.push_back(std::move(step));
     ++program.kernel_count;
   }

@@ -238,7 +238,36 @@ CpuExecutable::CpuExecutable(Program program, std::map<std::string, BufferRef> w
                                      << "': no buffer is bound to this weight";
     check_weight(node, it->second);
   }
+  for (const Slot& slot : program_.slots) {
+    if (slot.kind != Slot::Kind::Int4Pairs) continue;
+    const std::string& name = program_.graph.node(slot.node).name;
+    int4_pairs_[name] = pack_int4_pairs(weights_.at(name));
+  }
   in_place_ = in_place_scatters(program_);
+}
+
+void CpuExecutable::pack_settled_int4_pairs() const {
+  for (auto it = int4_pairs_rebound_.begin(); it != int4_pairs_rebound_.end();) {
+    if (it->second++ == 0) {
+      ++it;
+      continue;
+    }
+    int4_pairs_[it->first] = pack_int4_pairs(weights_.at(it->first));
+    it = int4_pairs_rebound_.erase(it);
+  }
+}
+
+std::vector<std::string> CpuExecutable::copied_weights() const {
+  std::vector<std::string> names;
+  for (const auto& [name, pairs] : int4_pairs_) names.push_back(name);
+  return names;
+}
+
+int64_t CpuExecutable::copied_weight_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int64_t bytes = 0;
+  for (const auto& [name, pairs] : int4_pairs_) bytes += pairs ? pairs->bytes : 0;
+  return bytes;
 }
 
 CpuExecutable::~CpuExecutable() = default;
@@ -264,6 +293,11 @@ void CpuExecutable::rebind_weight(const std::string& name, const BufferRef& buff
   USER_CHECK(found) << "the compiled graph has no weight named '" << name << "'";
   std::lock_guard<std::mutex> lock(mutex_);
   weights_[name] = buffer;
+  auto pairs = int4_pairs_.find(name);
+  if (pairs != int4_pairs_.end()) {
+    pairs->second = nullptr;  // until the weight has stayed bound through a run
+    int4_pairs_rebound_[name] = 0;
+  }
 }
 
 std::vector<int64_t> CpuExecutable::plan_key(const ir::SymbolBindings& bindings) const {
@@ -506,6 +540,7 @@ void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindin
   std::vector<void*> ptr(program_.slots.size(), nullptr);
   std::vector<const BufferRef*> caller_buffer(program_.slots.size(), nullptr);  // Input and Weight slots
   std::vector<std::vector<std::byte>> dense_copies;  // non-contiguous caller buffers (rare)
+  std::vector<std::shared_ptr<const Int4Pairs>> pairs_read;  // held for the call
   auto source = [&](const BufferRef& b) -> void* {
     if (is_dense(b)) return b.data;
     const size_t element = ir::dtype_size(b.dtype);
@@ -516,6 +551,7 @@ void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindin
   };
   {
     std::unique_lock<std::mutex> lock(mutex_);  // weights_ may be rebound concurrently
+    if (!int4_pairs_rebound_.empty()) pack_settled_int4_pairs();
     for (size_t s = 0; s < program_.slots.size(); ++s) {
       const Slot& slot = program_.slots[s];
       const ir::Node& node = graph.node(slot.node);
@@ -526,6 +562,9 @@ void CpuExecutable::execute(const CallPlan& call_plan, ir::SymbolBindings bindin
         const BufferRef& w = weights_.at(node.name);
         check_weight_shape(node, w, ir::evaluate_shape(node.shape, bindings));
         caller_buffer[s] = &w;
+      } else if (slot.kind == Slot::Kind::Int4Pairs) {
+        pairs_read.push_back(int4_pairs_.at(node.name));
+        if (pairs_read.back()) ptr[s] = pairs_read.back()->data.data();
       }
       if (caller_buffer[s] != nullptr) ptr[s] = source(*caller_buffer[s]);
     }

@@ -22,6 +22,7 @@
 #include "runtime/cpu/arena_pool.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/in_place_scatter.h"
+#include "runtime/cpu/int4_pairs.h"
 #include "runtime/cpu/program.h"
 #include "runtime/cpu/thread_pool.h"
 #include "runtime/runtime.h"
@@ -51,6 +52,9 @@ class CpuExecutable final : public Executable {
            const LateOutputAllocator& allocate_late) const override;
   void rebind_weight(const std::string& name, const BufferRef& buffer) override;
   RunStats last_run_stats() const override;
+  // The weights whose values the decode GEMVs read packed two a byte (Slot::Kind::Int4Pairs).
+  std::vector<std::string> copied_weights() const override;
+  int64_t copied_weight_bytes() const override;
 
   const Program& program() const { return program_; }
 
@@ -103,8 +107,21 @@ class CpuExecutable final : public Executable {
   void aten_group_product(const Step& step, const StepPlan& plan, const std::vector<void*>& ptr,
                           const ir::SymbolBindings& bindings, int64_t g, int64_t begin, int64_t end) const;
 
+  // With mutex_ held: packs the int4 pairs of each rebound weight that stayed bound through a
+  // whole run since (int4_pairs_rebound_).
+  void pack_settled_int4_pairs() const;
+
   Program program_;
   std::map<std::string, BufferRef> weights_;
+  // Each Int4Pairs slot's weight's packed values, by weight name (null: not all int4 values, or
+  // not packed since a rebind). A run holds the copies it reads, so a concurrent rebind replaces
+  // rather than frees them. Guarded by mutex_.
+  mutable std::map<std::string, std::shared_ptr<const Int4Pairs>> int4_pairs_;
+  // Weights rebound since their pairs were packed, and the runs each has stayed bound through
+  // since: packed once that is one. A graph dynamo reuses for several modules rebinds their
+  // weights before every call; repacking each time cost more than the bytes it saved, so such
+  // weights are read as bytes.
+  mutable std::map<std::string, int> int4_pairs_rebound_;
   std::vector<InPlaceScatter> in_place_;
   SearchOptions search_;
   mutable ThreadPool pool_;

@@ -54,6 +54,18 @@ void FusionSearchExecutable::rebind_weight(const std::string& name, const Buffer
 
 RunStats FusionSearchExecutable::last_run_stats() const { return alternatives_[last_.load()]->last_run_stats(); }
 
+// Every alternative computes the same Linears from one graph: the same weights are copied.
+std::vector<std::string> FusionSearchExecutable::copied_weights() const { return alternatives_[0]->copied_weights(); }
+
+// Each alternative built holds its own copies.
+int64_t FusionSearchExecutable::copied_weight_bytes() const {
+  std::lock_guard<std::mutex> building(search_mutex_);
+  int64_t bytes = 0;
+  for (const auto& alternative : alternatives_)
+    if (alternative) bytes += alternative->copied_weight_bytes();
+  return bytes;
+}
+
 const CpuExecutable& FusionSearchExecutable::built(size_t i) const {
   if (!alternatives_[i]) {
     std::map<std::string, BufferRef> weights;

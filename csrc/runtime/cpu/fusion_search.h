@@ -35,6 +35,8 @@ class FusionSearchExecutable final : public Executable {
            const LateOutputAllocator& allocate_late) const override;
   void rebind_weight(const std::string& name, const BufferRef& buffer) override;
   RunStats last_run_stats() const override;
+  std::vector<std::string> copied_weights() const override;
+  int64_t copied_weight_bytes() const override;
 
   // The executable of fusions[i], built now if it was not yet.
   const CpuExecutable& alternative(size_t i) const;

@@ -15,7 +15,9 @@ namespace luminal::runtime::cpu {
 struct Slot {
   // Late: an intermediate whose size mentions a data symbol, allocated per run once the symbol
   // is bound (outside the arena, whose layout is planned from the inputs' shapes alone).
-  enum class Kind { Input, Weight, Arena, Late } kind = Kind::Arena;
+  // Int4Pairs: the values of the Weight `node` packed two a byte (int4_pairs.h), a copy the
+  // executable makes when the weight is bound; null where they are not all int4 values.
+  enum class Kind { Input, Weight, Arena, Late, Int4Pairs } kind = Kind::Arena;
   ir::NodeId node = -1;
   int input_index = -1;  // Input: position in the call's inputs
   ir::Expr bytes;        // Arena, Late: size

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -53,6 +54,16 @@ class SlotTable {
     const ir::Node& node = graph_.node(id);
     return add(Slot{Slot::Kind::Arena, id, -1,
                     ir::numel(node.shape) * ir::Expr(static_cast<int64_t>(ir::dtype_size(node.dtype))), 0, 0});
+  }
+
+  // The Int4Pairs slot of Weight `id` (program.h), created on first use; the node's own slot
+  // stays the Weight's.
+  int int4_pairs_slot(ir::NodeId id) {
+    INTERNAL_CHECK(graph_.node(id).op == ir::Op::Weight) << "int4 pairs of %" << id << ", which is not a weight";
+    auto it = int4_pairs_.find(id);
+    if (it != int4_pairs_.end()) return it->second;
+    slots_.push_back(Slot{Slot::Kind::Int4Pairs, id, -1, zero(), 0, 0});
+    return int4_pairs_[id] = static_cast<int>(slots_.size()) - 1;
   }
 
   // Sets each arena slot's [first_step, last_step] from the steps' `slots` (params, in order).
@@ -108,6 +119,7 @@ class SlotTable {
   const ir::Graph& graph_;
   std::vector<Slot>& slots_;
   std::vector<int>& slot_of_node_;
+  std::map<ir::NodeId, int> int4_pairs_;  // int4_pairs_slot's, by weight
 };
 
 }  // namespace luminal::runtime::cpu

@@ -26,6 +26,7 @@ target_sources(luminal_core PRIVATE
   csrc/runtime/cpu/cpu_runtime.cpp
   csrc/runtime/cpu/fusion_search.cpp
   csrc/runtime/cpu/gemm.cpp
+  csrc/runtime/cpu/int4_pairs.cpp
   csrc/runtime/cpu/jit.cpp
   csrc/runtime/cpu/memory_plan.cpp
   csrc/runtime/cpu/scratch_calls.cpp
