@@ -266,14 +266,32 @@ ir::Graph int8_linear(DType t, int64_t m, int64_t n, int64_t k, DType activation
   return b.graph;
 }
 
-TEST(CudaCodegen, QuantizedGemvsReadTheInt8WeightAndCompileWithNvrtc) {
-  runtime::cuda::NvrtcCompiler compiler;
-  bool nvrtc = true;
+// Whether NVRTC can be loaded here (LUMINAL_NVRTC_PATH, CUDA_HOME): the compile checks are
+// skipped where it cannot.
+bool nvrtc_loads(runtime::cuda::NvrtcCompiler& compiler) {
   try {
     compiler.version();
+    return true;
   } catch (const UserError&) {
-    nvrtc = false;
+    return false;
   }
+}
+
+// `graph` is one kernel, which NVRTC compiles for sm_80 and sm_90 without an error or a warning.
+void expect_one_kernel_compiles_without_warnings(const ir::Graph& graph, runtime::cuda::NvrtcCompiler& compiler,
+                                                 const std::string& what) {
+  const runtime::cuda::KernelCheckReport report =
+      runtime::cuda::check_kernels(graph, {"sm_80", "sm_90"}, runtime::cuda::ImageKind::Cubin, compiler);
+  ASSERT_EQ(report.kernels.size(), 1u) << what;
+  for (const auto& [arch, image] : report.kernels[0].images)
+    EXPECT_TRUE(image->ok && !image->has_warnings) << what << " " << arch << ":\n"
+                                                   << image->log << "\n"
+                                                   << report.kernels[0].source;
+}
+
+TEST(CudaCodegen, QuantizedGemvsReadTheInt8WeightAndCompileWithNvrtc) {
+  runtime::cuda::NvrtcCompiler compiler;
+  const bool nvrtc = nvrtc_loads(compiler);
   // Depths with and without a tail after the 16-byte chunks; an int8 product of several rows
   // (a prefill with dynamic activations) is a GEMV too.
   for (auto [t, m, n, k, activations] :
@@ -297,14 +315,7 @@ TEST(CudaCodegen, QuantizedGemvsReadTheInt8WeightAndCompileWithNvrtc) {
                         : t == DType::F32 ? "(float)lm_wq["
                                           : "(float)lm_q4.";
     EXPECT_EQ(count(plan.steps[0].cuda.source, widen), 4u) << plan.steps[0].cuda.source;
-    if (!nvrtc) continue;
-    const runtime::cuda::KernelCheckReport report =
-        runtime::cuda::check_kernels(graph, {"sm_80", "sm_90"}, runtime::cuda::ImageKind::Cubin, compiler);
-    ASSERT_EQ(report.kernels.size(), 1u) << what;
-    for (const auto& [arch, image] : report.kernels[0].images)
-      EXPECT_TRUE(image->ok && !image->has_warnings) << what << " " << arch << ":\n"
-                                                     << image->log << "\n"
-                                                     << report.kernels[0].source;
+    if (nvrtc) expect_one_kernel_compiles_without_warnings(graph, compiler, what);
   }
 }
 
@@ -313,12 +324,7 @@ TEST(CudaCodegen, QuantizedGemvsReadTheInt8WeightAndCompileWithNvrtc) {
 // where a kernel of its own had written a dequantized copy of the whole weight on every call.
 TEST(CudaCodegen, GroupQuantizedGemvsDequantizeInRegistersAndCompileWithNvrtc) {
   runtime::cuda::NvrtcCompiler compiler;
-  bool nvrtc = true;
-  try {
-    compiler.version();
-  } catch (const UserError&) {
-    nvrtc = false;
-  }
+  const bool nvrtc = nvrtc_loads(compiler);
   // Groups of 32 and 128 read in 16-byte chunks (each in one group); a group of 8 element by
   // element; a depth of 40 groups of 8 leaves no whole chunk in some rows.
   for (auto [t, n, groups, group, zero_points] :
@@ -346,14 +352,7 @@ TEST(CudaCodegen, GroupQuantizedGemvsDequantizeInRegistersAndCompileWithNvrtc) {
     EXPECT_EQ(count(source, " - lm_gz, lm_gs)"), zero_points ? chunked + 1 : 0u) << source;
     EXPECT_EQ(count(source, "lm_rbf(__fmul_rn("), t == DType::BF16 ? chunked + 1 : 0u) << source;
     EXPECT_EQ(count(source, "const uint4 lm_wv"), chunked ? 1u : 0u) << source;
-    if (!nvrtc) continue;
-    const runtime::cuda::KernelCheckReport report =
-        runtime::cuda::check_kernels(graph, {"sm_80", "sm_90"}, runtime::cuda::ImageKind::Cubin, compiler);
-    ASSERT_EQ(report.kernels.size(), 1u) << what;
-    for (const auto& [arch, image] : report.kernels[0].images)
-      EXPECT_TRUE(image->ok && !image->has_warnings) << what << " " << arch << ":\n"
-                                                     << image->log << "\n"
-                                                     << report.kernels[0].source;
+    if (nvrtc) expect_one_kernel_compiles_without_warnings(graph, compiler, what);
   }
 }
 

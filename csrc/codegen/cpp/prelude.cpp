@@ -2782,6 +2782,12 @@ inline lm_i16x32 lm_widen_u8x32(lm_i8x32 v) {
 inline lm_i16x32 lm_lookup16(lm_i16x32 table, lm_i16x32 index) {
   return __builtin_ia32_permvarhi512_mask(table, index, lm_i16x32{}, (unsigned)-1);
 }
+// A group's sixteen weights in the lookup's index order (q & 15: q = 0..7, then -8..-1), before
+// rounding: q * scale + minus_zero_scale, one FMA.
+inline lm_f32x16 lm_int4_group_values(const float* scale, const float* minus_zero_scale) {
+  const lm_f32x16 iota = {0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1};
+  return lm_madd16(iota, lm_broadcast16_from(scale), lm_broadcast16_from(minus_zero_scale));
+}
 // Groups of 32 int4 values (each a byte in [-8, 8)) as a table lookup: a group has only sixteen
 // weights, (q - zero) * scale rounded to bf16 for q = 0..7, -8..-1, made by one FMA (the
 // small-scale form of the dot path below: the same values) and rounded by vcvtne2ps2bf16 two
@@ -2804,10 +2810,7 @@ template <int S>
 inline bool lm_int4_lookup_groups(const uint16_t* x, const signed char* const* rows, int64_t first, int count,
                                   const float (*scale)[16], const float (*minus_zero_scale)[16], lm_f32x16* acc,
                                   lm_f32x16* acc2) {
-  const lm_f32x16 iota = {0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1};
-  auto values = [&](int s, int j) {
-    return lm_madd16(iota, lm_broadcast16_from(&scale[s][j]), lm_broadcast16_from(&minus_zero_scale[s][j]));
-  };
+  auto values = [&](int s, int j) { return lm_int4_group_values(&scale[s][j], &minus_zero_scale[s][j]); };
   auto weights = [&](const signed char* q, lm_i16x32 table, bool high) {
     lm_i8x32 bytes;
     __builtin_memcpy(&bytes, q, sizeof bytes);
@@ -2863,10 +2866,7 @@ template <int S>
 inline void lm_int4_pair_lookup_groups(const uint16_t* x, const unsigned char* const* pairs, int64_t first, int count,
                                        const float (*scale)[16], const float (*minus_zero_scale)[16], lm_f32x16* acc,
                                        lm_f32x16* acc2) {
-  const lm_f32x16 iota = {0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1};
-  auto values = [&](int s, int j) {
-    return lm_madd16(iota, lm_broadcast16_from(&scale[s][j]), lm_broadcast16_from(&minus_zero_scale[s][j]));
-  };
+  auto values = [&](int s, int j) { return lm_int4_group_values(&scale[s][j], &minus_zero_scale[s][j]); };
   lm_f32x16 sums[S], sums2[S];  // in locals for the loop, as in lm_int4_lookup_groups
   for (int s = 0; s < S; ++s) sums[s] = acc[s], sums2[s] = acc2[s];
   for (int j = 0; j + 2 <= count; j += 2) {
