@@ -24,7 +24,7 @@ std::shared_ptr<const Int4Pairs> pack_int4_pairs(const BufferRef& weight) {
     uint8_t* packed = out + block / 2;
     for (int i = 0; i < kInt4PairBlock / 2; ++i) {
       above |= static_cast<uint8_t>(low[i] + 8) | static_cast<uint8_t>(high[i] + 8);
-      packed[i] = static_cast<uint8_t>((low[i] & 15) | (high[i] << 4));
+      packed[i] = static_cast<uint8_t>((low[i] & 15) | ((high[i] & 15) << 4));
     }
   }
   if ((above & 0xf0) != 0) return nullptr;
