@@ -89,8 +89,9 @@ class Executable {
   // The counters of the most recent run() on any thread; zeros from a runtime that keeps none.
   virtual RunStats last_run_stats() const { return {}; }
   // The weights this executable keeps a copy of in another layout (CompileOptions::
-  // pack_int4_weights), made when each is bound or rebound and never seen again by the weight's
-  // own buffer: a caller that writes such a weight in place must rebind it before the next run.
+  // pack_int4_weights), made from the weight's buffer when it is bound (after a rebind, perhaps
+  // some runs later) and never compared with that buffer again: a caller that writes such a
+  // weight in place must rebind it before the next run.
   virtual std::vector<std::string> copied_weights() const { return {}; }
   // The bytes those copies take now.
   virtual int64_t copied_weight_bytes() const { return 0; }
