@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from typing import Any, Callable
 
 import torch
 import torch.fx
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from . import _C
 from .compiled_model import BoundProgram, CompiledModel
-from .errors import UserError
+from .errors import UnsupportedError, UserError
 from .export import export_graph, is_dtensor, own_copy, quiet_torch_internals, specialise_scalar_inputs
 from .export_cache import cached_export
 from .input_device_moves import lift_input_device_moves
@@ -88,7 +90,7 @@ def compile_graph(
 
     def compile_on_first_call(args: tuple) -> BoundProgram:
         start = time.perf_counter()
-        with quiet_torch_internals():
+        with quiet_torch_internals(), traced_outside_inference_mode(args):
             exported, export_cache_hit = cached_export(
                 export_graph, graph, list(args), scalar_values, options.get("cache_dir")
             )
@@ -120,6 +122,32 @@ def compile_graph(
         return bound
 
     return CompiledModel(compile_on_first_call, input_moves)
+
+
+@contextlib.contextmanager
+def traced_outside_inference_mode(args: tuple):
+    """Export traces a graph that reads tensor subclasses (torchao's quantized weights) outside
+    torch.inference_mode(), grad still off as on the inference path: under it every tensor the
+    trace makes is an inference tensor, whose version counter the subclasses' views cannot share,
+    and every such export failed ("Cannot set version_counter for inference tensor"). A graph that
+    updates a tensor made under inference_mode (a KV cache made there) cannot be traced outside it
+    either: that is an error saying what to do. Other graphs (DTensor shards' too) are traced where
+    they were called."""
+    subclasses = any(is_traceable_wrapper_subclass(a) and not is_dtensor(a) for a in args)
+    if not torch.is_inference_mode_enabled() or not subclasses:
+        yield
+        return
+    try:
+        with torch.inference_mode(False), torch.no_grad():
+            yield
+    except UnsupportedError as error:
+        if "inference tensor" not in str(error):
+            raise
+        raise UnsupportedError(
+            "the model was called under torch.inference_mode() and reads tensor subclasses (torchao's quantized "
+            "weights), which torch.export cannot trace there; traced outside it, the graph cannot update the tensors "
+            f"made under inference_mode (a KV cache made there): call the model under torch.no_grad() instead ({error})"
+        ) from error
 
 
 def register_backend(factory_capsule: Any) -> Backend:

@@ -313,6 +313,44 @@ def test_the_documented_guard_filter_reaches_dynamo_and_weights_stay_bound():
         torch.testing.assert_close(compiled(x), layer(x), rtol=TOLERANCE["int8"], atol=TOLERANCE["int8"])
 
 
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+@pytest.mark.parametrize("rows", [1, 5], ids=["decode", "prefill"])
+def test_quantized_mlp_called_under_inference_mode_equals_eager(config, rows, tmp_path):
+    """Generation scripts often run under torch.inference_mode(). Export traced torchao's tensors
+    there, where every tensor it makes is an inference tensor whose version counter torchao's
+    views cannot set: every quantized model failed to compile ("Cannot set version_counter for
+    inference tensor"). luminal traces such a graph outside inference mode, grad still off."""
+    torch.manual_seed(0)
+    model = MLP().to(torch.bfloat16).eval()
+    quantize_(model, CONFIGS[config][0]())
+    x = torch.randn(1, rows, 96, dtype=torch.bfloat16)
+    backend = CountingBackend({"cache_dir": str(tmp_path)})  # an export of its own, not a cached one
+    with torch.inference_mode():
+        expected = model(x)
+        actual = torch.compile(model, backend=backend)(x)
+    torch.testing.assert_close(actual, expected, rtol=3e-2, atol=3e-2)
+    assert backend.compiled[0].stats["fallback_ops"] == []
+
+
+def test_quantized_decode_with_a_cache_made_under_inference_mode_says_to_use_no_grad(tmp_path):
+    """A StaticCache made under torch.inference_mode() holds inference tensors, which only code
+    running under inference_mode may update, and torchao's tensors cannot be traced there: such a
+    quantized decode cannot be exported either way. The error says so and what to do, and under
+    torch.no_grad() the same decode gives eager's tokens."""
+    model = build(DECODERS["llama"], torch.float32)
+    quantize_(model, CONFIGS["int8"][0]())
+    prompt = torch.randint(0, VOCAB, (1, 5), generator=torch.Generator().manual_seed(1))
+    options = {"cache_dir": str(tmp_path)}  # an export of its own, not a cached one
+    with torch.inference_mode():
+        with pytest.raises(luminal.UnsupportedError, match=r"inference_mode.*call the model under torch.no_grad"):
+            greedy_decode(torch.compile(model, backend="luminal", options=options), prompt, 4, MAX_CACHE_LEN)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        tokens = greedy_decode(model, prompt, 4, MAX_CACHE_LEN)[0]
+        compiled = torch.compile(model, backend="luminal", options=options)
+        assert greedy_decode(compiled, prompt, 4, MAX_CACHE_LEN)[0] == tokens
+
+
 def packed_int4_bytes(*linears: torch.nn.Linear) -> int:
     """The bytes of the int4 pairs luminal's cpu runtime keeps for these Linears' weights with
     pack_int4_weights (half a byte a weight) where its kernels look int4 groups up (AVX512-BF16)."""
