@@ -86,8 +86,6 @@ def measure_interleaved(prepares: dict[str, Prepare], args) -> dict[str, dict[st
     config, iters, warmups, decode_tokens = run_settings(args)
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
-    args.dynamic = None if config.automatic_dynamic else False  # as measure.py passes it
-    args.luminal_options = config.luminal_options
     stage("build model")
     session = Session(config, decode_tokens)
     if not config.is_encoder:

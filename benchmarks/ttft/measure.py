@@ -237,8 +237,12 @@ def measure_encoder(session: Session, fn: Callable[..., Any], iters: int, warmup
 
 
 def run_settings(args: argparse.Namespace) -> tuple[BenchConfig, int, int, int]:
-    """(config, iters, warmups, decode_tokens): the arguments' where given, else the config's."""
+    """(config, iters, warmups, decode_tokens): the arguments' where given, else the config's. Sets
+    on `args` what the compiled paths' prepare reads from the config: the torch.compile(dynamic=...)
+    both pass, and the luminal path's options."""
     config = select([args.config], load_configs(args.configs_file))[0]
+    args.dynamic = None if config.automatic_dynamic else False
+    args.luminal_options = config.luminal_options
     iters = args.iters if args.iters is not None else config.iters
     warmups = args.warmups if args.warmups is not None else config.warmups
     decode_tokens = args.decode_tokens if args.decode_tokens is not None else config.decode_tokens
@@ -263,9 +267,6 @@ def measure(prepare: Prepare, args: argparse.Namespace, result: dict[str, Any], 
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
 
-    # What both compiled paths pass as torch.compile(dynamic=...), and the luminal path's options.
-    args.dynamic = None if config.automatic_dynamic else False
-    args.luminal_options = config.luminal_options
     stage("build model")
     session = Session(config, decode_tokens)
     if config.is_encoder:

@@ -24,7 +24,7 @@ def prepare(model, args, search_iterations: int = 0):
     import luminal
 
     options = {"num_threads": args.threads, "search_iterations": search_iterations}
-    options.update(getattr(args, "luminal_options", {}))
+    options.update(args.luminal_options)
     if args.cache_dir:
         options["cache_dir"] = args.cache_dir
 
