@@ -129,10 +129,11 @@ def traced_outside_inference_mode(args: tuple):
     """Export traces a graph that reads tensor subclasses (torchao's quantized weights) outside
     torch.inference_mode(), grad still off as on the inference path: under it every tensor the
     trace makes is an inference tensor, whose version counter the subclasses' views cannot share,
-    and every such export failed ("Cannot set version_counter for inference tensor"). A graph that
-    updates a tensor made under inference_mode (a KV cache made there) cannot be traced outside it
-    either: that is an error saying what to do. Other graphs (DTensor shards' too) are traced where
-    they were called."""
+    and every such export failed ("Cannot set version_counter for inference tensor"). A tensor
+    made under inference_mode that such a graph updates is traced as a stand-in where it is an
+    input (a KV cache: export._internalise); module state made there (a buffer the model updates)
+    cannot be, and is an error saying what to do. Other graphs (DTensor shards' too) are traced
+    where they were called."""
     subclasses = any(is_traceable_wrapper_subclass(a) and not is_dtensor(a) for a in args)
     if not torch.is_inference_mode_enabled() or not subclasses:
         yield
@@ -145,8 +146,9 @@ def traced_outside_inference_mode(args: tuple):
             raise
         raise UnsupportedError(
             "the model was called under torch.inference_mode() and reads tensor subclasses (torchao's quantized "
-            "weights), which torch.export cannot trace there; traced outside it, the graph cannot update the tensors "
-            f"made under inference_mode (a KV cache made there): call the model under torch.no_grad() instead ({error})"
+            "weights), which torch.export cannot trace there; traced outside it, the graph cannot update module state "
+            "made under inference_mode (a buffer the model updates): build the model outside torch.inference_mode() "
+            f"and call it under torch.inference_mode() or torch.no_grad() ({error})"
         ) from error
 
 

@@ -357,12 +357,16 @@ def _internalise(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[E
             )
         elif isinstance(value, torch.Tensor):
             result.user_input_positions.append(position)
-            # Export traces a non-contiguous input as a contiguous one of the same shape: the
-            # runtimes take each call's strides from the tensors themselves, and torch.export
+            # Export traces a stand-in (empty_like, no data copied) where the input itself cannot
+            # be traced: a non-contiguous input as a contiguous one of the same shape, since the
+            # runtimes take each call's strides from the tensors themselves and torch.export
             # (2.13) fails to run its own guards on a sliced input with a dynamic dim ('NoneType'
-            # object has no attribute 'size'). empty_like copies no data.
+            # object has no attribute 'size'); a tensor made under inference_mode (a KV cache)
+            # traced outside it (backend.traced_outside_inference_mode), where its trace could not
+            # record an update to it, while the runtime writes the caller's tensor either way.
+            traced_as_is = value.is_contiguous() and (torch.is_inference_mode_enabled() or not value.is_inference())
             user_inputs.append(
-                value if value.is_contiguous() else torch.empty_like(value, memory_format=torch.contiguous_format)
+                value if traced_as_is else torch.empty_like(value, memory_format=torch.contiguous_format)
             )
         else:
             _bind_opaque(gm, node, value)

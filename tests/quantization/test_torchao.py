@@ -332,23 +332,76 @@ def test_quantized_mlp_called_under_inference_mode_equals_eager(config, rows, tm
     assert backend.compiled[0].stats["fallback_ops"] == []
 
 
-def test_quantized_decode_with_a_cache_made_under_inference_mode_says_to_use_no_grad(tmp_path):
-    """A StaticCache made under torch.inference_mode() holds inference tensors, which only code
-    running under inference_mode may update, and torchao's tensors cannot be traced there: such a
-    quantized decode cannot be exported either way. The error says so and what to do, and under
-    torch.no_grad() the same decode gives eager's tokens."""
+@pytest.mark.parametrize("config", ["int8", "int4"])
+def test_quantized_decode_with_a_cache_made_under_inference_mode_equals_eager(config, tmp_path):
+    """A StaticCache made under torch.inference_mode() (as a generation script running there makes
+    it) holds inference tensors, which a trace outside inference_mode (where torchao's tensors
+    must be traced) could not record an update to: such a decode failed to compile. Export now
+    traces stand-ins for them and the runtime writes the caller's cache: the tokens, the last
+    logits and the cache itself are eager's."""
+    from transformers import StaticCache
+
     model = build(DECODERS["llama"], torch.float32)
-    quantize_(model, CONFIGS["int8"][0]())
+    quantize_(model, CONFIGS[config][0]())
     prompt = torch.randint(0, VOCAB, (1, 5), generator=torch.Generator().manual_seed(1))
+    backend = CountingBackend({"cache_dir": str(tmp_path)})  # an export of its own, not a cached one
+    compiled = torch.compile(model, backend=backend)
+    results = []
+    with torch.inference_mode():
+        for fn in (model, compiled):
+            cache = StaticCache(config=model.config, max_cache_len=MAX_CACHE_LEN)
+            logits = fn(input_ids=prompt, past_key_values=cache, use_cache=True).logits[:, -1]
+            tokens = [int(logits.argmax(-1))]
+            for position in range(prompt.shape[1], prompt.shape[1] + 4):
+                logits = fn(
+                    input_ids=torch.tensor([[tokens[-1]]]), past_key_values=cache, use_cache=True,
+                    position_ids=torch.tensor([[position]]), cache_position=torch.tensor([position]),
+                ).logits[:, -1]
+                tokens.append(int(logits.argmax(-1)))
+            keys = cache.layers[0].keys
+            assert keys.is_inference()
+            results.append((tokens, logits, keys.clone()))
+    (tokens, logits, keys), (luminal_tokens, luminal_logits, luminal_keys) = results
+    assert luminal_tokens == tokens
+    torch.testing.assert_close(luminal_logits, logits, rtol=TOLERANCE[config], atol=TOLERANCE[config])
+    torch.testing.assert_close(luminal_keys, keys, rtol=TOLERANCE[config], atol=TOLERANCE[config])
+    assert len(backend.compiled) == 2  # prefill and every decode step
+
+
+class CountingLinear(torch.nn.Module):
+    """A Linear that counts its calls in a buffer it updates in place."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(64, 48)
+        self.register_buffer("calls", torch.zeros(1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls.add_(1)
+        return self.linear(x)
+
+
+def test_quantized_model_updating_a_buffer_made_under_inference_mode_says_to_build_it_outside(tmp_path):
+    """Module state made under torch.inference_mode() that the model updates cannot be traced
+    outside it, as torchao's tensors must be: the error says to build the model outside
+    inference_mode, and the model built so compiles under it."""
+    x = torch.randn(2, 64)
     options = {"cache_dir": str(tmp_path)}  # an export of its own, not a cached one
     with torch.inference_mode():
-        with pytest.raises(luminal.UnsupportedError, match=r"inference_mode.*call the model under torch.no_grad"):
-            greedy_decode(torch.compile(model, backend="luminal", options=options), prompt, 4, MAX_CACHE_LEN)
+        made_inside = CountingLinear()
+    quantize_(made_inside, CONFIGS["int8"][0]())
+    with torch.inference_mode():
+        with pytest.raises(luminal.UnsupportedError, match=r"module state made under inference_mode.*build the model outside"):
+            torch.compile(made_inside, backend="luminal", options=options)(x)
     torch._dynamo.reset()
-    with torch.no_grad():
-        tokens = greedy_decode(model, prompt, 4, MAX_CACHE_LEN)[0]
-        compiled = torch.compile(model, backend="luminal", options=options)
-        assert greedy_decode(compiled, prompt, 4, MAX_CACHE_LEN)[0] == tokens
+    torch.manual_seed(0)
+    made_outside = CountingLinear()
+    quantize_(made_outside, CONFIGS["int8"][0]())
+    with torch.inference_mode():
+        expected = made_outside(x)
+        actual = torch.compile(made_outside, backend="luminal", options=options)(x)
+    torch.testing.assert_close(actual, expected, rtol=TOLERANCE["int8"], atol=TOLERANCE["int8"])
+    assert made_outside.calls.item() == 2
 
 
 def packed_int4_bytes(*linears: torch.nn.Linear) -> int:
