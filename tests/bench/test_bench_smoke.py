@@ -279,3 +279,18 @@ def test_int8_products_count_as_matmuls():
 
     a, b = torch.ones(32, 64, dtype=torch.int8), torch.ones(64, 16, dtype=torch.int8)
     assert count_flops(lambda: torch._int_mm(a, b)) == 2 * 32 * 64 * 16
+
+
+def test_decode_split_times_each_paths_graph_inside_its_step(tmp_path):
+    """decode_split.py runs the tiny config through inductor and luminal: each step's time inside
+    the compiled graph is measured (positive) and is a part of the step, never more."""
+    script = REPO / "benchmarks" / "ttft" / "decode_split.py"
+    proc = subprocess.run([sys.executable, str(script), "--configs", "tiny", "--rounds", "2", "--steps", "4",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (result,) = json.loads((tmp_path / "decode_split.json").read_text())["configs"]
+    assert result["config"] == "tiny" and result["floor_ms"] > 0
+    for path in ("inductor", "luminal"):
+        split = result[path]
+        assert 0 < split["graph_ms"] < split["step_ms"], (path, split)
+    assert "| tiny |" in (tmp_path / "decode_split.md").read_text()
