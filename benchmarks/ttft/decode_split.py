@@ -52,9 +52,11 @@ class GraphClock:
         return call
 
 
-def compiled_model(path: str, model: torch.nn.Module, clock: GraphClock, threads: int) -> Callable[..., Any]:
+def compiled_model(path: str, model: torch.nn.Module, clock: GraphClock, threads: int,
+                   luminal_options: dict[str, Any]) -> Callable[..., Any]:
     """torch.compile(model) with the path's backend, as the ttft bench's paths compile it
-    (dynamic=False; luminal on the bench's threads), each returned graph timed by `clock`."""
+    (dynamic=False; luminal on the bench's threads with the config's luminal_options), each
+    returned graph timed by `clock`."""
     if path == "inductor":
         inductor = torch._dynamo.lookup_backend("inductor")
 
@@ -64,7 +66,7 @@ def compiled_model(path: str, model: torch.nn.Module, clock: GraphClock, threads
         import luminal
 
         def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
-            return clock.timed(luminal.luminal_backend(gm, example_inputs, options={"num_threads": threads}))
+            return clock.timed(luminal.luminal_backend(gm, example_inputs, options={"num_threads": threads, **luminal_options}))
 
     return torch.compile(model, backend=backend, dynamic=False)
 
@@ -85,26 +87,29 @@ def decode_steps(session: Session, fn: Callable[..., Any], clock: GraphClock) ->
     return steps, in_graph
 
 
-def split_config(name: str, rounds: int, steps: int, threads: int) -> dict[str, Any]:
+def split_config(name: str, rounds: int, steps: int, threads: int, paths: list[str]) -> dict[str, Any]:
+    # A fresh dynamo per config: the graphs of earlier configs' models (the same forward code)
+    # would count toward its recompile limit, past which it runs the model uncompiled.
+    torch._dynamo.reset()
     config = select([name], load_configs())[0]
     session = Session(config, steps)
     session.eager_init()
-    clocks = {path: GraphClock() for path in PATHS}
-    fns = {path: compiled_model(path, session.model, clocks[path], threads) for path in PATHS}
-    for path in PATHS:  # compile the prefill and decode graphs outside the timing
+    clocks = {path: GraphClock() for path in paths}
+    fns = {path: compiled_model(path, session.model, clocks[path], threads, config.luminal_options) for path in paths}
+    for path in paths:  # compile the prefill and decode graphs outside the timing
         decode_steps(session, fns[path], clocks[path])
-    per_round: dict[str, list[tuple[float, float]]] = {path: [] for path in PATHS}
+    per_round: dict[str, list[tuple[float, float]]] = {path: [] for path in paths}
     reads = []
     for _ in range(rounds):
         reads.append(read_bandwidth_gbps())
-        for path in PATHS:
+        for path in paths:
             step_ms, graph_ms = decode_steps(session, fns[path], clocks[path])
             per_round[path].append((statistics.median(step_ms), statistics.median(graph_ms)))
     result: dict[str, Any] = {"config": name, "weight_bytes": session.weight_bytes(),
                               "read_gbps": statistics.median(reads), "read_gbps_rounds": reads}
     floor_ms = result["weight_bytes"] / (result["read_gbps"] * 1e9) * 1e3
     result["floor_ms"] = floor_ms
-    for path in PATHS:
+    for path in paths:
         step = statistics.median(s for s, _ in per_round[path])
         graph = statistics.median(g for _, g in per_round[path])
         result[path] = {"step_ms": step, "graph_ms": graph, "outside_ms": step - graph,
@@ -113,7 +118,7 @@ def split_config(name: str, rounds: int, steps: int, threads: int) -> dict[str, 
     return result
 
 
-def markdown(results: list[dict[str, Any]], header: str) -> str:
+def markdown(results: list[dict[str, Any]], header: str, paths: list[str]) -> str:
     lines = [header, "",
              "Medians over the rounds of each round's median step. \"In graph\": inside the graphs the "
              "backend compiled; \"outside\": the rest of the step (dynamo's guards and frame, the HF "
@@ -121,7 +126,7 @@ def markdown(results: list[dict[str, Any]], header: str) -> str:
              "| config | floor (ms) | path | step (ms) | in graph (ms) | outside (ms) | step ÷ floor | in graph ÷ floor |",
              "|---|---|---|---|---|---|---|---|"]
     for r in results:
-        for path in PATHS:
+        for path in paths:
             p = r[path]
             lines.append(f"| {r['config']} | {r['floor_ms']:.2f} | {path} | {p['step_ms']:.2f} | {p['graph_ms']:.2f} | "
                          f"{p['outside_ms']:.2f} | {p['step_vs_floor']:.2f}x | {p['graph_vs_floor']:.2f}x |")
@@ -131,6 +136,7 @@ def markdown(results: list[dict[str, Any]], header: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", nargs="+", required=True)
+    parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=32, help="decode steps per round")
     parser.add_argument("--threads", type=int, default=2)
@@ -138,15 +144,15 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
-    results = [split_config(name, args.rounds, args.steps, args.threads) for name in args.configs]
+    results = [split_config(name, args.rounds, args.steps, args.threads, args.paths) for name in args.configs]
     machine = machine_info(args.threads)
     header = (f"# Decode step split, {machine['timestamp']}\n\n"
               f"commit `{machine['git_commit']}` · {machine['cpu_model']} · {machine['cores']} cores · "
               f"{args.threads} threads · torch {machine['torch_version']} · {args.rounds} rounds of {args.steps} steps")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "decode_split.json").write_text(json.dumps({"machine": machine, "configs": results}, indent=1))
-    (args.out / "decode_split.md").write_text(markdown(results, header))
-    print(markdown(results, header))
+    (args.out / "decode_split.md").write_text(markdown(results, header, args.paths))
+    print(markdown(results, header, args.paths))
 
 
 if __name__ == "__main__":
