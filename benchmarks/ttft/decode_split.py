@@ -66,12 +66,14 @@ def compiled_model(path: str, model: torch.nn.Module, clock: GraphClock, threads
         import luminal
 
         def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
-            return clock.timed(luminal.luminal_backend(gm, example_inputs, options={"num_threads": threads, **luminal_options}))
+            options = {"num_threads": threads, **luminal_options}
+            return clock.timed(luminal.luminal_backend(gm, example_inputs, options=options))
 
     return torch.compile(model, backend=backend, dynamic=False)
 
 
-def decode_steps(session: Session, fn: Callable[..., Any], clock: GraphClock) -> tuple[list[float], list[float]]:
+def decode_steps(session: Session, fn: Callable[..., Any],
+                 clock: GraphClock) -> tuple[list[float], list[float]]:
     """(step ms, in-graph ms) of each decode step after a batched prefill of the prompt."""
     session.cache.reset()
     token = session.forward(fn, session.prompt, session.prompt_positions)
@@ -95,7 +97,8 @@ def split_config(name: str, rounds: int, steps: int, threads: int, paths: list[s
     session = Session(config, steps)
     session.eager_init()
     clocks = {path: GraphClock() for path in paths}
-    fns = {path: compiled_model(path, session.model, clocks[path], threads, config.luminal_options) for path in paths}
+    fns = {path: compiled_model(path, session.model, clocks[path], threads, config.luminal_options)
+           for path in paths}
     for path in paths:  # compile the prefill and decode graphs outside the timing
         decode_steps(session, fns[path], clocks[path])
     per_round: dict[str, list[tuple[float, float]]] = {path: [] for path in paths}
@@ -123,13 +126,15 @@ def markdown(results: list[dict[str, Any]], header: str, paths: list[str]) -> st
              "Medians over the rounds of each round's median step. \"In graph\": inside the graphs the "
              "backend compiled; \"outside\": the rest of the step (dynamo's guards and frame, the HF "
              "code around the graph, the argmax). Floor: weight bytes ÷ the read probe's median.", "",
-             "| config | floor (ms) | path | step (ms) | in graph (ms) | outside (ms) | step ÷ floor | in graph ÷ floor |",
+             "| config | floor (ms) | path | step (ms) | in graph (ms) | outside (ms) | step ÷ floor "
+             "| in graph ÷ floor |",
              "|---|---|---|---|---|---|---|---|"]
     for r in results:
         for path in paths:
             p = r[path]
-            lines.append(f"| {r['config']} | {r['floor_ms']:.2f} | {path} | {p['step_ms']:.2f} | {p['graph_ms']:.2f} | "
-                         f"{p['outside_ms']:.2f} | {p['step_vs_floor']:.2f}x | {p['graph_vs_floor']:.2f}x |")
+            lines.append(f"| {r['config']} | {r['floor_ms']:.2f} | {path} | {p['step_ms']:.2f} | "
+                         f"{p['graph_ms']:.2f} | {p['outside_ms']:.2f} | {p['step_vs_floor']:.2f}x | "
+                         f"{p['graph_vs_floor']:.2f}x |")
     return "\n".join(lines) + "\n"
 
 
@@ -148,7 +153,8 @@ def main() -> None:
     machine = machine_info(args.threads)
     header = (f"# Decode step split, {machine['timestamp']}\n\n"
               f"commit `{machine['git_commit']}` · {machine['cpu_model']} · {machine['cores']} cores · "
-              f"{args.threads} threads · torch {machine['torch_version']} · {args.rounds} rounds of {args.steps} steps")
+              f"{args.threads} threads · torch {machine['torch_version']} · "
+              f"{args.rounds} rounds of {args.steps} steps")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "decode_split.json").write_text(json.dumps({"machine": machine, "configs": results}, indent=1))
     (args.out / "decode_split.md").write_text(markdown(results, header, args.paths))

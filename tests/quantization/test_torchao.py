@@ -391,7 +391,8 @@ def test_quantized_model_updating_a_buffer_made_under_inference_mode_says_to_bui
         made_inside = CountingLinear()
     quantize_(made_inside, CONFIGS["int8"][0]())
     with torch.inference_mode():
-        with pytest.raises(luminal.UnsupportedError, match=r"module state made under inference_mode.*build the model outside"):
+        message = r"module state made under inference_mode.*build the model outside"
+        with pytest.raises(luminal.UnsupportedError, match=message):
             torch.compile(made_inside, backend="luminal", options=options)(x)
     torch._dynamo.reset()
     torch.manual_seed(0)
