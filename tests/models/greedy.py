@@ -5,12 +5,16 @@ from __future__ import annotations
 import torch
 
 
-def greedy_decode(model, prompt: torch.Tensor, steps: int, max_cache_len: int) -> tuple[list[int], torch.Tensor, bool]:
+def greedy_decode(
+    model, prompt: torch.Tensor, steps: int, max_cache_len: int, cache=None
+) -> tuple[list[int], torch.Tensor, bool]:
     """Tokens after a batched prefill of `prompt` and `steps` decode steps, the last step's
-    logits, and whether the decode steps kept the cache in the tensors the prefill filled."""
+    logits, and whether the decode steps kept the cache in the tensors the prefill filled. The
+    cache is `cache` where given (for a caller that reads it afterwards), else a new StaticCache."""
     from transformers import StaticCache
 
-    cache = StaticCache(config=model.config, max_cache_len=max_cache_len)
+    if cache is None:
+        cache = StaticCache(config=model.config, max_cache_len=max_cache_len)
     logits = model(input_ids=prompt, past_key_values=cache, use_cache=True).logits[:, -1]
     tokens = [int(logits.argmax(-1))]
     pointers = [t.data_ptr() for layer in cache.layers for t in (layer.keys, layer.values)]

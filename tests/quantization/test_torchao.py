@@ -350,16 +350,9 @@ def test_quantized_decode_with_a_cache_made_under_inference_mode_equals_eager(co
     with torch.inference_mode():
         for fn in (model, compiled):
             cache = StaticCache(config=model.config, max_cache_len=MAX_CACHE_LEN)
-            logits = fn(input_ids=prompt, past_key_values=cache, use_cache=True).logits[:, -1]
-            tokens = [int(logits.argmax(-1))]
-            for position in range(prompt.shape[1], prompt.shape[1] + 4):
-                logits = fn(
-                    input_ids=torch.tensor([[tokens[-1]]]), past_key_values=cache, use_cache=True,
-                    position_ids=torch.tensor([[position]]), cache_position=torch.tensor([position]),
-                ).logits[:, -1]
-                tokens.append(int(logits.argmax(-1)))
+            tokens, logits, in_place = greedy_decode(fn, prompt, 4, MAX_CACHE_LEN, cache)
             keys = cache.layers[0].keys
-            assert keys.is_inference()
+            assert in_place and keys.is_inference()
             results.append((tokens, logits, keys.clone()))
     (tokens, logits, keys), (luminal_tokens, luminal_logits, luminal_keys) = results
     assert luminal_tokens == tokens
