@@ -1034,16 +1034,20 @@ class Emitter {
       // bf16 activations times int8 weights without batch dims: `a` is widened to f32 once per
       // call, so that the rows stream one after another as with f32 activations
       // (lm_gemv_rows_sequential, lm_gemv_row_groups_bf16); the products are the same f32 values.
-      // (+ 1: an empty `a` is not an allocation failure.)
+      // A per-channel weight's rows (lm_bf16_i8_rows) widen it in registers instead where the
+      // CPU has AVX-512: then lm_wide stays null. (+ 1: an empty `a` is not an allocation failure.)
+      const std::string widens = g.group > 0 ? "true" : "lm_bf16_i8_rows::kWidensA";
       out << "  const int64_t lm_a_rows = " << expr_text(k_.domain[rank_ - 2]) << ";\n";
-      out << "  float* lm_wide = (float*)__builtin_malloc(sizeof(float) * (lm_a_rows * lm_depth + 1));\n";
-      out << "  if (lm_wide == nullptr) " << fail(static_cast<int64_t>(kKernelOutOfMemory)) << "\n";
+      out << "  float* lm_wide = nullptr;\n";
+      out << "  if (" << widens << ") {\n";
+      out << "    lm_wide = (float*)__builtin_malloc(sizeof(float) * (lm_a_rows * lm_depth + 1));\n";
+      out << "    if (lm_wide == nullptr) " << fail(static_cast<int64_t>(kKernelOutOfMemory)) << "\n";
       frees += "__builtin_free(lm_wide); ";
-      out << "  for (int64_t lm_m = 0; lm_m < lm_a_rows; ++lm_m) {\n";
-      out << "    const int64_t i0 = 0, i1 = 0;  // a's index at row 0 (its stride along N is 0)\n";
-      out << "    (void)i0; (void)i1;\n";
-      out << "    lm_widen_bf16(p0 + " << index_text(g.a, false) << " + lm_m * " << expr_text(g.a.strides[rank_ - 2])
-          << ", lm_depth, lm_wide + lm_m * lm_depth);\n  }\n";
+      out << "    for (int64_t lm_m = 0; lm_m < lm_a_rows; ++lm_m) {\n";
+      out << "      const int64_t i0 = 0, i1 = 0;  // a's index at row 0 (its stride along N is 0)\n";
+      out << "      (void)i0; (void)i1;\n";
+      out << "      lm_widen_bf16(p0 + " << index_text(g.a, false) << " + lm_m * "
+          << expr_text(g.a.strides[rank_ - 2]) << ", lm_depth, lm_wide + lm_m * lm_depth);\n    }\n  }\n";
     }
     if (t == DType::I32) {
       // int8 or uint8 x int8, summed exactly in i32 (lm_gemv_rows_i8).
@@ -1119,8 +1123,9 @@ class Emitter {
           << "gemv of " << ir::dtype_name(t) << " by a " << ir::dtype_name(w) << " weight";
       const char* element = !int8 ? prelude_element(t) : t == DType::F32 ? "lm_f32_i8" : "lm_bf16_i8";
       if (widens_activations()) {
-        element = "lm_f32_i8";
-        pointers << "    const float* lm_a = lm_wide;\n";
+        element = "lm_bf16_i8_rows";
+        pointers << "    const lm_bf16_i8_rows::TA* lm_a = lm_bf16_i8_rows::rows_a(p0 + " << index_text(g.a, false)
+                 << ", lm_wide);\n";
       } else {
         pointers << "    const " << element << "::TA* lm_a = p0 + " << index_text(g.a, false) << ";\n";
       }
@@ -1275,8 +1280,10 @@ class Emitter {
       first_row = "lm_m8";
     }
     out << "    for (int64_t lm_m = " << first_row << "; lm_m < " << m_count << "; ++lm_m) {\n";
-    out << "      const auto* lm_a_row = lm_a + lm_m * "
-        << (widens_activations() ? std::string("lm_depth") : expr_text(g.a.strides[m_axis])) << ";\n";
+    std::string a_row_stride = expr_text(g.a.strides[m_axis]);
+    if (widens_activations())  // lm_wide's rows, where it holds `a`
+      a_row_stride = g.group > 0 ? "lm_depth" : "(lm_bf16_i8_rows::kWidensA ? lm_depth : " + a_row_stride + ")";
+    out << "      const auto* lm_a_row = lm_a + lm_m * " << a_row_stride << ";\n";
     out << "      const int64_t lm_o_row = lm_o + lm_m * " << expr_text(g.out.strides[m_axis]) << ";\n";
     out << "      if (lm_rows == " << rows << ") " << call_head << rows << call_tail << ";\n";
     out << "      else " << call_head << "1" << call_tail << ";\n";

@@ -454,6 +454,44 @@ struct lm_bf16_i8 {
   static float load1(const uint16_t* p) { return lm_bf2f(*p); }
   static float load1(const signed char* p) { return *p; }
 };
+// bf16 activations times int8 weight rows read one after another (a decode GEMV without batch
+// dims). AVX-512 widens `a` in registers, sixteen at a time, for every row: `a` stays bf16 in
+// L1, where an f32 copy of an 8192-wide one (32 KiB) and the two weight streams outgrew the
+// Zen 5's 48 KiB L1 and its 8192 -> 2048 GEMV streamed 10-15% slower than 2048 -> 8192
+// (docs/lessons.md, 2026-12-07 night). AVX2 has half the lanes per widening: the emitter widens
+// `a` into an f32 copy once per call (kWidensA) and the rows read it as f32 activations
+// (lm_f32_i8). Both sum the f32 products lm_f32_i8 sums, in its order: the same bits.
+#if defined(__AVX512F__)
+struct lm_bf16_i8_rows {
+  typedef uint16_t TA;
+  typedef signed char TW;
+  typedef lm_f32x16 X;
+  typedef X Acc;
+  static constexpr int kLanes = 16;
+  static constexpr bool kSequentialRows = true;
+  static constexpr bool kWidensA = false;
+  static const TA* rows_a(const uint16_t* a, const float*) { return a; }
+  static X load_x(const uint16_t* p) {
+    typedef uint16_t lm_u16x16 __attribute__((vector_size(32)));
+    typedef uint32_t lm_u32x16 __attribute__((vector_size(64)));
+    lm_u16x16 h;
+    __builtin_memcpy(&h, p, sizeof h);
+    const lm_u32x16 bits = __builtin_convertvector(h, lm_u32x16) << 16;
+    X v;
+    __builtin_memcpy(&v, &bits, sizeof v);
+    return v;
+  }
+  static void madd(Acc& acc, const X& x, const signed char* w) { acc = lm_madd16(x, lm_widen_i8x16(w), acc); }
+  static lm_f32x8 fold(const Acc& acc) { return lm_fold16(acc); }
+  static float load1(const uint16_t* p) { return lm_bf2f(*p); }
+  static float load1(const signed char* p) { return *p; }
+};
+#else
+struct lm_bf16_i8_rows : lm_f32_i8 {
+  static constexpr bool kWidensA = true;
+  static const float* rows_a(const uint16_t*, const float* wide) { return wide; }
+};
+#endif
 // bf16 to f32, exactly, eight at a time.
 inline void lm_widen_bf16(const uint16_t* a, int64_t n, float* out) {
   int64_t j = 0;
@@ -984,9 +1022,9 @@ constexpr int64_t lm_stream_prefetch_bytes = 4096;
 // gained as much (llama-membound-bf16 decode 13.6 -> 9.5-10.3 ms), f16 rows too (llama-membound-f16
 // 14.3-15.9 -> 12.5-13.6 ms, 2026-11-28), f32 rows (4 KiB, a cache
 // line per row per step) nothing (docs/lessons.md, 2026-11-26). bf16 activations times int8
-// weights come here widened once per call by the emitter (lm_widen_bf16); with batch dims they
-// stay interleaved (lm_bf16_i8), since widening `a` again for every row costs more than the
-// stream gains.
+// weights come here as lm_bf16_i8_rows (widened in registers with AVX-512, once per call by the
+// emitter with AVX2); with batch dims they stay interleaved (lm_bf16_i8), since widening `a`
+// eight at a time for every row costs more than the stream gains.
 template <class E, int R>
 inline void lm_gemv_rows_sequential(const typename E::TA* a, const typename E::TW* w, int64_t row_stride,
                                     int64_t depth, float* sums) {
