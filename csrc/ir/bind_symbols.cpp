@@ -70,7 +70,11 @@ void check_shape(const Node& input, const std::vector<int64_t>& actual, const Sy
 }  // namespace
 
 SymbolBindings bind_symbols(const Graph& graph, const std::vector<std::vector<int64_t>>& input_shapes) {
-  const std::vector<NodeId> inputs = graph.input_nodes();
+  return bind_symbols(graph, graph.input_nodes(), input_shapes);
+}
+
+SymbolBindings bind_symbols(const Graph& graph, const std::vector<NodeId>& inputs,
+                            const std::vector<std::vector<int64_t>>& input_shapes) {
   USER_CHECK(inputs.size() == input_shapes.size())
       << "the compiled graph takes " << inputs.size() << " inputs but was called with " << input_shapes.size();
   SymbolBindings bindings;

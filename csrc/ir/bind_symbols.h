@@ -18,6 +18,10 @@ namespace luminal::ir {
 // input dim binds).
 // Ends by checking the graph's assertions on the symbols bound (check_assertions).
 SymbolBindings bind_symbols(const Graph& graph, const std::vector<std::vector<int64_t>>& input_shapes);
+// The same with the graph's Input nodes found beforehand (Graph::input_nodes() walks every node:
+// a runtime binding each call's inputs keeps them).
+SymbolBindings bind_symbols(const Graph& graph, const std::vector<NodeId>& inputs,
+                            const std::vector<std::vector<int64_t>>& input_shapes);
 
 // Binds a data symbol to `value`, the element the runtime read from symbol.value once its
 // producer ran, then checks the assertions that mention it. Throws UserError naming the symbol

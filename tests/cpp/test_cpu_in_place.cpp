@@ -157,6 +157,30 @@ TEST(CpuInPlace, AnotherInputSharingTheCacheMemoryTakesTheCopyPath) {
   EXPECT_GE(executable->last_run_stats().bytes_copied, kCacheBytes);
 }
 
+// The runtime keeps each weight's span from its binding: rebinding a weight onto the cache's
+// memory must make the next call take the copy path, as binding it there first would.
+TEST(CpuInPlace, AWeightReboundOntoTheCacheMemoryTakesTheCopyPath) {
+  CacheGraph g;
+  auto weight = g.b.weight("w", DType::F32, {kRows, kWidth});
+  g.b.output(g.updated);
+  g.b.output(g.b.reduce(Op::SumReduce, weight, 0));
+  HostTensor elsewhere = cache_tensor();
+  auto executable = compile_cpu(g.b.graph, {{"w", elsewhere.ref()}});
+  HostTensor cache = cache_tensor();
+  HostTensor sums = HostTensor::zeros(DType::F32, {1, kWidth});
+  HostTensor index = HostTensor::of<int64_t>(DType::I64, {1, kWidth}, std::vector<int64_t>(kWidth, 4));
+  HostTensor row = HostTensor::of<float>(DType::F32, {1, kWidth}, std::vector<float>(kWidth, 40.0f));
+  executable->run({cache.ref(), index.ref(), row.ref()}, {cache.ref(), sums.ref()}, {});
+  EXPECT_EQ(executable->last_run_stats().bytes_copied, kRowBytes);  // in place
+  const HostTensor fresh = cache_tensor();
+  std::copy(fresh.bytes.begin(), fresh.bytes.end(), cache.bytes.begin());
+  executable->rebind_weight("w", cache.ref());
+  executable->run({cache.ref(), index.ref(), row.ref()}, {cache.ref(), sums.ref()}, {});
+  EXPECT_EQ(cache.values<float>(), updated(4, 40.0f));
+  EXPECT_EQ(sums.values<float>(), column_sums(cache_tensor().values<float>()));  // the old rows
+  EXPECT_GE(executable->last_run_stats().bytes_copied, kCacheBytes);
+}
+
 TEST(CpuInPlace, ConcurrentDecodeStepsOnSeparateCaches) {
   CacheGraph g;
   g.b.output(g.updated);

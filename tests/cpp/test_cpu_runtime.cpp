@@ -346,6 +346,23 @@ TEST(CpuRuntime, StridedCallerInputs) {
   expect_matches_reference(b.graph, {random_tensor(DType::F32, {4, 6}, rng, false, {1, 4})}, "strided input");
 }
 
+// A weight rebound from a contiguous buffer to a transposed one (and back) is read through its
+// strides: the runtime keeps whether each bound weight is dense from its binding.
+TEST(CpuRuntime, AWeightReboundToOtherStridesIsReadThroughThem) {
+  IrTestBuilder b;
+  auto x = b.input("x", DType::F32, {2, 2});
+  b.output(b.binary(Op::Sub, x, b.weight("w", DType::F32, {2, 2})));
+  HostTensor dense = HostTensor::of<float>(DType::F32, {2, 2}, {1, 2, 3, 4});
+  HostTensor transposed = HostTensor::of<float>(DType::F32, {2, 2}, {1, 2, 3, 4}, {1, 2});  // [[1 3] [2 4]]
+  auto executable = compile_cpu(b.graph, {{"w", dense.ref()}});
+  std::vector<HostTensor> inputs = {HostTensor::of<float>(DType::F32, {2, 2}, {0, 0, 0, 0})};
+  EXPECT_EQ(run_executable(*executable, b.graph, inputs)[0].values<float>(), (std::vector<float>{-1, -2, -3, -4}));
+  executable->rebind_weight("w", transposed.ref());
+  EXPECT_EQ(run_executable(*executable, b.graph, inputs)[0].values<float>(), (std::vector<float>{-1, -3, -2, -4}));
+  executable->rebind_weight("w", dense.ref());
+  EXPECT_EQ(run_executable(*executable, b.graph, inputs)[0].values<float>(), (std::vector<float>{-1, -2, -3, -4}));
+}
+
 TEST(CpuRuntime, MatmulAllPaths) {
   std::mt19937 rng(8);
   for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::I8}) {

@@ -113,6 +113,16 @@ class CpuExecutable final : public Executable {
 
   Program program_;
   std::map<std::string, BufferRef> weights_;
+  // Per slot: a Weight slot's entry in weights_ and what a call would otherwise work out from it
+  // (whether its shape is static, so checked when bound; whether it is dense; the bytes it
+  // spans), kept current by rebind_weight; empty for other slots. Guarded by mutex_.
+  struct SlotWeight {
+    const BufferRef* buffer = nullptr;
+    bool static_shape = false;
+    bool dense = false;
+    int64_t bytes = 0;
+  };
+  std::vector<SlotWeight> slot_weights_;
   // Each Int4Pairs slot's weight's packed values, by weight name (null: not all int4 values, or
   // not packed since a rebind). A run holds the copies it reads, so a concurrent rebind replaces
   // rather than frees them. Guarded by mutex_.
@@ -134,6 +144,7 @@ class CpuExecutable final : public Executable {
   mutable std::atomic<int64_t> last_collective_wait_ns_{0};
   mutable std::atomic<int64_t> last_aten_matmuls_{0};
   bool time_steps_ = false;
+  std::vector<ir::NodeId> input_nodes_;  // the graph's Input nodes, bound on every call
   mutable std::mutex steps_mutex_;  // guards last_step_us_
   mutable std::vector<double> last_step_us_;
 };
