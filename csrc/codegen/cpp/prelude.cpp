@@ -460,15 +460,11 @@ struct lm_bf16_i8 {
 // Zen 5's 48 KiB L1 and its 8192 -> 2048 GEMV streamed 10-15% slower than 2048 -> 8192
 // (docs/lessons.md, 2026-12-07 night). AVX2 has half the lanes per widening: the emitter widens
 // `a` into an f32 copy once per call (kWidensA) and the rows read it as f32 activations
-// (lm_f32_i8). Both sum the f32 products lm_f32_i8 sums, in its order: the same bits.
+// (lm_f32_i8). Both are lm_f32_i8 but for how `a` is read: the same products in the same order,
+// the same bits.
 #if defined(__AVX512F__)
-struct lm_bf16_i8_rows {
+struct lm_bf16_i8_rows : lm_f32_i8 {
   typedef uint16_t TA;
-  typedef signed char TW;
-  typedef lm_f32x16 X;
-  typedef X Acc;
-  static constexpr int kLanes = 16;
-  static constexpr bool kSequentialRows = true;
   static constexpr bool kWidensA = false;
   static const TA* rows_a(const uint16_t* a, const float*) { return a; }
   static X load_x(const uint16_t* p) {
@@ -481,10 +477,8 @@ struct lm_bf16_i8_rows {
     __builtin_memcpy(&v, &bits, sizeof v);
     return v;
   }
-  static void madd(Acc& acc, const X& x, const signed char* w) { acc = lm_madd16(x, lm_widen_i8x16(w), acc); }
-  static lm_f32x8 fold(const Acc& acc) { return lm_fold16(acc); }
+  using lm_f32_i8::load1;
   static float load1(const uint16_t* p) { return lm_bf2f(*p); }
-  static float load1(const signed char* p) { return *p; }
 };
 #else
 struct lm_bf16_i8_rows : lm_f32_i8 {
