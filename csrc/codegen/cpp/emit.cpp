@@ -1295,8 +1295,9 @@ class Emitter {
     return out.str();
   }
 
-  // Whether the row GEMV widens its bf16 activations once per call (gemv_body); the strips pack
-  // them themselves (lm_pack_bf16_strips).
+  // Whether the row GEMV widens its bf16 activations once per call (gemv_body): always for a
+  // grouped weight, for a per-channel one where lm_bf16_i8_rows::kWidensA (AVX2); the strips
+  // pack them themselves (lm_pack_bf16_strips).
   bool widens_activations() const {
     return !k_.gemv.columns && k_.params[2].dtype == DType::BF16 && k_.params[1].dtype == DType::I8 && rank_ == 2 &&
            !k_.gemv_strips();
