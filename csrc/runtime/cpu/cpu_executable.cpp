@@ -230,14 +230,6 @@ CpuExecutable::CpuExecutable(Program program, std::map<std::string, BufferRef> w
                              SearchOptions search, bool time_steps)
     : program_(std::move(program)), weights_(std::move(weights)), search_(std::move(search)), pool_(threads),
       threads_(threads), time_steps_(time_steps), input_nodes_(program_.graph.input_nodes()) {
-  for (const Slot& slot : program_.slots) {
-    if (slot.kind != Slot::Kind::Weight) continue;
-    const ir::Node& node = program_.graph.node(slot.node);
-    auto it = weights_.find(node.name);
-    USER_CHECK(it != weights_.end()) << "node %" << slot.node << " Weight '" << node.name
-                                     << "': no buffer is bound to this weight";
-    check_weight(node, it->second);
-  }
   // Each Weight slot's buffer, found once: rebind_weight assigns into the same map entry. A
   // decode step's call looked up its ~170-340 weights by name (a walk through cold map nodes
   // after the last call's weight stream): ~0.1-0.2 ms a call.
@@ -246,8 +238,11 @@ CpuExecutable::CpuExecutable(Program program, std::map<std::string, BufferRef> w
     const Slot& slot = program_.slots[s];
     if (slot.kind != Slot::Kind::Weight) continue;
     const ir::Node& node = program_.graph.node(slot.node);
-    const BufferRef& buffer = weights_.at(node.name);
-    slot_weights_[s] = {&buffer, ir::is_static(node.shape), is_dense(buffer), span_bytes(buffer)};
+    auto it = weights_.find(node.name);
+    USER_CHECK(it != weights_.end()) << "node %" << slot.node << " Weight '" << node.name
+                                     << "': no buffer is bound to this weight";
+    check_weight(node, it->second);
+    slot_weights_[s] = {&it->second, ir::is_static(node.shape), is_dense(it->second), span_bytes(it->second)};
   }
   for (const Slot& slot : program_.slots) {
     if (slot.kind != Slot::Kind::Int4Pairs) continue;
