@@ -112,7 +112,8 @@ bool Kernel::gemv_strips() const {
       is_one(domain[domain.size() - 2]))
     return false;
   const ir::DType a = params[0].dtype, weight = params[1].dtype;
-  const size_t operands = gemv.has_bias ? 4 : 3;  // a, the weight, out (and the bias)
+  // a, the weight, out (and the bias, the output's scale)
+  const size_t operands = 3 + (gemv.has_bias ? 1 : 0) + (gemv.has_output_scale ? 1 : 0);
   // bf16 activations times an int8 or group-quantized weight: `a` packed once per call, as
   // bf16 pairs or widened to f32 (lm_pack_bf16_strips).
   if (a == ir::DType::BF16)

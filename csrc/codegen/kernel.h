@@ -124,6 +124,12 @@ struct GemvSpec {
   // stride 0 along M. The output param is then the Add's node.
   bool has_bias = false;
   Index bias;
+  // A per-channel scale the output is multiplied by after its rounding, then rounded again
+  // (passes::output_scale; the cpu runtime sets it for its row and strips GEMVs): the last param,
+  // read over the domain with stride 0 but along N and converted to the output's dtype as a Cast
+  // would. The output param is then the Mul's node.
+  bool has_output_scale = false;
+  Index output_scale;
   // A decode row's group-quantized GEMV of groups of 32 (bf16 activations) whose last param is
   // its int8 weight's values packed two a byte (runtime/cpu/int4_pairs.h), or null at run time,
   // where the kernel reads the int8 bytes as without it: set by the cpu runtime with

@@ -288,6 +288,21 @@ void add_gemv_bias(const ir::Graph& graph, LoweredKernel& gemv, NodeId add, cons
   kernel.label += " + bias";
 }
 
+void add_gemv_output_scale(const ir::Graph& graph, LoweredKernel& gemv, NodeId mul, const ir::TensorRef& scale) {
+  Kernel& kernel = gemv.kernel;
+  INTERNAL_CHECK(kernel.kind == KernelKind::Gemv && !kernel.gemv.columns && kernel.gemv.group == 0 &&
+                 !kernel.gemv.has_output_scale && !kernel.gemv.has_bias && kernel.params.size() == 3 &&
+                 gemv.param_nodes.size() == 3 && graph.node(mul).shape == kernel.domain)
+      << "an output scale for a GEMV that is not lower_gemv's single row-major product";
+  const ir::View& view = scale.view;
+  kernel.gemv.has_output_scale = true;
+  kernel.gemv.output_scale = Index{view.offset(), zero_unit_dims(kernel.domain, view.strides())};
+  kernel.params.push_back(Param{graph.node(scale.node).dtype, false});
+  gemv.param_nodes[2] = mul;
+  gemv.param_nodes.push_back(scale.node);
+  kernel.label += " x per-channel scale";
+}
+
 LoweredKernel lower_expert_gemv(const ir::Graph& graph, NodeId id) {
   const ir::Node& node = graph.node(id);
   const ir::View& a = node.inputs[0].view;  // [S, K]

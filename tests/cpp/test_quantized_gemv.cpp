@@ -544,6 +544,64 @@ TEST(QuantizedGemv, APromptOfFewRowsReadsTheInt8WeightInStrips) {
     }
 }
 
+TEST(QuantizedGemv, APerChannelScaleJoinsTheGemvsStoreWithTheMulsBits) {
+  // torchao's int8 Linear: linear(x, w.to(t)) * scale.to(t), the scale an f32 weight [N, 1]
+  // (cast to bf16 activations' dtype) read as [.., N] with stride 0 but along N. The GEMV rounds
+  // each sum to t, multiplies it by the converted scale and rounds again in its store, so that
+  // neither the Cast nor the Mul runs as a kernel: the same bits as the Mul's own kernel after
+  // the GEMV (the same graph with the product also an output, which keeps both kernels), on both
+  // ISAs. Decode rows (paired streams at rank 2, a batch at rank 3), prompts of a few rows
+  // (strips, or rows of the row GEMV), a scale of t itself, the widening Cast of a bf16 scale
+  // into f32, and 37 outputs (whole blocks and single rows).
+  std::mt19937 rng(31);
+  const int64_t n = 37, k = 70;
+  for (DType t : {DType::F32, DType::BF16})
+    for (DType scale_dtype : {DType::F32, DType::BF16})
+      for (std::vector<int64_t> x_shape : {std::vector<int64_t>{1, k}, {3, 1, k}, {2, k}, {17, k}}) {
+        std::string what = std::string(ir::dtype_name(t)) + " x, " + ir::dtype_name(scale_dtype) + " scale, rows";
+        for (int64_t d : x_shape) what += " " + std::to_string(d);
+        HostTensor weight = int8_weight(n, k, rng);
+        HostTensor scales = random_tensor(scale_dtype, {n, 1}, rng, /*positive=*/true);
+        const std::map<std::string, runtime::BufferRef> weights = {{"w", weight.ref()}, {"scale", scales.ref()}};
+        const std::vector<HostTensor> inputs = {random_tensor(t, x_shape, rng)};
+        std::vector<std::vector<HostTensor>> results;  // fused, then the product also an output
+        for (bool product_also_an_output : {false, true}) {
+          IrTestBuilder b;
+          ir::Shape shape;
+          for (int64_t d : x_shape) shape.push_back(ir::Expr(d));
+          auto x = b.input("x", t, shape);
+          auto w = b.weight("w", DType::I8, {n, k});
+          auto scale = b.weight("scale", scale_dtype, {n, 1});
+          ir::View transposed = w.view.permute({1, 0});  // [K, N]
+          if (x_shape.size() == 3) transposed = transposed.unsqueeze(0).expand({x_shape[0], k, n});
+          auto product = b.matmul(x, b.unary(Op::Cast, viewed(w, transposed), t));
+          auto converted = scale_dtype == t ? scale : b.unary(Op::Cast, scale, t);
+          ir::View row = converted.view.permute({1, 0});  // [1, N]
+          if (x_shape.size() == 3) row = row.unsqueeze(0);
+          b.output(b.binary(Op::Mul, product, viewed(converted, row.expand(product.view.shape()))));
+          if (product_also_an_output) b.output(product);
+          runtime::CompileOptions options;
+          options.cache_dir = test_cache_dir();
+          const runtime::cpu::Program program = runtime::cpu::build_program(b.graph, options);
+          size_t scaled = 0;
+          for (const runtime::cpu::Step& step : program.steps) {
+            scaled += step.what.find("x per-channel scale") != std::string::npos;
+            if (!product_also_an_output) {
+              EXPECT_EQ(step.what.find("Cast"), std::string::npos) << what << ": " << step.what;
+              EXPECT_EQ(step.what.find("Mul"), std::string::npos) << what << ": " << step.what;
+            }
+          }
+          EXPECT_EQ(scaled, product_also_an_output ? 0u : 1u) << what;
+          if (!product_also_an_output)
+            expect_both_isas_match_the_reference(b.graph, inputs, what, t == DType::F32 ? 1e-3 : 2e-2, weights,
+                                                 /*same_bits=*/false);
+          std::vector<HostTensor> cpu_inputs = inputs;
+          results.push_back(run_executable(*compile_cpu(b.graph, weights), b.graph, cpu_inputs));
+        }
+        EXPECT_TRUE(results[0][0].bytes == results[1][0].bytes) << what << ": the fused scale's bits differ from the Mul's";
+      }
+}
+
 TEST(QuantizedGemv, APromptBeyondTheStripRowsKeepsTheCastAndBlas) {
   // More rows than the strip GEMV takes (quantized_f32_strip_rows): the weight is widened once,
   // in its own [N, K] layout (contiguous reads and writes), and the matmul reads the widened

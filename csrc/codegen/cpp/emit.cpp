@@ -998,6 +998,8 @@ class Emitter {
     const int n_axis = rank_ - 1;
     const bool strips = k_.gemv_strips();
     INTERNAL_CHECK(!g.has_bias || strips) << "a bias epilogue on a GEMV that is not a strips one: " << k_.label;
+    INTERNAL_CHECK(!g.has_output_scale || (g.group == 0 && ir::is_floating(t) && k_.params.size() == (g.has_bias ? 5u : 4u)))
+        << "an output scale on a GEMV that is not a float one of a per-channel or float weight: " << k_.label;
     INTERNAL_CHECK(!g.amx_tiles ||
                    (strips && t == DType::BF16 && (w == DType::BF16 ? g.bf16_pairs : w == DType::I8) && k_.tile == 0))
         << "AMX tiles on a GEMV that is not a bf16 prompt's strips one of 32-row blocks: " << k_.label;
@@ -1145,6 +1147,24 @@ class Emitter {
     if (t == DType::I32) out << "  int32_t lm_prompt_sums[8 * " << rows << "];\n";
     const int m_axis = rank_ - 2;
     const std::string m_count = expr_text(k_.domain[m_axis]);
+    // GemvSpec::has_output_scale: weight row `row`'s scale (its index from the work item's, as the
+    // output's) converted as the Cast before the Mul converts it, and a sum's stored value: the
+    // sum rounded to the output's dtype, times the scale, rounded again (the product's store and
+    // the Mul's arithmetic, bit for bit).
+    const std::string scale_param = "p" + std::to_string(k_.params.size() - 1);
+    const auto output_scale_of_row = [&](const std::string& row) {
+      const DType s = k_.params.back().dtype;
+      return table_.convert(s, t, table_.load(s, scale_param + "[" + index_text(g.output_scale, false) + " + (" + row +
+                                                    ") * " + expr_text(g.output_scale.strides[n_axis]) + "]"));
+    };
+    const auto stored = [&](const std::string& sum, const std::string& scale) {
+      if (!g.has_output_scale) return table_.store(t, sum);
+      bool may_fail = false;
+      return table_.store(t, table_.op(ir::Op::Mul, t, t, {table_.round(t, sum), scale}, may_fail));
+    };
+    const auto stored_row = [&](const std::string& sum, const std::string& row) {
+      return stored(sum, g.has_output_scale ? output_scale_of_row(row) : std::string());
+    };
     if (strips) {
       // f32 with a few rows of `a` (lm_gemv_strips): `a` packed into strips of 16 rows by the
       // first item of each batch index this call computes, the sums of a block [rows x strips *
@@ -1173,6 +1193,7 @@ class Emitter {
         out << "  float lm_block[" << rows << " * " << most_strips << " * 16] = {};\n";
       }
       if (g.has_bias) out << "  float lm_bias[" << block_rows << "];\n";
+      if (g.has_output_scale) out << "  float lm_output_scale[" << block_rows << "];\n";
       // 64-byte aligned (+ 16 floats): AMX loads the strips as B tiles, at a third of the rate
       // where their rows straddle cache lines (docs/lessons.md, 2026-12-02 afternoon).
       out << "  float* lm_strips_base = (float*)__builtin_malloc(sizeof(float) * (lm_strip_count * 16 * (lm_depth + 31) + "
@@ -1199,8 +1220,9 @@ class Emitter {
       out << "    const int64_t lm_p = lm_begin + lm_q;\n" << item_head;
       out << "    " << pair_call << ";\n";
       out << "    for (int lm_u = 0; lm_u < " << rows << "; ++lm_u) {\n";
-      out << "      p2[lm_o + lm_u * lm_out_stride] = " << table_.store(t, "lm_sums[lm_u]") << ";\n";
-      out << "      p2[lm_o + (lm_half + lm_u) * lm_out_stride] = " << table_.store(t, "lm_sums_b[lm_u]") << ";\n";
+      out << "      p2[lm_o + lm_u * lm_out_stride] = " << stored_row("lm_sums[lm_u]", "lm_u") << ";\n";
+      out << "      p2[lm_o + (lm_half + lm_u) * lm_out_stride] = "
+          << stored_row("lm_sums_b[lm_u]", "lm_half + lm_u") << ";\n";
       out << "    }\n  }\n";
       first_item = "lm_begin + 2 * lm_half";
     }
@@ -1239,6 +1261,9 @@ class Emitter {
             << ";\n";
         sum = "(" + sum + " + lm_bias[lm_u])";
       }
+      if (g.has_output_scale)
+        out << "    for (int lm_u = 0; lm_u < lm_rows; ++lm_u) lm_output_scale[lm_u] = " << output_scale_of_row("lm_u")
+            << ";\n";
       // A strip's sixteen rows at a time: each weight row's sums (plus its bias) rounded to the
       // output's dtype as one vector, then stored row by row of the output, where the block's
       // outputs of one row of `a` are adjacent (a weight row at a time wrote 64 rows a row stride
@@ -1250,7 +1275,8 @@ class Emitter {
       // (`omp simd`: otherwise GCC unrolls the sixteen and vectorises across the weight rows.)
       out << "      for (int lm_u = 0; lm_u < lm_rows; ++lm_u) {\n";
       out << "        #pragma omp simd\n";
-      out << "        for (int lm_i = 0; lm_i < 16; ++lm_i) lm_rounded[lm_u * 16 + lm_i] = " << table_.store(t, sum)
+      out << "        for (int lm_i = 0; lm_i < 16; ++lm_i) lm_rounded[lm_u * 16 + lm_i] = "
+          << stored(sum, "lm_output_scale[lm_u]")
           << ";\n      }\n";
       out << "      const int64_t lm_strip_rows = " << m_count << " - lm_s < 16 ? " << m_count << " - lm_s : 16;\n";
       out << "      for (int64_t lm_i = 0; lm_i < lm_strip_rows; ++lm_i)\n";
@@ -1288,7 +1314,7 @@ class Emitter {
     out << "      if (lm_rows == " << rows << ") " << call_head << rows << call_tail << ";\n";
     out << "      else " << call_head << "1" << call_tail << ";\n";
     out << "      for (int lm_u = 0; lm_u < lm_rows; ++lm_u) p2[lm_o_row + lm_u * lm_out_stride] = "
-        << table_.store(t, "lm_sums[lm_u]") << ";\n";
+        << stored_row("lm_sums[lm_u]", "lm_u") << ";\n";
     out << "    }\n";
     out << "    lm_p += lm_rows;\n  }\n";
     if (!frees.empty()) out << "  " << frees << "\n";

@@ -313,7 +313,7 @@ class Emitter {
     INTERNAL_CHECK(!grouped || (int8_weight && (t == DType::F32 || t == DType::BF16) && k_.params[3].dtype == t))
         << "a group-quantized gemv of " << ir::dtype_name(w_type) << " into " << ir::dtype_name(t);
     // The CUDA runtime adds biases in cuBLASLt's epilogue; only the cpu runtime's strips take one.
-    INTERNAL_CHECK(!g.has_bias) << "a bias epilogue on a CUDA GEMV: " << k_.label;
+    INTERNAL_CHECK(!g.has_bias && !g.has_output_scale) << "a bias or scale epilogue on a CUDA GEMV: " << k_.label;
     INTERNAL_CHECK(t == DType::I32 ? (a_type == DType::I8 || a_type == DType::U8) && int8_weight
                                    : (t == DType::F32 || t == DType::BF16 || t == DType::F16) && a_type == t &&
                                          (w_type == t || (int8_weight && t != DType::F16)))

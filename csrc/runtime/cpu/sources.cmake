@@ -18,6 +18,7 @@ target_sources(luminal_core PRIVATE
   csrc/passes/group_quantized_gemv.cpp
   csrc/passes/legalize_matmul.cpp
   csrc/passes/linear_bias.cpp
+  csrc/passes/output_scale.cpp
   csrc/passes/pipeline.cpp
   csrc/passes/quantized_weights.cpp
   csrc/runtime/cpu/arena_pool.cpp
