@@ -120,7 +120,7 @@ struct GemvSpec {
   // have AMX-BF16.
   bool amx_tiles = false;
   // A Linear's bias added before the output is rounded and stored (passes::linear_bias; the cpu
-  // runtime sets it for gemv_strips() kernels only): the last param, read over the domain with
+  // runtime sets it for its float row and strips GEMVs): the last param, read over the domain with
   // stride 0 along M. The output param is then the Add's node.
   bool has_bias = false;
   Index bias;

@@ -990,16 +990,17 @@ TEST(Fusion, Bf16PromptMultipliesBf16PairsWhereTheCpuHasThem) {
     }
 }
 
-TEST(Fusion, ALinearsBiasJoinsTheStripGemvsStore) {
+TEST(Fusion, ALinearsBiasJoinsTheGemvsStore) {
   // x [rows, depth] x w^T + bias [37] broadcast over the rows (an addmm): where the product is a
-  // strips GEMV (f32 up to kF32GemvRows rows; bf16 as bf16 pairs where the CPU has them) the bias
-  // is added to each f32 sum before the store, so there is one step and no Add kernel. The bias
+  // decode row's GEMV (one row: paired weight streams, then single rows) or a strips one (f32 up
+  // to kF32GemvRows rows; bf16 as bf16 pairs where the CPU has them) the bias is added to each f32
+  // sum before the store, so there is one step and no Add kernel. The bias
   // read through a view with an offset; a product also read elsewhere keeps its Add. Both ISAs
   // against the reference (bf16: one rounding of sum + bias where the reference rounds twice).
   std::mt19937 rng(23);
   const bool pairs = runtime::cpu::kernels_multiply_bf16_pairs(runtime::cpu::CpuIsa::Native);
   for (DType dtype : {DType::F32, DType::BF16})
-    for (int64_t rows : {int64_t{2}, int64_t{9}, int64_t{33}})
+    for (int64_t rows : {int64_t{1}, int64_t{2}, int64_t{9}, int64_t{33}})
       for (bool product_also_an_output : {false, true}) {
         const int64_t depth = 70;
         IrTestBuilder b;
@@ -1015,7 +1016,7 @@ TEST(Fusion, ALinearsBiasJoinsTheStripGemvsStore) {
         std::map<std::string, runtime::BufferRef> weights{{"w", weight.ref()}, {"bias", bias_values.ref()}};
         auto exe = compile_cpu(b.graph, weights);
         const auto& program = program_of(*exe);
-        const bool strips = dtype == DType::F32 ? rows <= codegen::kF32GemvRows : pairs;
+        const bool strips = rows == 1 || (dtype == DType::F32 ? rows <= codegen::kF32GemvRows : pairs);
         const std::string what = "rows " + std::to_string(rows) + " " + ir::dtype_name(dtype) +
                                  (product_also_an_output ? ", product an output" : "");
         size_t adds = 0, with_bias = 0;

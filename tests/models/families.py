@@ -26,6 +26,11 @@ def llama() -> transformers.PreTrainedModel:
     return transformers.LlamaForCausalLM(transformers.LlamaConfig(**_COMMON))
 
 
+def qwen2() -> transformers.PreTrainedModel:
+    """Biases on q, k and v (Qwen2 and Qwen2.5): a decode step's GEMVs add them in their stores."""
+    return transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**_COMMON))
+
+
 def qwen3() -> transformers.PreTrainedModel:
     return transformers.Qwen3ForCausalLM(transformers.Qwen3Config(**_COMMON, head_dim=16))
 
@@ -78,6 +83,7 @@ def bert() -> transformers.PreTrainedModel:
 
 DECODERS: dict[str, Callable[[], transformers.PreTrainedModel]] = {
     "llama": llama,
+    "qwen2": qwen2,
     "qwen3": qwen3,
     "gemma3": gemma3,
     "mistral": mistral,

@@ -997,9 +997,9 @@ class Emitter {
     const DType w = k_.params[1].dtype;
     const int n_axis = rank_ - 1;
     const bool strips = k_.gemv_strips();
-    INTERNAL_CHECK(!g.has_bias || strips) << "a bias epilogue on a GEMV that is not a strips one: " << k_.label;
-    INTERNAL_CHECK(!g.has_output_scale || (g.group == 0 && ir::is_floating(t) && k_.params.size() == (g.has_bias ? 5u : 4u)))
-        << "an output scale on a GEMV that is not a float one of a per-channel or float weight: " << k_.label;
+    INTERNAL_CHECK((!g.has_bias && !g.has_output_scale) ||
+                   (g.group == 0 && ir::is_floating(t) && k_.params.size() == 3u + g.has_bias + g.has_output_scale))
+        << "a bias or scale epilogue on a GEMV that is not a float one of a per-channel or float weight: " << k_.label;
     INTERNAL_CHECK(!g.amx_tiles ||
                    (strips && t == DType::BF16 && (w == DType::BF16 ? g.bf16_pairs : w == DType::I8) && k_.tile == 0))
         << "AMX tiles on a GEMV that is not a bf16 prompt's strips one of 32-row blocks: " << k_.label;
@@ -1162,8 +1162,16 @@ class Emitter {
       bool may_fail = false;
       return table_.store(t, table_.op(ir::Op::Mul, t, t, {table_.round(t, sum), scale}, may_fail));
     };
+    // ... and of weight row `row`'s sum in the row GEMV, its bias added first (in f32, before the
+    // one rounding, as the strips add theirs).
     const auto stored_row = [&](const std::string& sum, const std::string& row) {
-      return stored(sum, g.has_output_scale ? output_scale_of_row(row) : std::string());
+      const std::string biased =
+          g.has_bias ? "(" + sum + " + " +
+                           table_.load(k_.params[3].dtype, "p3[" + index_text(g.bias, false) + " + (" + row + ") * " +
+                                                               expr_text(g.bias.strides[n_axis]) + "]") +
+                           ")"
+                     : sum;
+      return stored(biased, g.has_output_scale ? output_scale_of_row(row) : std::string());
     };
     if (strips) {
       // f32 with a few rows of `a` (lm_gemv_strips): `a` packed into strips of 16 rows by the

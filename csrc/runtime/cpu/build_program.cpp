@@ -30,6 +30,13 @@ using ir::Expr;
 using ir::NodeId;
 using passes::GroupKind;
 
+// Whether a lowered Matmul can compute a bias Add or a scale's Mul in its store: a float GEMV of a
+// per-channel or float weight, in rows or strips (not the column form).
+bool takes_store_epilogue(const codegen::Kernel& kernel) {
+  return kernel.kind == codegen::KernelKind::Gemv && !kernel.gemv.columns && kernel.gemv.group == 0 &&
+         ir::is_floating(kernel.params[2].dtype);
+}
+
 // A Linear's bias add that the GEMV computing `product` can take over (codegen::add_gemv_bias):
 // the product's only reader, alone in its pointwise group, adding a bias vector
 // (passes::linear_bias). BERT's 32-token bf16 forward ran 37 such Adds as kernels of their own.
@@ -320,8 +327,8 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
   for (const passes::Group& group : partition.groups) {
     if (!group.alive || group.kind != GroupKind::Matmul) continue;
     const ir::Node& node = graph.node(group.nodes[0]);
-    if (!ir::is_floating(node.dtype) || !passes::is_any_gemv(graph, node, cx.gemv_rows) ||
-        codegen::lower_gemv(graph, group.nodes[0]).kernel.gemv.columns)
+    if (!passes::is_any_gemv(graph, node, cx.gemv_rows) ||
+        !takes_store_epilogue(codegen::lower_gemv(graph, group.nodes[0]).kernel))
       continue;
     if (const std::optional<ScaleMul> scale = scale_mul_of(graph, partition, group.nodes[0])) {
       scale_muls.emplace(group.nodes[0], *scale);
@@ -431,7 +438,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       if (lowered.kernel.gemv.columns) lowered.kernel.tile = column_run(lowered.kernel, program_threads(options));
       if (const auto scale = scale_muls.find(group.nodes[0]); scale != scale_muls.end())
         codegen::add_gemv_output_scale(graph, lowered, scale->second.mul, scale->second.scale.scale);
-      else if (lowered.kernel.gemv_strips()) {
+      else if (takes_store_epilogue(lowered.kernel)) {
         if (const std::optional<BiasAdd> bias = bias_add_of(graph, partition, group.nodes[0])) {
           codegen::add_gemv_bias(graph, lowered, bias->add, bias->bias);
           epilogue_groups.insert(partition.group_of[bias->add]);
