@@ -264,10 +264,10 @@ def int8_weight_readers(debug_dir):
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
-@pytest.mark.parametrize("family", ["llama", "qwen3", "gpt2", "qwen3_moe"])
+@pytest.mark.parametrize("family", ["llama", "qwen2", "qwen3", "gpt2", "qwen3_moe"])
 def test_quantized_static_cache_decode_equals_eager(config, dtype, family, tmp_path):
-    """Every nn.Linear quantized (GPT-2's Conv1D layers and Qwen3-MoE's 3-D expert weights are
-    not nn.Linear: torchao leaves them as they are)."""
+    """Every nn.Linear quantized, Qwen2's biased q/k/v too (GPT-2's Conv1D layers and Qwen3-MoE's
+    3-D expert weights are not nn.Linear: torchao leaves them as they are)."""
     model = build({**DECODERS, **MOE}[family], dtype)
     linears = sum(isinstance(m, torch.nn.Linear) for m in model.modules())
     quantize_(model, CONFIGS[config][0]())
