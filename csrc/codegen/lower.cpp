@@ -274,33 +274,35 @@ LoweredKernel lower_gemv(const ir::Graph& graph, NodeId id) {
   return out;
 }
 
-void add_gemv_bias(const ir::Graph& graph, LoweredKernel& gemv, NodeId add, const ir::TensorRef& bias) {
+namespace {
+
+// lower_gemv's single row-major product `gemv` computing `out` instead, which reads `operand` (a
+// vector over the output's last dim) in its store: the operand becomes the last param, read over
+// the domain, and `out` the output param.
+Index append_store_operand(const ir::Graph& graph, LoweredKernel& gemv, NodeId out, const ir::TensorRef& operand) {
   Kernel& kernel = gemv.kernel;
-  INTERNAL_CHECK(kernel.kind == KernelKind::Gemv && !kernel.gemv.has_bias && kernel.params.size() == 3 &&
-                 gemv.param_nodes.size() == 3 && graph.node(add).shape == kernel.domain)
-      << "a bias for a GEMV that is not lower_gemv's single product";
-  const ir::View& view = bias.view;
-  kernel.gemv.has_bias = true;
-  kernel.gemv.bias = Index{view.offset(), zero_unit_dims(kernel.domain, view.strides())};
-  kernel.params.push_back(Param{graph.node(bias.node).dtype, false});
-  gemv.param_nodes[2] = add;
-  gemv.param_nodes.push_back(bias.node);
-  kernel.label += " + bias";
+  INTERNAL_CHECK(kernel.kind == KernelKind::Gemv && !kernel.gemv.columns && kernel.gemv.group == 0 &&
+                 !kernel.gemv.has_bias && !kernel.gemv.has_output_scale && kernel.params.size() == 3 &&
+                 gemv.param_nodes.size() == 3 && graph.node(out).shape == kernel.domain)
+      << "a store operand for a GEMV that is not lower_gemv's single row-major product";
+  kernel.params.push_back(Param{graph.node(operand.node).dtype, false});
+  gemv.param_nodes[2] = out;
+  gemv.param_nodes.push_back(operand.node);
+  return Index{operand.view.offset(), zero_unit_dims(kernel.domain, operand.view.strides())};
+}
+
+}  // namespace
+
+void add_gemv_bias(const ir::Graph& graph, LoweredKernel& gemv, NodeId add, const ir::TensorRef& bias) {
+  gemv.kernel.gemv.bias = append_store_operand(graph, gemv, add, bias);
+  gemv.kernel.gemv.has_bias = true;
+  gemv.kernel.label += " + bias";
 }
 
 void add_gemv_output_scale(const ir::Graph& graph, LoweredKernel& gemv, NodeId mul, const ir::TensorRef& scale) {
-  Kernel& kernel = gemv.kernel;
-  INTERNAL_CHECK(kernel.kind == KernelKind::Gemv && !kernel.gemv.columns && kernel.gemv.group == 0 &&
-                 !kernel.gemv.has_output_scale && !kernel.gemv.has_bias && kernel.params.size() == 3 &&
-                 gemv.param_nodes.size() == 3 && graph.node(mul).shape == kernel.domain)
-      << "an output scale for a GEMV that is not lower_gemv's single row-major product";
-  const ir::View& view = scale.view;
-  kernel.gemv.has_output_scale = true;
-  kernel.gemv.output_scale = Index{view.offset(), zero_unit_dims(kernel.domain, view.strides())};
-  kernel.params.push_back(Param{graph.node(scale.node).dtype, false});
-  gemv.param_nodes[2] = mul;
-  gemv.param_nodes.push_back(scale.node);
-  kernel.label += " x per-channel scale";
+  gemv.kernel.gemv.output_scale = append_store_operand(graph, gemv, mul, scale);
+  gemv.kernel.gemv.has_output_scale = true;
+  gemv.kernel.label += " x per-channel scale";
 }
 
 LoweredKernel lower_expert_gemv(const ir::Graph& graph, NodeId id) {

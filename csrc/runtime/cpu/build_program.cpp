@@ -37,47 +37,53 @@ bool takes_store_epilogue(const codegen::Kernel& kernel) {
          ir::is_floating(kernel.params[2].dtype);
 }
 
+bool alone_in_pointwise_group(const passes::Partition& partition, NodeId id) {
+  const int g = partition.group_of[id];
+  return g >= 0 && partition.groups[g].kind == GroupKind::Pointwise && partition.groups[g].nodes.size() == 1;
+}
+
+// The node that alone reads `product`, alone in its pointwise group, where there is one: what a
+// GEMV's store can compute instead (its Add of a bias, its Mul by a scale).
+std::optional<NodeId> sole_pointwise_reader(const passes::Partition& partition, NodeId product) {
+  const std::vector<NodeId>& users = partition.users[product];
+  if (users.size() != 1 || partition.read_by_runtime[product] || !alone_in_pointwise_group(partition, users[0]))
+    return std::nullopt;
+  return users[0];
+}
+
 // A Linear's bias add that the GEMV computing `product` can take over (codegen::add_gemv_bias):
-// the product's only reader, alone in its pointwise group, adding a bias vector
-// (passes::linear_bias). BERT's 32-token bf16 forward ran 37 such Adds as kernels of their own.
+// the product's sole pointwise reader, adding a bias vector (passes::linear_bias). BERT's
+// 32-token bf16 forward ran 37 such Adds as kernels of their own.
 struct BiasAdd {
   NodeId add;
   ir::TensorRef bias;
 };
 
 std::optional<BiasAdd> bias_add_of(const ir::Graph& graph, const passes::Partition& partition, NodeId product) {
-  const std::vector<NodeId>& users = partition.users[product];
-  if (users.size() != 1 || partition.read_by_runtime[product]) return std::nullopt;
-  const int g = partition.group_of[users[0]];
-  if (g < 0 || partition.groups[g].kind != GroupKind::Pointwise || partition.groups[g].nodes.size() != 1)
-    return std::nullopt;
-  const std::optional<ir::TensorRef> bias = passes::linear_bias(graph, graph.node(users[0]), product);
+  const std::optional<NodeId> add = sole_pointwise_reader(partition, product);
+  if (!add) return std::nullopt;
+  const std::optional<ir::TensorRef> bias = passes::linear_bias(graph, graph.node(*add), product);
   if (!bias) return std::nullopt;
-  return BiasAdd{users[0], *bias};
+  return BiasAdd{*add, *bias};
 }
 
 // A per-channel scale that the GEMV computing `product` can apply (codegen::add_gemv_output_scale):
-// the product's only reader, alone in its pointwise group, multiplying it by a scale vector
-// (passes::output_scale), whose Cast to the product's dtype, if any, is alone in its group too.
-// torchao's int8 Linears ran that Cast and that Mul as two kernels after every GEMV: 226 of the
-// 521 steps of a 1B Llama's int8 decode.
+// the product's sole pointwise reader, multiplying it by a scale vector (passes::output_scale),
+// whose Cast to the product's dtype, if any, is alone in its group too. torchao's int8 Linears
+// ran that Cast and that Mul as two kernels after every GEMV: 226 of the 521 steps of a 1B
+// Llama's int8 decode.
 struct ScaleMul {
   NodeId mul;
   passes::OutputScale scale;
 };
 
 std::optional<ScaleMul> scale_mul_of(const ir::Graph& graph, const passes::Partition& partition, NodeId product) {
-  const std::vector<NodeId>& users = partition.users[product];
-  if (users.size() != 1 || partition.read_by_runtime[product]) return std::nullopt;
-  const auto alone_in_pointwise_group = [&](NodeId id) {
-    const int g = partition.group_of[id];
-    return g >= 0 && partition.groups[g].kind == GroupKind::Pointwise && partition.groups[g].nodes.size() == 1;
-  };
-  if (!alone_in_pointwise_group(users[0])) return std::nullopt;
+  const std::optional<NodeId> mul = sole_pointwise_reader(partition, product);
+  if (!mul) return std::nullopt;
   const std::optional<passes::OutputScale> scale =
-      passes::output_scale(graph, graph.node(users[0]), product, partition.users, partition.read_by_runtime);
-  if (!scale || (scale->cast >= 0 && !alone_in_pointwise_group(scale->cast))) return std::nullopt;
-  return ScaleMul{users[0], *scale};
+      passes::output_scale(graph, graph.node(*mul), product, partition.users, partition.read_by_runtime);
+  if (!scale || (scale->cast >= 0 && !alone_in_pointwise_group(partition, scale->cast))) return std::nullopt;
+  return ScaleMul{*mul, *scale};
 }
 
 // Whether an attention kernel's probabilities may be rounded to bf16 (AttentionSpec::
