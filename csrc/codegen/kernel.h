@@ -119,17 +119,18 @@ struct GemvSpec {
   // (lm_gemv_bf16_amx; lm_amx_chunks for a dequantized weight), where the cpu runtime's kernels
   // have AMX-BF16.
   bool amx_tiles = false;
-  // A Linear's bias added before the output is rounded and stored (passes::linear_bias; the cpu
-  // runtime sets it for its float row and strips GEMVs): the last param, read over the domain with
-  // stride 0 along M. The output param is then the Add's node.
-  bool has_bias = false;
-  Index bias;
-  // A per-channel scale the output is multiplied by after its rounding, then rounded again
-  // (passes::output_scale; the cpu runtime sets it for its row and strips GEMVs): the last param,
-  // read over the domain with stride 0 but along N and converted to the output's dtype as a Cast
-  // would. The output param is then the Mul's node.
+  // The store's epilogue (the cpu runtime sets it for its float row and strips GEMVs), operands
+  // read over the domain with stride 0 but along N, params after the output in this order:
+  // - A per-channel scale the output is multiplied by after its rounding, then rounded again
+  //   (passes::output_scale), converted to the output's dtype as a Cast would. The output param
+  //   is then the Mul's node.
   bool has_output_scale = false;
   Index output_scale;
+  // - A Linear's bias (passes::linear_bias), added before the output's one rounding; or, after a
+  //   scale, to the scaled and rounded value, then rounded again (an Add of the Mul). The output
+  //   param is then the Add's node.
+  bool has_bias = false;
+  Index bias;
   // A decode row's group-quantized GEMV of groups of 32 (bf16 activations) whose last param is
   // its int8 weight's values packed two a byte (runtime/cpu/int4_pairs.h), or null at run time,
   // where the kernel reads the int8 bytes as without it: set by the cpu runtime with

@@ -276,19 +276,24 @@ LoweredKernel lower_gemv(const ir::Graph& graph, NodeId id) {
 
 namespace {
 
-// lower_gemv's single row-major product `gemv` computing `out` instead, which reads `operand` (a
-// vector over the output's last dim) in its store: the operand becomes the last param, read over
-// the domain, and `out` the output param.
+// lower_gemv's single row-major product `gemv` computing `out` instead (the same elements in the
+// same order, in the product's shape or a reshape keeping its last dim), which reads `operand` (a
+// vector along out's last dim: stride 0 or size 1 elsewhere) in its store: the operand becomes
+// the last param, read over the domain, and `out` the output param.
 Index append_store_operand(const ir::Graph& graph, LoweredKernel& gemv, NodeId out, const ir::TensorRef& operand) {
   Kernel& kernel = gemv.kernel;
+  const size_t params = kernel.gemv.has_output_scale ? 4 : 3;
+  const ir::Shape& out_shape = graph.node(out).shape;
   INTERNAL_CHECK(kernel.kind == KernelKind::Gemv && !kernel.gemv.columns && kernel.gemv.group == 0 &&
-                 !kernel.gemv.has_bias && !kernel.gemv.has_output_scale && kernel.params.size() == 3 &&
-                 gemv.param_nodes.size() == 3 && graph.node(out).shape == kernel.domain)
+                 !kernel.gemv.has_bias && kernel.params.size() == params && gemv.param_nodes.size() == params &&
+                 out_shape.back() == kernel.domain.back() && ir::numel(out_shape) == ir::numel(kernel.domain))
       << "a store operand for a GEMV that is not lower_gemv's single row-major product";
   kernel.params.push_back(Param{graph.node(operand.node).dtype, false});
   gemv.param_nodes[2] = out;
   gemv.param_nodes.push_back(operand.node);
-  return Index{operand.view.offset(), zero_unit_dims(kernel.domain, operand.view.strides())};
+  std::vector<Expr> strides(kernel.domain.size(), Expr(int64_t{0}));
+  strides.back() = operand.view.strides().back();
+  return Index{operand.view.offset(), zero_unit_dims(kernel.domain, std::move(strides))};
 }
 
 }  // namespace
@@ -300,6 +305,7 @@ void add_gemv_bias(const ir::Graph& graph, LoweredKernel& gemv, NodeId add, cons
 }
 
 void add_gemv_output_scale(const ir::Graph& graph, LoweredKernel& gemv, NodeId mul, const ir::TensorRef& scale) {
+  INTERNAL_CHECK(!gemv.kernel.gemv.has_output_scale) << "a second output scale for one GEMV";
   gemv.kernel.gemv.output_scale = append_store_operand(graph, gemv, mul, scale);
   gemv.kernel.gemv.has_output_scale = true;
   gemv.kernel.label += " x per-channel scale";

@@ -32,13 +32,13 @@ LoweredKernel lower_matmul_loop(const ir::Graph& graph, ir::NodeId node);
 // A Matmul for which passes::is_gemv holds, as the GEMV pattern kernel.
 LoweredKernel lower_gemv(const ir::Graph& graph, ir::NodeId node);
 
-// `gemv` (lower_gemv's, with one row-major product, not the column form; at most one of the two)
-// computing `add` = product + `bias` (passes::linear_bias) instead: the bias becomes its last param
-// and `add` its output...
+// `gemv` (lower_gemv's, with one row-major product, not the column form) computing `add` =
+// product + `bias` (passes::linear_bias), or `add` = `mul` + `bias` after add_gemv_output_scale,
+// instead: the bias becomes its last param and `add` its output...
 void add_gemv_bias(const ir::Graph& graph, LoweredKernel& gemv, ir::NodeId add, const ir::TensorRef& bias);
 
-// ... or `mul` = product x `scale` (passes::output_scale: a Weight or Input read per output
-// column): the scale becomes its last param and `mul` its output.
+// ... and (first, where both) `mul` = product x `scale` (passes::output_scale: a Weight or Input
+// read per output column): the scale becomes its last param and `mul` its output.
 void add_gemv_output_scale(const ir::Graph& graph, LoweredKernel& gemv, ir::NodeId mul, const ir::TensorRef& scale);
 
 // The symbol lower_expert_gemv's kernel reads one expert's row count from.

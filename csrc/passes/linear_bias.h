@@ -12,7 +12,11 @@
 namespace luminal::passes {
 
 // The bias `add` adds to `product` (read contiguously, as the product's own shape), or none when
-// `add` is not product + bias vector in either operand order.
-std::optional<ir::TensorRef> linear_bias(const ir::Graph& graph, const ir::Node& add, ir::NodeId product);
+// `add` is not product + bias vector in either operand order. With `through_reshape`, `add` may
+// also read the product through a contiguous reshape that keeps its last dim (a Linear's output
+// given its batch dims back: torchao's `(x2d @ w * scale).view(*batch, N) + bias`); the bias is
+// read over `add`'s shape, a vector along its last dim either way.
+std::optional<ir::TensorRef> linear_bias(const ir::Graph& graph, const ir::Node& add, ir::NodeId product,
+                                         bool through_reshape = false);
 
 }  // namespace luminal::passes

@@ -552,54 +552,77 @@ TEST(QuantizedGemv, APerChannelScaleJoinsTheGemvsStoreWithTheMulsBits) {
   // the GEMV (the same graph with the product also an output, which keeps both kernels), on both
   // ISAs. Decode rows (paired streams at rank 2, a batch at rank 3), prompts of a few rows
   // (strips, or rows of the row GEMV), a scale of t itself, the widening Cast of a bf16 scale
-  // into f32, and 37 outputs (whole blocks and single rows).
+  // into f32, and 37 outputs (whole blocks and single rows). With a bias Add after the Mul (a
+  // quantized Linear with a bias), the store adds it too, rounding after the Mul and the Add:
+  // where the Add reads the rank-3 product as it is, the two share one pointwise kernel unfused;
+  // where it reads a rank-2 product with its batch dim back ([1, rows, N], as torchao's Linear
+  // returns it), the Add is a kernel of its own.
   std::mt19937 rng(31);
   const int64_t n = 37, k = 70;
   for (DType t : {DType::F32, DType::BF16})
     for (DType scale_dtype : {DType::F32, DType::BF16})
-      for (std::vector<int64_t> x_shape : {std::vector<int64_t>{1, k}, {3, 1, k}, {2, k}, {17, k}}) {
-        std::string what = std::string(ir::dtype_name(t)) + " x, " + ir::dtype_name(scale_dtype) + " scale, rows";
-        for (int64_t d : x_shape) what += " " + std::to_string(d);
-        HostTensor weight = int8_weight(n, k, rng);
-        HostTensor scales = random_tensor(scale_dtype, {n, 1}, rng, /*positive=*/true);
-        const std::map<std::string, runtime::BufferRef> weights = {{"w", weight.ref()}, {"scale", scales.ref()}};
-        const std::vector<HostTensor> inputs = {random_tensor(t, x_shape, rng)};
-        std::vector<std::vector<HostTensor>> results;  // fused, then the product also an output
-        for (bool product_also_an_output : {false, true}) {
-          IrTestBuilder b;
-          ir::Shape shape;
-          for (int64_t d : x_shape) shape.push_back(ir::Expr(d));
-          auto x = b.input("x", t, shape);
-          auto w = b.weight("w", DType::I8, {n, k});
-          auto scale = b.weight("scale", scale_dtype, {n, 1});
-          ir::View transposed = w.view.permute({1, 0});  // [K, N]
-          if (x_shape.size() == 3) transposed = transposed.unsqueeze(0).expand({x_shape[0], k, n});
-          auto product = b.matmul(x, b.unary(Op::Cast, viewed(w, transposed), t));
-          auto converted = scale_dtype == t ? scale : b.unary(Op::Cast, scale, t);
-          ir::View row = converted.view.permute({1, 0});  // [1, N]
-          if (x_shape.size() == 3) row = row.unsqueeze(0);
-          b.output(b.binary(Op::Mul, product, viewed(converted, row.expand(product.view.shape()))));
-          if (product_also_an_output) b.output(product);
-          runtime::CompileOptions options;
-          options.cache_dir = test_cache_dir();
-          const runtime::cpu::Program program = runtime::cpu::build_program(b.graph, options);
-          size_t scaled = 0;
-          for (const runtime::cpu::Step& step : program.steps) {
-            scaled += step.what.find("x per-channel scale") != std::string::npos;
-            if (!product_also_an_output) {
-              EXPECT_EQ(step.what.find("Cast"), std::string::npos) << what << ": " << step.what;
-              EXPECT_EQ(step.what.find("Mul"), std::string::npos) << what << ": " << step.what;
+      for (std::vector<int64_t> x_shape : {std::vector<int64_t>{1, k}, {3, 1, k}, {2, k}, {17, k}})
+        for (bool with_bias : {false, true}) {
+          std::string what = std::string(ir::dtype_name(t)) + " x, " + ir::dtype_name(scale_dtype) + " scale, rows";
+          for (int64_t d : x_shape) what += " " + std::to_string(d);
+          if (with_bias) what += ", then a bias";
+          HostTensor weight = int8_weight(n, k, rng);
+          HostTensor scales = random_tensor(scale_dtype, {n, 1}, rng, /*positive=*/true);
+          HostTensor biases = random_tensor(t, {n + 3}, rng);
+          std::map<std::string, runtime::BufferRef> weights = {{"w", weight.ref()}, {"scale", scales.ref()}};
+          if (with_bias) weights["bias"] = biases.ref();
+          const std::vector<HostTensor> inputs = {random_tensor(t, x_shape, rng)};
+          std::vector<std::vector<HostTensor>> results;  // fused, then the product also an output
+          for (bool product_also_an_output : {false, true}) {
+            IrTestBuilder b;
+            ir::Shape shape;
+            for (int64_t d : x_shape) shape.push_back(ir::Expr(d));
+            auto x = b.input("x", t, shape);
+            auto w = b.weight("w", DType::I8, {n, k});
+            auto scale = b.weight("scale", scale_dtype, {n, 1});
+            ir::View transposed = w.view.permute({1, 0});  // [K, N]
+            if (x_shape.size() == 3) transposed = transposed.unsqueeze(0).expand({x_shape[0], k, n});
+            auto product = b.matmul(x, b.unary(Op::Cast, viewed(w, transposed), t));
+            auto converted = scale_dtype == t ? scale : b.unary(Op::Cast, scale, t);
+            ir::View row = converted.view.permute({1, 0});  // [1, N]
+            if (x_shape.size() == 3) row = row.unsqueeze(0);
+            auto scaled = b.binary(Op::Mul, product, viewed(converted, row.expand(product.view.shape())));
+            if (with_bias) {
+              // The bias read from an offset: elements 2 .. n + 1 of a longer weight.
+              auto bias = b.weight("bias", t, {n + 3});
+              const ir::View bias_row =
+                  bias.view.slice(0, ir::Expr(int64_t{2}), ir::Expr(n + 2), 1).unsqueeze(0).unsqueeze(0);
+              const ir::Shape batched = x_shape.size() == 3 ? product.view.shape()
+                                                            : ir::Shape{ir::Expr(int64_t{1}), shape[0], ir::Expr(n)};
+              b.output(b.binary(Op::Add, viewed(scaled, ir::View::contiguous(batched)),
+                                viewed(bias, bias_row.expand(batched))));
+            } else {
+              b.output(scaled);
             }
+            if (product_also_an_output) b.output(product);
+            runtime::CompileOptions options;
+            options.cache_dir = test_cache_dir();
+            const runtime::cpu::Program program = runtime::cpu::build_program(b.graph, options);
+            size_t scaled_steps = 0, biased_steps = 0;
+            for (const runtime::cpu::Step& step : program.steps) {
+              scaled_steps += step.what.find("x per-channel scale") != std::string::npos;
+              biased_steps += step.what.find("+ bias") != std::string::npos;
+              if (!product_also_an_output) {
+                EXPECT_EQ(step.what.find("Cast"), std::string::npos) << what << ": " << step.what;
+                EXPECT_EQ(step.what.find("Mul"), std::string::npos) << what << ": " << step.what;
+                EXPECT_EQ(step.what.find("Add"), std::string::npos) << what << ": " << step.what;
+              }
+            }
+            EXPECT_EQ(scaled_steps, product_also_an_output ? 0u : 1u) << what;
+            EXPECT_EQ(biased_steps, product_also_an_output || !with_bias ? 0u : 1u) << what;
+            if (!product_also_an_output)
+              expect_both_isas_match_the_reference(b.graph, inputs, what, t == DType::F32 ? 1e-3 : 2e-2, weights,
+                                                   /*same_bits=*/false);
+            std::vector<HostTensor> cpu_inputs = inputs;
+            results.push_back(run_executable(*compile_cpu(b.graph, weights), b.graph, cpu_inputs));
           }
-          EXPECT_EQ(scaled, product_also_an_output ? 0u : 1u) << what;
-          if (!product_also_an_output)
-            expect_both_isas_match_the_reference(b.graph, inputs, what, t == DType::F32 ? 1e-3 : 2e-2, weights,
-                                                 /*same_bits=*/false);
-          std::vector<HostTensor> cpu_inputs = inputs;
-          results.push_back(run_executable(*compile_cpu(b.graph, weights), b.graph, cpu_inputs));
+          EXPECT_TRUE(results[0][0].bytes == results[1][0].bytes) << what << ": the fused store's bits differ from the kernels'";
         }
-        EXPECT_TRUE(results[0][0].bytes == results[1][0].bytes) << what << ": the fused scale's bits differ from the Mul's";
-      }
 }
 
 TEST(QuantizedGemv, APromptBeyondTheStripRowsKeepsTheCastAndBlas) {

@@ -1147,31 +1147,33 @@ class Emitter {
     if (t == DType::I32) out << "  int32_t lm_prompt_sums[8 * " << rows << "];\n";
     const int m_axis = rank_ - 2;
     const std::string m_count = expr_text(k_.domain[m_axis]);
-    // GemvSpec::has_output_scale: weight row `row`'s scale (its index from the work item's, as the
-    // output's) converted as the Cast before the Mul converts it, and a sum's stored value: the
-    // sum rounded to the output's dtype, times the scale, rounded again (the product's store and
-    // the Mul's arithmetic, bit for bit).
-    const std::string scale_param = "p" + std::to_string(k_.params.size() - 1);
+    // The store's operands (GemvSpec::has_output_scale, has_bias), params after the output in that
+    // order: weight row `row`'s scale (its index from the work item's, as the output's) converted
+    // as the Cast before the Mul converts it, and its bias.
+    const int scale_param = 3, bias_param = g.has_output_scale ? 4 : 3;
+    const auto operand_of_row = [&](int param, const Index& index, const std::string& row) {
+      return table_.load(k_.params[param].dtype, "p" + std::to_string(param) + "[" + index_text(index, false) + " + (" +
+                                                     row + ") * " + expr_text(index.strides[n_axis]) + "]");
+    };
     const auto output_scale_of_row = [&](const std::string& row) {
-      const DType s = k_.params.back().dtype;
-      return table_.convert(s, t, table_.load(s, scale_param + "[" + index_text(g.output_scale, false) + " + (" + row +
-                                                    ") * " + expr_text(g.output_scale.strides[n_axis]) + "]"));
+      return table_.convert(k_.params[scale_param].dtype, t, operand_of_row(scale_param, g.output_scale, row));
     };
-    const auto stored = [&](const std::string& sum, const std::string& scale) {
-      if (!g.has_output_scale) return table_.store(t, sum);
+    // A sum's stored value: without a scale, the sum plus its bias, rounded once (as eager's
+    // addmm); with one, the sum rounded to the output's dtype, times the scale, rounded (the
+    // product's store and the Mul's arithmetic, bit for bit), then plus the bias and rounded (the
+    // Add's).
+    const auto stored = [&](const std::string& sum, const std::string& scale, const std::string& bias) {
+      if (!g.has_output_scale) return table_.store(t, g.has_bias ? "(" + sum + " + " + bias + ")" : sum);
+      // (op() rounds each result to t, as the pointwise kernels' values are.)
       bool may_fail = false;
-      return table_.store(t, table_.op(ir::Op::Mul, t, t, {table_.round(t, sum), scale}, may_fail));
+      std::string value = table_.op(ir::Op::Mul, t, t, {table_.round(t, sum), scale}, may_fail);
+      if (g.has_bias) value = table_.op(ir::Op::Add, t, t, {value, bias}, may_fail);
+      return table_.store(t, value);
     };
-    // ... and of weight row `row`'s sum in the row GEMV, its bias added first (in f32, before the
-    // one rounding, as the strips add theirs).
+    // ... of weight row `row`'s sum in the row GEMV.
     const auto stored_row = [&](const std::string& sum, const std::string& row) {
-      const std::string biased =
-          g.has_bias ? "(" + sum + " + " +
-                           table_.load(k_.params[3].dtype, "p3[" + index_text(g.bias, false) + " + (" + row + ") * " +
-                                                               expr_text(g.bias.strides[n_axis]) + "]") +
-                           ")"
-                     : sum;
-      return stored(biased, g.has_output_scale ? output_scale_of_row(row) : std::string());
+      return stored(sum, g.has_output_scale ? output_scale_of_row(row) : std::string(),
+                    g.has_bias ? operand_of_row(bias_param, g.bias, row) : std::string());
     };
     if (strips) {
       // f32 with a few rows of `a` (lm_gemv_strips): `a` packed into strips of 16 rows by the
@@ -1260,15 +1262,11 @@ class Emitter {
       // The rows past the last whole block one at a time (on AMX: as bf16 pairs, from the same strips).
       out << "    else " << (g.amx_tiles && w == DType::BF16 ? std::string("lm_gemv_bf16_strips<") : strips_head) << "1"
           << strips_tail;
-      // A Linear's bias joins each sum in f32 before its one rounding (GemvSpec::has_bias).
-      std::string sum = "lm_block[lm_u * lm_strip_count * 16 + lm_s + lm_i]";
-      if (g.has_bias) {
-        out << "    for (int lm_u = 0; lm_u < lm_rows; ++lm_u) lm_bias[lm_u] = "
-            << table_.load(k_.params[3].dtype, "p3[" + index_text(g.bias, false) + " + lm_u * " +
-                                                   expr_text(g.bias.strides[n_axis]) + "]")
+      // Each weight row's bias and scale, for the store (`stored`).
+      const std::string sum = "lm_block[lm_u * lm_strip_count * 16 + lm_s + lm_i]";
+      if (g.has_bias)
+        out << "    for (int lm_u = 0; lm_u < lm_rows; ++lm_u) lm_bias[lm_u] = " << operand_of_row(bias_param, g.bias, "lm_u")
             << ";\n";
-        sum = "(" + sum + " + lm_bias[lm_u])";
-      }
       if (g.has_output_scale)
         out << "    for (int lm_u = 0; lm_u < lm_rows; ++lm_u) lm_output_scale[lm_u] = " << output_scale_of_row("lm_u")
             << ";\n";
@@ -1284,7 +1282,7 @@ class Emitter {
       out << "      for (int lm_u = 0; lm_u < lm_rows; ++lm_u) {\n";
       out << "        #pragma omp simd\n";
       out << "        for (int lm_i = 0; lm_i < 16; ++lm_i) lm_rounded[lm_u * 16 + lm_i] = "
-          << stored(sum, "lm_output_scale[lm_u]")
+          << stored(sum, "lm_output_scale[lm_u]", "lm_bias[lm_u]")
           << ";\n      }\n";
       out << "      const int64_t lm_strip_rows = " << m_count << " - lm_s < 16 ? " << m_count << " - lm_s : 16;\n";
       out << "      for (int64_t lm_i = 0; lm_i < lm_strip_rows; ++lm_i)\n";

@@ -62,28 +62,43 @@ struct BiasAdd {
 std::optional<BiasAdd> bias_add_of(const ir::Graph& graph, const passes::Partition& partition, NodeId product) {
   const std::optional<NodeId> add = sole_pointwise_reader(partition, product);
   if (!add) return std::nullopt;
-  const std::optional<ir::TensorRef> bias = passes::linear_bias(graph, graph.node(*add), product);
+  const std::optional<ir::TensorRef> bias = passes::linear_bias(graph, graph.node(*add), product, /*through_reshape=*/true);
   if (!bias) return std::nullopt;
   return BiasAdd{*add, *bias};
 }
 
 // A per-channel scale that the GEMV computing `product` can apply (codegen::add_gemv_output_scale):
-// the product's sole pointwise reader, multiplying it by a scale vector (passes::output_scale),
-// whose Cast to the product's dtype, if any, is alone in its group too. torchao's int8 Linears
-// ran that Cast and that Mul as two kernels after every GEMV: 226 of the 521 steps of a 1B
-// Llama's int8 decode.
+// the product's only reader, a Mul by a scale vector (passes::output_scale) in a pointwise group of
+// its own or with the one Add after it, whose Cast to the product's dtype, if any, is alone in its
+// group; and the bias that Add adds, if any (a quantized Linear with a bias). torchao's
+// int8 Linears ran that Cast and that Mul as two kernels after every GEMV: 226 of the 521 steps
+// of a 1B Llama's int8 decode.
 struct ScaleMul {
   NodeId mul;
   passes::OutputScale scale;
+  std::optional<BiasAdd> bias;
 };
 
 std::optional<ScaleMul> scale_mul_of(const ir::Graph& graph, const passes::Partition& partition, NodeId product) {
-  const std::optional<NodeId> mul = sole_pointwise_reader(partition, product);
-  if (!mul) return std::nullopt;
+  const std::vector<NodeId>& users = partition.users[product];
+  if (users.size() != 1 || partition.read_by_runtime[product]) return std::nullopt;
+  const NodeId mul = users[0];
+  const int g = partition.group_of[mul];
+  if (g < 0 || partition.groups[g].kind != GroupKind::Pointwise) return std::nullopt;
   const std::optional<passes::OutputScale> scale =
-      passes::output_scale(graph, graph.node(*mul), product, partition.users, partition.read_by_runtime);
+      passes::output_scale(graph, graph.node(mul), product, partition.users, partition.read_by_runtime);
   if (!scale || (scale->cast >= 0 && !alone_in_pointwise_group(partition, scale->cast))) return std::nullopt;
-  return ScaleMul{*mul, *scale};
+  const std::vector<NodeId>& nodes = partition.groups[g].nodes;
+  if (nodes.size() == 1) return ScaleMul{mul, *scale, bias_add_of(graph, partition, mul)};
+  // The Mul and the bias Add after it, fused into one pointwise kernel.
+  const std::vector<NodeId>& mul_users = partition.users[mul];
+  if (nodes.size() != 2 || mul_users.size() != 1 || partition.read_by_runtime[mul] ||
+      partition.group_of[mul_users[0]] != g)
+    return std::nullopt;
+  const std::optional<ir::TensorRef> bias =
+      passes::linear_bias(graph, graph.node(mul_users[0]), mul, /*through_reshape=*/true);
+  if (!bias) return std::nullopt;
+  return ScaleMul{mul, *scale, BiasAdd{mul_users[0], *bias}};
 }
 
 // Whether an attention kernel's probabilities may be rounded to bf16 (AttentionSpec::
@@ -326,8 +341,8 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
     step.what = kernel.label + " from " + origin;
   };
   // Groups a GEMV computes in its store: a bias Add (codegen::add_gemv_bias), a scale's Mul and
-  // its Cast (codegen::add_gemv_output_scale). The scales are found first, as a Cast may come
-  // before its GEMV in the graph's order.
+  // its Cast (codegen::add_gemv_output_scale), with a bias Add after them. The scales are found
+  // first, as a Cast may come before its GEMV in the graph's order.
   std::set<int> epilogue_groups;
   std::map<NodeId, ScaleMul> scale_muls;  // by the product they scale
   for (const passes::Group& group : partition.groups) {
@@ -340,6 +355,7 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
       scale_muls.emplace(group.nodes[0], *scale);
       epilogue_groups.insert(partition.group_of[scale->mul]);
       if (scale->scale.cast >= 0) epilogue_groups.insert(partition.group_of[scale->scale.cast]);
+      if (scale->bias) epilogue_groups.insert(partition.group_of[scale->bias->add]);
     }
   }
   for (int g : passes::topological_groups(partition)) {
@@ -442,9 +458,11 @@ Program build_program(const ir::Graph& input_graph, const CompileOptions& option
         lowered.kernel.gemv.bf16_pairs = passes::is_bf16_pair_gemv(graph, matmul, cx.gemv_rows.bf16_pairs);
       use_amx_tiles(lowered.kernel);
       if (lowered.kernel.gemv.columns) lowered.kernel.tile = column_run(lowered.kernel, program_threads(options));
-      if (const auto scale = scale_muls.find(group.nodes[0]); scale != scale_muls.end())
+      if (const auto scale = scale_muls.find(group.nodes[0]); scale != scale_muls.end()) {
         codegen::add_gemv_output_scale(graph, lowered, scale->second.mul, scale->second.scale.scale);
-      else if (takes_store_epilogue(lowered.kernel)) {
+        if (const std::optional<BiasAdd>& bias = scale->second.bias)
+          codegen::add_gemv_bias(graph, lowered, bias->add, bias->bias);
+      } else if (takes_store_epilogue(lowered.kernel)) {
         if (const std::optional<BiasAdd> bias = bias_add_of(graph, partition, group.nodes[0])) {
           codegen::add_gemv_bias(graph, lowered, bias->add, bias->bias);
           epilogue_groups.insert(partition.group_of[bias->add]);
