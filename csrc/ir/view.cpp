@@ -74,6 +74,13 @@ bool View::is_contiguous() const {
   return true;
 }
 
+bool View::is_last_dim_vector() const {
+  if (strides_.empty() || !is_one(strides_.back())) return false;
+  for (size_t d = 0; d + 1 < strides_.size(); ++d)
+    if (!(strides_[d] == Expr(int64_t{0})) && !is_one(shape_[d])) return false;
+  return true;
+}
+
 View View::permute(const std::vector<int>& order) const {
   INTERNAL_CHECK(order.size() == rank()) << "permute of rank " << rank() << " with " << order.size() << " dims";
   Shape shape;

@@ -24,6 +24,8 @@ class View {
   const Expr& offset() const { return offset_; }
   size_t rank() const { return shape_.size(); }
   bool is_contiguous() const;  // row-major, offset 0 (size-1 dims' strides ignored)
+  // One vector along the last dim, broadcast: unit stride there, stride 0 (or size 1) elsewhere.
+  bool is_last_dim_vector() const;
 
   // All dims are already normalised (non-negative, in range); the translator wraps negatives.
   View permute(const std::vector<int>& order) const;

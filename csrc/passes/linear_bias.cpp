@@ -1,10 +1,6 @@
 #include "passes/linear_bias.h"
 
-#include <vector>
-
 namespace luminal::passes {
-
-using ir::Expr;
 
 namespace {
 
@@ -31,11 +27,7 @@ std::optional<ir::TensorRef> linear_bias(const ir::Graph& graph, const ir::Node&
     // A weight or an input: its buffer exists before the GEMM runs, wherever the GEMM is.
     const ir::Op source = graph.node(bias.node).op;
     if (graph.node(bias.node).dtype != add.dtype || (source != ir::Op::Weight && source != ir::Op::Input)) continue;
-    const std::vector<Expr>& strides = bias.view.strides();
-    bool vector = !strides.empty() && is_one(strides.back());
-    for (size_t d = 0; d + 1 < strides.size() && vector; ++d)
-      vector = strides[d] == Expr(int64_t{0}) || is_one(bias.view.shape()[d]);
-    if (vector) return bias;
+    if (bias.view.is_last_dim_vector()) return bias;
   }
   return std::nullopt;
 }

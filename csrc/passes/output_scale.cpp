@@ -1,33 +1,14 @@
 #include "passes/output_scale.h"
 
-#include "codegen/lower.h"
-
 namespace luminal::passes {
 
 namespace {
-
-using ir::Expr;
-
-// A vector along the last dim: unit stride there, stride 0 (or size 1) everywhere else.
-bool per_column(const ir::View& view) {
-  const std::vector<Expr>& strides = view.strides();
-  if (strides.empty() || !is_one(strides.back())) return false;
-  for (size_t d = 0; d + 1 < strides.size(); ++d)
-    if (!(strides[d] == Expr(int64_t{0})) && !is_one(view.shape()[d])) return false;
-  return true;
-}
 
 // A buffer that exists before any kernel runs, wherever the GEMV is among them.
 bool bound_before_kernels(const ir::Node& node) { return node.op == ir::Op::Weight || node.op == ir::Op::Input; }
 
 // `view` reads every element of a contiguous `shape` buffer at its own position.
-bool contiguous_read(const ir::View& view, const ir::Shape& shape) {
-  if (!(view.shape() == shape) || !is_zero(view.offset())) return false;
-  const std::vector<Expr> contiguous = codegen::contiguous_strides(shape);
-  for (size_t d = 0; d < shape.size(); ++d)
-    if (!is_one(shape[d]) && !(view.strides()[d] == contiguous[d])) return false;
-  return true;
-}
+bool contiguous_read(const ir::View& view, const ir::Shape& shape) { return view.shape() == shape && view.is_contiguous(); }
 
 }  // namespace
 
@@ -40,7 +21,7 @@ std::optional<OutputScale> output_scale(const ir::Graph& graph, const ir::Node& 
   for (size_t i = 0; i < 2; ++i) {
     const ir::TensorRef& p = mul.inputs[i];
     const ir::TensorRef& factor = mul.inputs[1 - i];
-    if (p.node != product || !contiguous_read(p.view, out.shape) || factor.node == product || !per_column(factor.view))
+    if (p.node != product || !contiguous_read(p.view, out.shape) || factor.node == product || !factor.view.is_last_dim_vector())
       continue;
     const ir::Node& source = graph.node(factor.node);
     if (source.dtype != mul.dtype) continue;
